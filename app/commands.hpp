@@ -1,0 +1,16 @@
+// The `tagcsim` subcommands. Each file in app/ adds one to the CLI and
+// returns its exit code through the callback it installs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tagcsim::app {
+
+// Each add_* registers a subcommand; `exit_code` receives its result.
+void add_run_command(CLI::App& app, int& exit_code);         // tagcsim run SCENARIO
+void add_collective_command(CLI::App& app, int& exit_code);  // tagcsim collective ...
+void add_kernels_command(CLI::App& app, int& exit_code);     // tagcsim kernels bench|quality
+void add_tune_command(CLI::App& app, int& exit_code);        // tagcsim tune SCENARIO
+void add_calibrate_command(CLI::App& app, int& exit_code);   // tagcsim calibrate ...
+
+}  // namespace tagcsim::app

@@ -1,0 +1,108 @@
+// Transformer models and the FSDP units they are wrapped into.
+//
+// A model is described by a handful of shape numbers (TransformerConfig), in
+// YAML or by preset name. fsdp_units() cuts it into the flat parameter groups
+// that PyTorch FSDP all-gathers and reduce-scatters, with the work and memory
+// each one costs per micro-batch.
+#pragma once
+
+#include "common/input.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tagcsim::models {
+
+enum class Norm { LayerNorm, RMSNorm };
+
+struct TransformerConfig {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;          // d_model
+  int heads = 0;
+  int kv_heads = 0;        // == heads without GQA
+  std::int64_t ffn = 0;    // FFN inner size
+  bool gated_mlp = false;  // SwiGLU-style: three FFN matrices instead of two
+  std::int64_t vocab = 0;
+  bool tied_embeddings = false;
+  int seq_len = 0;                 // training sequence length
+  int learned_positions = 0;       // rows of a learned position embedding (GPT-2: 1024); 0 = rotary/ALiBi
+  Norm norm = Norm::LayerNorm;
+  bool bias = false;               // biases on linear layers
+  std::string source;              // where the shape comes from (paper, model card)
+};
+
+// Presets: gpt2-124m, gpt2-355m, gpt2-774m, gpt2-1.5b, gpt2-124m-untied (TAGC's 162.6M run),
+// llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, llama3.1-405b,
+// mpt-125m, mpt-350m, mpt-760m, mpt-1b, mpt-3b, mpt-7b, mpt-13b, mpt-30b, mpt-70b.
+std::vector<std::string> preset_names();
+// Throws InputError naming the preset list when `name` is unknown.
+TransformerConfig preset(const std::string& name);
+
+// `model:` in a scenario: either a preset name (scalar), or a map
+//   { preset: llama2-7b, seq_len: 2048 }   (preset plus overrides), or
+//   { layers: .., hidden: .., heads: .., ... } (full description).
+// Validates (e.g. heads divide hidden, kv_heads divide heads) with file:line errors.
+TransformerConfig load_model(const Input& in);
+// Same checks for a config built in code; throws InputError with `what` as the prefix.
+void validate(const TransformerConfig& m, const std::string& what);
+
+// Trainable parameters, as the published counts give them.
+std::int64_t parameter_count(const TransformerConfig& m);
+// Model FLOPs per token for the MFU convention of PaLM / nanoGPT:
+// 6 * (non-embedding params + lm_head) + 12 * layers * hidden * seq_len.
+double model_flops_per_token(const TransformerConfig& m);
+
+// How the model is cut into FSDP units.
+enum class WrapPolicy {
+  Block,  // one unit per transformer block, plus a root unit holding embeddings, final norm, head
+  Size,   // TAGC's reference: every nn.Linear and nn.Embedding its own unit; norms in the root
+};
+
+// What a unit holds, in the user's words. TAGC's layer selection predicates use it.
+enum class UnitKind {
+  Root,               // what is left after wrapping: norms (and, under Block, embeddings + head)
+  Embedding,          // token embedding (wte)
+  PositionEmbedding,  // learned position embedding (wpe)
+  AttentionQKV,       // fused q/k/v projection
+  AttentionOut,       // attention output projection
+  MlpUp,              // FFN up (and gate, when gated: one unit per matrix, see name)
+  MlpDown,            // FFN down
+  LmHead,             // output projection (absent when tied)
+  Block,              // a whole transformer block (Block policy)
+};
+const char* to_string(UnitKind k);
+
+struct TrainingShape {
+  int micro_batch = 1;             // sequences per GPU per micro-batch
+  int seq_len = 0;                 // 0: the model's seq_len
+  double activation_bytes = 2;     // bytes per activation element (bf16 = 2, fp32 = 4)
+  bool activation_checkpointing = false;  // full: keep only each block's input
+  bool flash_attention = true;     // no s^2 attention matrices kept
+};
+
+struct FsdpUnit {
+  std::string name;            // "layers.3.mlp.c_fc", "block.3", "root"
+  UnitKind kind = UnitKind::Root;
+  int layer = -1;              // transformer block index, -1 outside the blocks
+  std::int64_t params = 0;
+  // Of `params`, how many sit in attention, MLP, embedding/head and norms
+  // (a Block unit holds several; a Size unit exactly one).
+  std::int64_t attention_params = 0, mlp_params = 0, embedding_params = 0, norm_params = 0;
+  // Work per micro-batch on one GPU. GEMM FLOPs are 2*m*n*k; backward is
+  // grad-input plus grad-weight GEMMs (2x forward) plus attention's backward.
+  double forward_flops = 0;
+  double backward_flops = 0;
+  double gemm_fraction = 1;    // share of forward_flops in GEMMs (the rest is attention core / element-wise)
+  // Element-wise and norm traffic per micro-batch (bytes moved through HBM), forward and backward.
+  double forward_memory_bytes = 0;
+  double backward_memory_bytes = 0;
+  // Activations this unit keeps for backward, per micro-batch (checkpointing applied).
+  double activation_bytes = 0;
+};
+
+// Units in forward execution order (the root unit first, as FSDP gathers it first).
+std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, const TrainingShape& shape);
+
+}  // namespace tagcsim::models
