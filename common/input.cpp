@@ -137,6 +137,10 @@ Input Input::load_string(const std::string& text, const std::string& source_name
   }
 }
 
+Input Input::wrap(YAML::Node node, const std::string& source_name) {
+  return Input(std::move(node), std::make_shared<const std::string>(source_name), "", 1);
+}
+
 bool Input::is_map() const { return node_.IsMap(); }
 bool Input::is_sequence() const { return node_.IsSequence(); }
 bool Input::is_scalar() const { return node_.IsScalar(); }

@@ -36,6 +36,8 @@ class Input {
  public:
   static Input load_file(const std::string& path);
   static Input load_string(const std::string& text, const std::string& source_name);
+  // A tree built or edited in code (sweeps); nodes keep the marks they were parsed with.
+  static Input wrap(YAML::Node node, const std::string& source_name);
 
   // --- structure ---
   bool is_map() const;

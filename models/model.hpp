@@ -51,7 +51,10 @@ void validate(const TransformerConfig& m, const std::string& what);
 // Trainable parameters, as the published counts give them.
 std::int64_t parameter_count(const TransformerConfig& m);
 // Model FLOPs per token for the MFU convention of PaLM / nanoGPT:
-// 6 * (non-embedding params + lm_head) + 12 * layers * hidden * seq_len.
+// 6 * (non-embedding params + lm_head) + 12 * layers * hidden * seq_len,
+// where the params are parameter_count less the position embedding and, when
+// untied, less wte (a tied wte is the head and counts); the attention term has
+// no causal discount.
 double model_flops_per_token(const TransformerConfig& m);
 
 // How the model is cut into FSDP units.
@@ -65,7 +68,7 @@ enum class UnitKind {
   Root,               // what is left after wrapping: norms (and, under Block, embeddings + head)
   Embedding,          // token embedding (wte)
   PositionEmbedding,  // learned position embedding (wpe)
-  AttentionQKV,       // fused q/k/v projection
+  AttentionQKV,       // q/k/v projection: fused c_attn, or each of q, k, v (Llama layout)
   AttentionOut,       // attention output projection
   MlpUp,              // FFN up (and gate, when gated: one unit per matrix, see name)
   MlpDown,            // FFN down
@@ -92,9 +95,11 @@ struct FsdpUnit {
   std::int64_t attention_params = 0, mlp_params = 0, embedding_params = 0, norm_params = 0;
   // Work per micro-batch on one GPU. GEMM FLOPs are 2*m*n*k; backward is
   // grad-input plus grad-weight GEMMs (2x forward) plus attention's backward.
+  // With activation checkpointing a block's backward_* include its forward recompute.
   double forward_flops = 0;
   double backward_flops = 0;
   double gemm_fraction = 1;    // share of forward_flops in GEMMs (the rest is attention core / element-wise)
+  double backward_gemm_fraction = 1;  // the same for backward_flops (attention's backward weighs more)
   // Element-wise and norm traffic per micro-batch (bytes moved through HBM), forward and backward.
   double forward_memory_bytes = 0;
   double backward_memory_bytes = 0;
@@ -103,6 +108,12 @@ struct FsdpUnit {
 };
 
 // Units in forward execution order (the root unit first, as FSDP gathers it first).
+// Module layout under WrapPolicy::Size follows the family the shape implies: a
+// gated MLP or GQA means Llama (layers.<i>.attn.q/k/v/o, mlp.gate/up/down,
+// rotary on q and k); otherwise GPT-2/MPT (attn.c_attn/c_proj, mlp.c_fc/c_proj).
+// Tied models have no lm_head unit: the head's work is charged to wte.
+// The FLOP, memory-traffic and activation conventions are listed in units.cpp.
+// Throws InputError for an invalid model or shape.
 std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, const TrainingShape& shape);
 
 }  // namespace tagcsim::models

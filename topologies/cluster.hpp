@@ -49,6 +49,8 @@ struct Fabric {
   double oversubscription = 1;       // downlink : uplink bandwidth at each level above the leaf (>= 1)
   double switch_latency = 0;         // s per switch traversed
 };
+// "single_switch" | "fat_tree_2" | "fat_tree_3", as written in YAML.
+std::string fabric_kind_name(Fabric::Kind kind);
 
 // NCCL's per-step cost: the latency paid for each step of a ring (or level of
 // a tree) on top of the links' own latency, e.g. kernel launch and protocol
@@ -73,6 +75,15 @@ struct Cluster {
   int gpus() const { return nodes * gpus_per_node; }
   // Bytes/s one node can push into the fabric (all NICs, per direction), efficiency applied.
   double node_injection_bandwidth() const { return nics.count * nics.bandwidth * nics.efficiency; }
+
+  // The fat-tree geometry actually built for `nodes`. A cluster smaller than one leaf (or one
+  // pod) gets a single, partly filled leaf (pod). nodes_per_leaf and leaves_per_pod keep the
+  // values given, so a sweep that changes `nodes` later still sees the real switch geometry.
+  // SingleSwitch: one "leaf" holding every node, one pod.
+  int nodes_in_leaf() const;   // nodes under each leaf switch: min(nodes, nodes_per_leaf)
+  int leaves() const;          // nodes / nodes_in_leaf()
+  int leaves_in_pod() const;   // FatTree3: min(leaves(), leaves_per_pod); otherwise leaves()
+  int pods() const;            // leaves() / leaves_in_pod()
 };
 
 // Device presets: a100-40gb, a100-80gb, h100-sxm, h200-sxm, v100-32gb, l4, ...
@@ -80,6 +91,9 @@ std::vector<std::string> device_names();
 DeviceProfile device(const std::string& name);  // InputError on unknown name
 // `gpu:` in a cluster: a preset name, or { preset: h100-sxm, gemm_efficiency: 0.6 }, or a full map.
 DeviceProfile load_device(const Input& in);
+// The same, but a map without `preset:` overrides `base` field by field (how a cluster preset's
+// GPU is tuned: `gpu: {gemm_efficiency: 0.6}`).
+DeviceProfile load_device(const Input& in, const DeviceProfile& base);
 
 // Cluster presets: dgx-a100-ib200, dgx-h100-ib400, aws-p4de, aws-p5, eth-25g, eth-100g,
 // tagc-2x1-1g, tagc-2x1-10g, tagc-2x1-25g, tagc-2x1-100g.
@@ -89,6 +103,8 @@ Cluster preset(const std::string& name);
 // `cluster:` in a scenario: a preset name, or { preset: dgx-h100-ib400, nodes: 4, ... overrides },
 // or a full description. Checks ranges (positive bandwidths, nodes divisible into leaves, ...).
 Cluster load_cluster(const Input& in);
+// Throws InputError "<what>: <field>: <problem>" for a cluster built in code. load_cluster runs
+// the same checks but blames the YAML key (file:line) that caused the problem.
 void validate(const Cluster& c, const std::string& what);
 
 }  // namespace tagcsim::topologies

@@ -1,0 +1,98 @@
+// tagcsim collective: one NCCL collective on a cluster, the nccl-tests way.
+#include "app/commands.hpp"
+#include "sim/collective.hpp"
+#include "sim/replay.hpp"
+#include "topologies/cluster.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <sstream>
+#include <vector>
+
+namespace tagcsim::app {
+namespace {
+
+struct CollectiveOptions {
+  std::string cluster;
+  std::string op = "all_reduce";
+  std::string bytes = "1GiB";
+  int gpus = 0;
+  std::string algorithm = "auto";
+  std::string format = "table";
+};
+
+// A preset name, or a YAML file with a `cluster:` key (a scenario works too).
+topologies::Cluster load_cluster_arg(const std::string& arg) {
+  if (arg.find('.') == std::string::npos && arg.find('/') == std::string::npos) return topologies::preset(arg);
+  const Input doc = Input::load_file(arg);
+  if (doc.is_map() && doc.has("cluster")) return topologies::load_cluster(doc["cluster"]);
+  doc.fail("expected a YAML file with a 'cluster:' key, or a cluster preset name");
+}
+
+int run(const CollectiveOptions& o) {
+  auto c = load_cluster_arg(o.cluster);
+  const auto op = sim::parse_collective_op(o.op);
+  const auto algorithm = sim::parse_algorithm(o.algorithm);
+  if (o.format != "table" && o.format != "json")
+    throw InputError(fmt::format("--format: expected table or json; got '{}'", o.format));
+  if (o.gpus > 0) {  // take the first --gpus GPUs of the cluster
+    if (o.gpus < c.gpus_per_node) {
+      c.nodes = 1;
+      c.gpus_per_node = o.gpus;
+    } else if (o.gpus % c.gpus_per_node != 0) {
+      throw InputError(fmt::format("--gpus: {} GPUs are not whole nodes of {} GPUs", o.gpus, c.gpus_per_node));
+    } else {
+      c.nodes = o.gpus / c.gpus_per_node;
+    }
+    topologies::validate(c, "--gpus");
+  }
+  std::vector<double> sizes;
+  std::stringstream ss(o.bytes);
+  for (std::string item; std::getline(ss, item, ',');) sizes.push_back(parse_bytes(item, "--bytes"));
+
+  const auto group = sim::whole_cluster(c);
+  std::string out;
+  if (o.format == "table") {
+    out += fmt::format("# {} on {} ({} nodes x {} GPUs = {} ranks), {}\n", sim::to_string(op), c.name, c.nodes,
+                       c.gpus_per_node, c.gpus(), c.gpu.name);
+    out += fmt::format("# {:>12} {:>6} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11}\n", "size (B)", "algo",
+                       "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us", "latency us");
+  } else {
+    out += fmt::format("{{\"op\": \"{}\", \"cluster\": \"{}\", \"ranks\": {}, \"points\": [", sim::to_string(op),
+                       c.name, c.gpus());
+  }
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const auto plan = sim::plan_collective(c, op, sizes[i], group, algorithm);
+    const double t = sim::simulate_collective(c, plan);
+    if (o.format == "table")
+      out += fmt::format("  {:>12.0f} {:>6} {:>12.2f} {:>10.2f} {:>10.2f} {:>11.2f} {:>11.2f} {:>11.2f}\n",
+                         sizes[i], sim::to_string(plan.algorithm), t * 1e6, plan.algbw(t) / 1e9,
+                         plan.busbw(t) / 1e9, plan.network_seconds * 1e6, plan.nvlink_seconds * 1e6,
+                         plan.latency_seconds * 1e6);
+    else
+      out += fmt::format("{}\n  {{\"bytes\": {:.0f}, \"algorithm\": \"{}\", \"time_s\": {:.9g}, \"algbw_GBps\": {:.6g}, "
+                         "\"busbw_GBps\": {:.6g}, \"network_s\": {:.9g}, \"nvlink_s\": {:.9g}, \"latency_s\": {:.9g}}}",
+                         i ? "," : "", sizes[i], sim::to_string(plan.algorithm), t, plan.algbw(t) / 1e9,
+                         plan.busbw(t) / 1e9, plan.network_seconds, plan.nvlink_seconds, plan.latency_seconds);
+  }
+  if (o.format == "json") out += "\n]}\n";
+  fmt::print("{}", out);
+  return 0;
+}
+
+}  // namespace
+
+void add_collective_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<CollectiveOptions>();
+  auto* cmd = app.add_subcommand("collective", "Predict one NCCL collective: time, algbw and busbw");
+  cmd->add_option("--cluster", o->cluster, "Cluster preset name, or a YAML file with a 'cluster:' key")->required();
+  cmd->add_option("--op", o->op, "all_gather, reduce_scatter, all_reduce, reduce or broadcast");
+  cmd->add_option("--bytes", o->bytes, "Buffer size(s), e.g. 1GiB or 1MiB,64MiB,1GiB");
+  cmd->add_option("--gpus", o->gpus, "Use this many GPUs of the cluster (whole nodes)");
+  cmd->add_option("--algorithm", o->algorithm, "auto (NCCL's choice), ring or tree");
+  cmd->add_option("--format", o->format, "table (default) or json");
+  cmd->callback([o, &exit_code] { exit_code = run(*o); });
+}
+
+}  // namespace tagcsim::app

@@ -1,0 +1,191 @@
+// The published nccl-tests tables (/work/shared/validation/published_measurements.yaml) -> Points,
+// grouped into the tables they were copied from.
+#include "calibrate/nccl_tests.hpp"
+
+#include "common/input.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#ifndef TAGCSIM_SOURCE_DIR
+#define TAGCSIM_SOURCE_DIR "."
+#endif
+
+namespace tagcsim::calibrate {
+namespace {
+
+std::string opt_string(const Input& map, std::string_view key) {
+  auto v = map.find(key);
+  return v && !v->is_null() ? v->as_string() : std::string();
+}
+
+bool contains(const std::string& s, std::string_view needle) { return s.find(needle) != std::string::npos; }
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out(1);
+  for (char ch : s) {
+    if (ch == sep) out.emplace_back();
+    else out.back().push_back(ch);
+  }
+  return out;
+}
+
+// Entry ids differ only in the tokens that vary along the sweep ("...-allreduce-32768",
+// "nccl-h200-1n4g-..."): the group is named by the tokens all its ids share.
+std::string group_name(const std::vector<std::string>& ids) {
+  auto first = split(ids.front(), '-');
+  bool same_shape = true;
+  for (const auto& id : ids) same_shape = same_shape && split(id, '-').size() == first.size();
+  std::vector<bool> keep(first.size(), true);
+  for (const auto& id : ids) {
+    auto t = split(id, '-');
+    for (std::size_t i = 0; i < first.size(); ++i)
+      if (same_shape ? t[i] != first[i] : (i >= t.size() || t[i] != first[i])) {
+        keep[i] = false;
+        if (!same_shape) std::fill(keep.begin() + i, keep.end(), false);  // common prefix only
+      }
+  }
+  if (ids.size() == 1) keep.back() = false;  // a lone entry: drop its size token
+  std::string out;
+  for (std::size_t i = 0; i < first.size(); ++i)
+    if (keep[i]) out += (out.empty() ? "" : "-") + first[i];
+  return out.empty() ? ids.front() : out;
+}
+
+struct Measured {
+  double time_s = 0, algbw = 0, busbw = 0;
+  bool derived = false;
+  std::string column;
+};
+
+// The three shapes `measured:` takes in the file.
+Measured read_measured(const Input& m, std::optional<sim::CollectiveOp> op, int ranks, double bytes) {
+  auto gbps = [](const Input& map, std::string_view key) {
+    auto v = map.find(key);
+    return v ? v->as_non_negative() * 1e9 : 0.0;
+  };
+  if (m.has("time_us"))
+    return {m["time_us"].as_positive() * 1e-6, gbps(m, "algbw_GBps"), gbps(m, "busbw_GBps"), false, "time_us"};
+  if (m.has("out_of_place") || m.has("in_place")) {
+    // Both placements time the same collective; noise only adds time, so take the faster.
+    Measured best;
+    for (auto key : {"out_of_place", "in_place"}) {
+      auto p = m.find(key);
+      if (!p) continue;
+      const double t = (*p)["time_us"].as_positive() * 1e-6;
+      if (best.time_s == 0 || t < best.time_s)
+        best = {t, gbps(*p, "algbw_GBps"), gbps(*p, "busbw_GBps"), false, "min(out_of_place, in_place).time_us"};
+    }
+    return best;
+  }
+  // Only a bus bandwidth was published (GPU-count sweeps). The model has rings and trees, not
+  // NVLink SHARP, so the run with NVLS disabled is the one it covers; time = factor * S / busbw.
+  for (auto key : {"busbw_GBps_NCCL_NVLS_ENABLE_0", "busbw_GBps_default", "busbw_GBps"}) {
+    auto v = m.find(key);
+    if (!v) continue;
+    if (!op) v->fail("a time can only be derived from busbw for collectives the model has");
+    const double bus = v->as_positive() * 1e9;
+    const double t = sim::bus_factor(*op, ranks) * bytes / bus;
+    return {t, bytes / t, bus, true, fmt::format("{} (time derived: bus factor x bytes / busbw)", key)};
+  }
+  m.fail("expected time_us, out_of_place/in_place, or busbw_GBps_* keys");
+}
+
+}  // namespace
+
+std::string default_published_path() {
+  return (std::filesystem::path(TAGCSIM_SOURCE_DIR) / ".." / "shared" / "validation" / "published_measurements.yaml")
+      .lexically_normal()
+      .string();
+}
+
+std::vector<PublishedGroup> load_published(const std::string& path) {
+  if (!std::filesystem::exists(path))
+    throw InputError(fmt::format("{}: published measurements not found (pass --data FILE)", path));
+  const Input doc = Input::load_file(path);
+  const Input entries = doc["entries"];
+  std::vector<PublishedGroup> groups;
+  std::map<std::string, std::size_t> index;  // group key -> position in `groups`
+  std::map<std::size_t, std::vector<std::string>> ids;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Input e = entries.at(i);
+    if (e["kind"].as_string() != "nccl") continue;
+    const Input hw = e["hardware"];
+    const Input setup = e["setup"];
+    const Input src = e["source"];
+    const std::string id = e["id"].as_string();
+    const int nodes = static_cast<int>(hw["nodes"].as_int_at_least(1));
+    const int gpn = static_cast<int>(hw["gpus_per_node"].as_int_at_least(1));
+    if (setup["nranks"].as_int() != std::int64_t(nodes) * gpn)
+      setup["nranks"].fail(fmt::format("expected nodes x gpus_per_node = {} x {} ranks", nodes, gpn));
+    const std::string collective = setup["collective"].as_string();
+    Point p;
+    p.op_name = collective;
+    for (auto op : {sim::CollectiveOp::AllGather, sim::CollectiveOp::ReduceScatter, sim::CollectiveOp::AllReduce,
+                    sim::CollectiveOp::Reduce, sim::CollectiveOp::Broadcast})
+      if (collective == sim::to_string(op)) p.op = op;
+    p.nodes = nodes;
+    p.gpus_per_node = gpn;
+    p.bytes = setup["message_bytes"].as_positive();
+    const Measured m = read_measured(e["measured"], p.op, p.ranks(), p.bytes);
+    p.time_s = m.time_s;
+    p.algbw = m.algbw;
+    p.busbw = m.busbw;
+    p.time_derived = m.derived;
+    p.where = id;
+
+    const std::string inter = opt_string(hw, "inter_node");
+    const std::string version = opt_string(setup, "nccl_version") + opt_string(hw, "software");
+    const std::string source =
+        src.has("url") ? opt_string(src, "url") : opt_string(src, "repo") + "/" + opt_string(src, "path");
+    // One table = one source, one machine, one benchmark run, one collective, one kind of column.
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", source, hw["gpu"].as_string(),
+                                        opt_string(hw, "intra_node"), inter, nodes, opt_string(setup, "benchmark"),
+                                        version, collective, m.column);
+    auto [it, fresh] = index.try_emplace(key, groups.size());
+    if (fresh) {
+      PublishedGroup g;
+      g.collective = collective;
+      g.gpu = hw["gpu"].as_string();
+      g.intra_node = opt_string(hw, "intra_node");
+      g.inter_node = inter;
+      g.nodes = nodes;
+      g.source = source;
+      g.measurement = m.column;
+      groups.push_back(std::move(g));
+    }
+    PublishedGroup& g = groups[it->second];
+    for (auto k : {"algorithm_hint", "algorithm_default"}) {
+      const std::string note = opt_string(setup, k);
+      const std::string tagged = fmt::format("{}: {}", k, note);
+      if (!note.empty() && !contains(g.algorithm_note, tagged))
+        g.algorithm_note += (g.algorithm_note.empty() ? "" : "; ") + tagged;
+    }
+    g.points.push_back(std::move(p));
+    ids[it->second].push_back(id);
+  }
+  for (std::size_t i = 0; i < groups.size(); ++i) groups[i].name = group_name(ids[i]);
+  return groups;
+}
+
+std::string published_base_cluster(const PublishedGroup& g) {
+  // The presets describe whole machines; a published table names the GPU and the links.
+  // H200 first: its description mentions H100 ("same NVLink generation as H100 SXM").
+  const bool h200 = contains(g.gpu, "H200"), a100 = contains(g.gpu, "A100"), h100 = !h200 && contains(g.gpu, "H100");
+  const bool efa = contains(g.inter_node, "EFA");
+  if (efa && a100) return fmt::format("{{preset: aws-p4de, nodes: {}}}", g.nodes);
+  if (efa && h100) return fmt::format("{{preset: aws-p5, nodes: {}}}", g.nodes);
+  if (efa) return {};
+  if (g.nodes == 1 || contains(g.inter_node, "InfiniBand")) {
+    if (a100) return fmt::format("{{preset: dgx-a100-ib200, nodes: {}}}", g.nodes);
+    if (h100) return fmt::format("{{preset: dgx-h100-ib400, nodes: {}}}", g.nodes);
+    // H200 SXM: the same NVLink4/NVSwitch board as H100 SXM (and the same DGX-style NICs).
+    if (h200) return fmt::format("{{preset: dgx-h100-ib400, nodes: {}, gpu: h200-sxm}}", g.nodes);
+  }
+  return {};
+}
+
+}  // namespace tagcsim::calibrate

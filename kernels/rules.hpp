@@ -1,0 +1,99 @@
+// The per-element rules both back ends apply: block hashing, index bit
+// layout, magnitude keys, median of three. One copy of each rule, compiled
+// for the host and (under nvcc) for the device, is what makes the back ends
+// agree bit for bit.
+#pragma once
+
+#include "kernels/murmur3.hpp"
+#include "kernels/types.hpp"
+
+#include <cstdint>
+#if !defined(__CUDA_ARCH__)
+#include <cstring>
+#endif
+
+namespace tagcsim::kernels {
+
+// Where block `block` lands: for hash k (seed k), row h_k mod rows, and the
+// sign is negative when the top bit of h_k is set. Rows of different hashes
+// may coincide; the element is then added (and later subtracted) twice there.
+struct BlockHash {
+  std::uint32_t row[kHashes];
+  bool negative[kHashes];
+};
+
+TAGC_HD BlockHash block_hash(std::uint32_t block, std::uint32_t rows) {
+  BlockHash bh{};
+  for (int k = 0; k < kHashes; ++k) {
+    std::uint32_t h = murmur3_32_u32(block, std::uint32_t(k));
+    bh.row[k] = h % rows;
+    bh.negative[k] = (h >> 31) != 0;
+  }
+  return bh;
+}
+
+TAGC_HD float apply_sign(float v, bool negative) { return negative ? -v : v; }
+
+TAGC_HD std::uint32_t float_bits(float v) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(v);
+#else
+  std::uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  return u;
+#endif
+}
+
+TAGC_HD float bits_float(std::uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float v;
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+#endif
+}
+
+// Magnitude as an unsigned key: the bits without the sign. For non-NaN floats
+// it orders exactly like |v|, so thresholds and radix select work on integers.
+TAGC_HD std::uint32_t magnitude_key(float v) { return float_bits(v) & 0x7fffffffu; }
+
+// Threshold key that keeps nothing finite (+inf).
+inline constexpr std::uint32_t kKeepNothingKey = 0x7f800000u;
+
+// Nonzero test used for index flags (-0.0 counts as zero).
+TAGC_HD unsigned nonzero_flag(float v) { return magnitude_key(v) != 0 ? 1u : 0u; }
+
+// The aggregated flag of element i, read from an index in encoding `enc`.
+TAGC_HD unsigned index_flag(const std::uint8_t* index, std::size_t i, IndexEncoding enc) {
+  switch (enc) {
+    case IndexEncoding::Bit1Sum:
+    case IndexEncoding::Bit1Or: return (index[i >> 3] >> (i & 7)) & 1u;
+    case IndexEncoding::Bit4Sum: return ((index[i >> 1] >> ((i & 1) * 4)) & 0xfu) != 0 ? 1u : 0u;
+    case IndexEncoding::Bit8Max: return index[i] != 0 ? 1u : 0u;
+  }
+  return 0;
+}
+
+// One byte of the NCCL-style elementwise reduction of two index buffers.
+TAGC_HD std::uint8_t aggregate_byte(std::uint8_t a, std::uint8_t b, IndexEncoding enc) {
+  switch (enc) {
+    case IndexEncoding::Bit1Sum:
+    case IndexEncoding::Bit4Sum: return std::uint8_t(a + b);  // NCCL uint8 SUM wraps
+    case IndexEncoding::Bit1Or: return std::uint8_t(a | b);
+    case IndexEncoding::Bit8Max: return a > b ? a : b;
+  }
+  return 0;
+}
+
+// Writes the flag into the lowest mantissa bit (perturbs a value by <= 1 ulp).
+TAGC_HD float with_flag(float v, unsigned flag) { return bits_float((float_bits(v) & ~1u) | (flag & 1u)); }
+
+TAGC_HD float median3(float a, float b, float c) {
+  float lo = a < b ? a : b;
+  float hi = a < b ? b : a;
+  float m = hi < c ? hi : c;  // min(max(a,b), c)
+  return lo > m ? lo : m;     // max(min(a,b), min(max(a,b), c))
+}
+
+}  // namespace tagcsim::kernels

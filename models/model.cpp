@@ -1,0 +1,185 @@
+// Reading `model:` from a scenario, checking a shape, counting its parameters.
+#include "models/model.hpp"
+#include "models/shapes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <functional>
+#include <initializer_list>
+#include <string_view>
+
+namespace tagcsim::models {
+namespace {
+
+// Reports a bad shape. `keys` are the fields involved, the one most likely at
+// fault first; a YAML reader points at the first of them the user wrote.
+using Complain = std::function<void(std::initializer_list<std::string_view> keys, const std::string& what)>;
+
+void check(const TransformerConfig& m, const Complain& complain) {
+  if (m.name.empty()) complain({"name"}, "must not be empty");
+  auto at_least = [&](std::string_view key, std::int64_t v, std::int64_t min) {
+    if (v < min) complain({key}, fmt::format("expected an integer >= {}, got {}", min, v));
+  };
+  at_least("layers", m.layers, 1);
+  at_least("hidden", m.hidden, 1);
+  at_least("heads", m.heads, 1);
+  at_least("kv_heads", m.kv_heads, 1);
+  at_least("ffn", m.ffn, 1);
+  at_least("vocab", m.vocab, 1);
+  at_least("seq_len", m.seq_len, 1);
+  at_least("learned_positions", m.learned_positions, 0);
+  if (m.hidden % m.heads != 0)
+    complain({"heads", "hidden"}, fmt::format("{} heads do not divide hidden size {}", m.heads, m.hidden));
+  if (m.heads % m.kv_heads != 0)
+    complain({"kv_heads", "heads"}, fmt::format("{} KV heads do not divide {} heads", m.kv_heads, m.heads));
+  if (m.learned_positions != 0 && m.learned_positions < m.seq_len)
+    complain({"seq_len", "learned_positions"},
+             fmt::format("seq_len {} is longer than the {} learned positions (set learned_positions >= seq_len, "
+                         "or 0 for rotary/ALiBi)",
+                         m.seq_len, m.learned_positions));
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// A preset name, checked where the user wrote it.
+TransformerConfig read_preset(const Input& in) {
+  auto name = in.as_string();
+  auto names = preset_names();
+  if (std::find(names.begin(), names.end(), name) != names.end()) return preset(name);
+  std::string best, list;
+  std::size_t best_d = 3;  // near misses only: 'gpt3' is not a typo of 'mpt-3b'
+  for (const auto& n : names) {
+    list += (list.empty() ? "" : ", ") + n;
+    if (auto d = edit_distance(name, n); d < best_d) best_d = d, best = n;
+  }
+  in.fail(fmt::format("unknown model preset '{}'{}; expected one of: {}", name,
+                      best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best), list));
+}
+
+int read_int(const Input& in, std::int64_t min) {
+  auto v = in.as_int_at_least(min);
+  if (v > INT_MAX) in.fail(fmt::format("expected an integer <= {}, got {}", INT_MAX, v));
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+TransformerConfig load_model(const Input& in) {
+  if (in.is_scalar()) {
+    auto m = read_preset(in);
+    validate(m, in.where());
+    return m;
+  }
+  if (!in.is_map()) in.fail("expected a preset name or a map with the model's shape (or 'preset' plus overrides)");
+  in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "ffn", "gated_mlp", "vocab",
+                  "tied_embeddings", "seq_len", "learned_positions", "norm", "bias"});
+
+  TransformerConfig m;
+  const auto preset_key = in.find("preset");
+  if (preset_key) {
+    m = read_preset(*preset_key);
+  } else {
+    // A shape from scratch: the numbers without a sensible default are required.
+    for (auto key : {"layers", "hidden", "heads", "vocab", "seq_len"}) (void)in[key];
+    m.name = "custom";
+    m.source = fmt::format("user-defined at {}", in.where());
+  }
+  const bool preset_was_mha = m.kv_heads == m.heads;
+
+  if (auto v = in.find("name")) m.name = v->as_string();
+  if (auto v = in.find("source")) m.source = v->as_string();
+  if (auto v = in.find("layers")) m.layers = read_int(*v, 1);
+  if (auto v = in.find("hidden")) m.hidden = read_int(*v, 1);
+  if (auto v = in.find("heads")) m.heads = read_int(*v, 1);
+  if (auto v = in.find("kv_heads")) m.kv_heads = read_int(*v, 1);
+  if (auto v = in.find("ffn")) m.ffn = v->as_int_at_least(1);
+  if (auto v = in.find("gated_mlp")) m.gated_mlp = v->as_bool();
+  if (auto v = in.find("vocab")) m.vocab = v->as_int_at_least(1);
+  if (auto v = in.find("tied_embeddings")) m.tied_embeddings = v->as_bool();
+  if (auto v = in.find("seq_len")) m.seq_len = read_int(*v, 1);
+  if (auto v = in.find("learned_positions")) m.learned_positions = read_int(*v, 0);
+  if (auto v = in.find("norm")) m.norm = v->as_choice({"layernorm", "rmsnorm"}) == "rmsnorm" ? Norm::RMSNorm : Norm::LayerNorm;
+  if (auto v = in.find("bias")) m.bias = v->as_bool();
+
+  // Without GQA, "number of KV heads" is not a separate choice: it follows
+  // `heads` (so {preset: gpt2-124m, heads: 16} stays multi-head attention).
+  if (!in.has("kv_heads") && preset_was_mha) m.kv_heads = m.heads;
+  if (!in.has("ffn") && !preset_key) {
+    // GPT's 4x is the only size that is a convention; SwiGLU sizes are picked per model.
+    if (m.gated_mlp) in.fail("missing required key 'ffn' (a gated MLP has no conventional size; Llama-2 7B uses 11008)");
+    m.ffn = 4LL * m.hidden;
+  }
+  if (preset_key && !in.has("source")) {
+    for (const auto& key : in.keys())
+      if (key != "preset" && key != "name") {
+        m.source += fmt::format("; changed at {}", in.where());
+        break;
+      }
+  }
+
+  check(m, [&](std::initializer_list<std::string_view> keys, const std::string& what) {
+    for (auto key : keys)
+      if (auto v = in.find(key)) v->fail(what);
+    // Every field involved came from the preset: blame the preset itself.
+    const Input& at = preset_key ? *preset_key : in;
+    at.fail(fmt::format("{}: {}", *keys.begin(), what));
+  });
+  return m;
+}
+
+void validate(const TransformerConfig& m, const std::string& what) {
+  check(m, [&](std::initializer_list<std::string_view> keys, const std::string& msg) {
+    throw InputError(fmt::format("{}: {}: {}", what, *keys.begin(), msg));
+  });
+}
+
+std::int64_t parameter_count(const TransformerConfig& m) {
+  using namespace detail;
+  const std::int64_t per_layer = attention_params(m) + mlp_params(m) + 2 * norm_params(m);
+  return token_embedding_params(m) + position_embedding_params(m) + m.layers * per_layer + norm_params(m) +
+         lm_head_params(m);
+}
+
+double model_flops_per_token(const TransformerConfig& m) {
+  // N counts every weight that takes part in a matmul: the blocks, the final
+  // norm and the output projection (for tied models the shared wte, counted
+  // once, as nanoGPT's estimate_mfu does). The token and position embedding
+  // lookups are left out. The attention term is PaLM's 12*L*h*s (QK^T and AV,
+  // forward + backward, with no discount for the causal mask), so MFU figures
+  // compare with the published ones even though fsdp_units() halves it.
+  const double n = static_cast<double>(parameter_count(m) - detail::position_embedding_params(m) -
+                                       (m.tied_embeddings ? 0 : detail::token_embedding_params(m)));
+  return 6.0 * n + 12.0 * m.layers * static_cast<double>(m.hidden) * m.seq_len;
+}
+
+const char* to_string(UnitKind k) {
+  switch (k) {
+    case UnitKind::Root: return "root";
+    case UnitKind::Embedding: return "embedding";
+    case UnitKind::PositionEmbedding: return "position_embedding";
+    case UnitKind::AttentionQKV: return "attention_qkv";
+    case UnitKind::AttentionOut: return "attention_out";
+    case UnitKind::MlpUp: return "mlp_up";
+    case UnitKind::MlpDown: return "mlp_down";
+    case UnitKind::LmHead: return "lm_head";
+    case UnitKind::Block: return "block";
+  }
+  return "?";
+}
+
+}  // namespace tagcsim::models

@@ -1,0 +1,196 @@
+// Published model shapes. Each source string says where the numbers come from
+// and which parameter count they reproduce, so a user can check a preset
+// against the model card without reading this file.
+#include "models/model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <utility>
+
+namespace tagcsim::models {
+namespace {
+
+TransformerConfig gpt2(std::string name, int layers, int hidden, int heads, std::string source) {
+  TransformerConfig m;
+  m.name = std::move(name);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.ffn = 4LL * hidden;
+  m.vocab = 50257;
+  m.tied_embeddings = true;
+  m.seq_len = 1024;
+  m.learned_positions = 1024;
+  m.norm = Norm::LayerNorm;
+  m.bias = true;
+  m.source = std::move(source);
+  return m;
+}
+
+TransformerConfig llama(std::string name, int layers, int hidden, int heads, int kv_heads, std::int64_t ffn,
+                        std::int64_t vocab, int seq_len, std::string source) {
+  TransformerConfig m;
+  m.name = std::move(name);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.ffn = ffn;
+  m.gated_mlp = true;
+  m.vocab = vocab;
+  m.tied_embeddings = false;
+  m.seq_len = seq_len;
+  m.learned_positions = 0;  // RoPE
+  m.norm = Norm::RMSNorm;
+  m.bias = false;
+  m.source = std::move(source);
+  return m;
+}
+
+// LLM Foundry's MPT: ALiBi, no biases anywhere (no_bias: true, LayerNorm
+// weight only), tied embeddings, expansion ratio 4, GPT-NeoX vocab padded to 50368.
+TransformerConfig mpt(std::string name, int layers, int hidden, int heads, std::string source) {
+  TransformerConfig m;
+  m.name = std::move(name);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.ffn = 4LL * hidden;
+  m.vocab = 50368;
+  m.tied_embeddings = true;
+  m.seq_len = 2048;
+  m.learned_positions = 0;
+  m.norm = Norm::LayerNorm;
+  m.bias = false;
+  m.source = std::move(source);
+  return m;
+}
+
+std::string foundry(const char* size, int hidden, int heads, int layers, const char* count) {
+  return fmt::format(
+      "LLM Foundry scripts/train/yamls/pretrain/mpt-{}.yaml (d_model {}, n_heads {}, n_layers {}, "
+      "expansion_ratio 4, vocab_size 50368, max_seq_len 2048) with the released MPT settings "
+      "(no_bias, ALiBi, tied embeddings); no exact published count, {} parameters as implied by that config",
+      size, hidden, heads, layers, count);
+}
+
+using Maker = std::function<TransformerConfig()>;
+
+const std::vector<std::pair<std::string, Maker>>& table() {
+  static const std::vector<std::pair<std::string, Maker>> t = {
+      {"gpt2-124m",
+       [] {
+         return gpt2("gpt2-124m", 12, 768, 12,
+                     "Radford et al. 2019 (GPT-2); Hugging Face openai-community/gpt2 config.json "
+                     "(n_layer 12, n_embd 768, n_head 12, n_positions 1024, vocab 50257): 124,439,808 parameters");
+       }},
+      {"gpt2-355m",
+       [] {
+         return gpt2("gpt2-355m", 24, 1024, 16,
+                     "Radford et al. 2019 (GPT-2 medium); openai-community/gpt2-medium config.json "
+                     "(n_layer 24, n_embd 1024, n_head 16): 354,823,168 parameters");
+       }},
+      {"gpt2-774m",
+       [] {
+         return gpt2("gpt2-774m", 36, 1280, 20,
+                     "Radford et al. 2019 (GPT-2 large); openai-community/gpt2-large config.json "
+                     "(n_layer 36, n_embd 1280, n_head 20): 774,030,080 parameters");
+       }},
+      {"gpt2-1.5b",
+       [] {
+         return gpt2("gpt2-1.5b", 48, 1600, 25,
+                     "Radford et al. 2019 (GPT-2 XL); openai-community/gpt2-xl config.json "
+                     "(n_layer 48, n_embd 1600, n_head 25): 1,557,611,200 parameters");
+       }},
+      {"gpt2-124m-untied",
+       [] {
+         auto m = gpt2("gpt2-124m-untied", 12, 768, 12,
+                       "TAGC reference run: nanoGPT (karpathy/nanoGPT model.py) GPT-2 124M shape with "
+                       "bias=False, vocab_size 50304, block_size 512 and a separate lm_head: 162,614,016 "
+                       "parameters (about 162.6M)");
+         m.vocab = 50304;
+         m.tied_embeddings = false;
+         m.seq_len = 512;
+         m.learned_positions = 512;
+         m.bias = false;
+         return m;
+       }},
+      {"llama2-7b",
+       [] {
+         return llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096,
+                      "Touvron et al. 2023 (Llama 2); meta-llama/Llama-2-7b-hf config.json: 6,738,415,616 parameters");
+       }},
+      {"llama2-13b",
+       [] {
+         return llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096,
+                      "Touvron et al. 2023 (Llama 2); meta-llama/Llama-2-13b-hf config.json: 13,015,864,320 parameters");
+       }},
+      {"llama2-70b",
+       [] {
+         return llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096,
+                      "Touvron et al. 2023 (Llama 2, GQA with 8 KV heads); meta-llama/Llama-2-70b-hf config.json: "
+                      "68,976,648,192 parameters");
+       }},
+      {"llama3.1-8b",
+       [] {
+         return llama("llama3.1-8b", 32, 4096, 32, 8, 14336, 128256, 8192,
+                      "Llama Team 2024 (The Llama 3 Herd of Models, Table 3); meta-llama/Llama-3.1-8B config.json: "
+                      "8,030,261,248 parameters");
+       }},
+      {"llama3.1-70b",
+       [] {
+         return llama("llama3.1-70b", 80, 8192, 64, 8, 28672, 128256, 8192,
+                      "Llama Team 2024 (The Llama 3 Herd of Models, Table 3); meta-llama/Llama-3.1-70B config.json: "
+                      "70,553,706,496 parameters");
+       }},
+      {"llama3.1-405b",
+       [] {
+         return llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 8192,
+                      "Llama Team 2024 (The Llama 3 Herd of Models, Table 3); meta-llama/Llama-3.1-405B config.json: "
+                      "405,853,388,800 parameters");
+       }},
+      {"mpt-125m", [] { return mpt("mpt-125m", 12, 768, 12, foundry("125m", 768, 12, 12, "123,636,480")); }},
+      {"mpt-350m", [] { return mpt("mpt-350m", 24, 1024, 16, foundry("350m", 1024, 16, 24, "353,616,896")); }},
+      {"mpt-760m", [] { return mpt("mpt-760m", 24, 1536, 12, foundry("760m", 1536, 12, 24, "756,917,760")); }},
+      {"mpt-1b", [] { return mpt("mpt-1b", 24, 2048, 16, foundry("1b", 2048, 16, 24, "1,311,213,568")); }},
+      {"mpt-3b", [] { return mpt("mpt-3b", 32, 2560, 20, foundry("3b", 2560, 20, 32, "2,645,690,880")); }},
+      {"mpt-7b",
+       [] {
+         return mpt("mpt-7b", 32, 4096, 32,
+                    "MosaicML 2023 (Introducing MPT-7B) and LLM Foundry mpt-7b.yaml (d_model 4096, n_heads 32, "
+                    "n_layers 32, vocab 50368): 6,649,024,512 parameters; the released mosaicml/mpt-7b pads the "
+                    "vocab to 50432, hence its published 6,649,286,656");
+       }},
+      {"mpt-13b", [] { return mpt("mpt-13b", 40, 5120, 40, foundry("13b", 5120, 40, 40, "12,841,210,880")); }},
+      {"mpt-30b",
+       [] {
+         return mpt("mpt-30b", 48, 7168, 56,
+                    "MosaicML 2023 (MPT-30B, model card: 29.95B parameters) and LLM Foundry mpt-30b.yaml "
+                    "(d_model 7168, n_heads 56, n_layers 48, vocab 50368): 29,956,742,144 parameters");
+       }},
+      {"mpt-70b", [] { return mpt("mpt-70b", 80, 8192, 64, foundry("70b", 8192, 64, 80, "64,838,443,008")); }},
+  };
+  return t;
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, make] : table()) out.push_back(name);
+  return out;
+}
+
+TransformerConfig preset(const std::string& name) {
+  for (const auto& [n, make] : table())
+    if (n == name) return make();
+  std::string list;
+  for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
+  throw InputError(fmt::format("unknown model preset '{}'; expected one of: {}", name, list));
+}
+
+}  // namespace tagcsim::models

@@ -1,0 +1,49 @@
+// Internal to models/: the sizes of a transformer's modules, shared by the
+// parameter count and the FSDP unit builder so that the two cannot disagree.
+#pragma once
+
+#include "models/model.hpp"
+
+#include <cstdint>
+
+namespace tagcsim::models::detail {
+
+inline std::int64_t head_dim(const TransformerConfig& m) { return m.hidden / m.heads; }
+inline std::int64_t kv_dim(const TransformerConfig& m) { return head_dim(m) * m.kv_heads; }
+
+// Llama-style models (SwiGLU or GQA) have separate q/k/v Linear modules and
+// rotary position embeddings; GPT-2 and MPT fuse q/k/v into one Linear and use
+// learned positions or ALiBi (which costs no extra memory traffic: the bias is
+// added inside the attention kernel).
+inline bool llama_layout(const TransformerConfig& m) { return m.gated_mlp || m.kv_heads != m.heads; }
+
+// LayerNorm has a bias exactly when the linear layers do (GPT-2: both, nanoGPT
+// bias=False and MPT no_bias: neither); RMSNorm is weight only.
+inline std::int64_t norm_params(const TransformerConfig& m) {
+  return m.norm == Norm::LayerNorm && m.bias ? 2LL * m.hidden : m.hidden;
+}
+
+inline std::int64_t linear_params(const TransformerConfig& m, std::int64_t in, std::int64_t out) {
+  return in * out + (m.bias ? out : 0);
+}
+
+inline std::int64_t attention_params(const TransformerConfig& m) {
+  // Fused or not, q/k/v hold the same weights and biases.
+  return linear_params(m, m.hidden, m.hidden + 2 * kv_dim(m)) + linear_params(m, m.hidden, m.hidden);
+}
+
+inline std::int64_t mlp_params(const TransformerConfig& m) {
+  std::int64_t up = linear_params(m, m.hidden, m.ffn) * (m.gated_mlp ? 2 : 1);
+  return up + linear_params(m, m.ffn, m.hidden);
+}
+
+inline std::int64_t token_embedding_params(const TransformerConfig& m) { return m.vocab * m.hidden; }
+inline std::int64_t position_embedding_params(const TransformerConfig& m) {
+  return static_cast<std::int64_t>(m.learned_positions) * m.hidden;
+}
+// The output projection has no bias in any of the families modelled here.
+inline std::int64_t lm_head_params(const TransformerConfig& m) {
+  return m.tied_embeddings ? 0 : m.vocab * m.hidden;
+}
+
+}  // namespace tagcsim::models::detail

@@ -1,0 +1,16 @@
+// What a scenario run prints: a table for people, JSON and CSV for programs.
+#pragma once
+
+#include "scenarios/scenario.hpp"
+
+#include <string>
+#include <vector>
+
+namespace tagcsim::scenarios {
+
+enum class Format { Table, Json, Csv };
+Format parse_format(const std::string& text);  // InputError on unknown
+
+std::string format_results(const Scenario& s, const std::vector<Result>& results, Format f);
+
+}  // namespace tagcsim::scenarios

@@ -1,0 +1,53 @@
+// What-if scenarios: a YAML file naming a model, a cluster, the FSDP setup
+// and the policies to compare, optionally swept over any of its keys.
+//
+//   name: quickstart
+//   model: llama2-7b
+//   cluster: {preset: dgx-h100-ib400, nodes: 4}
+//   training: {micro_batch: 2, seq_len: 4096}
+//   policies: [fsdp, tagc]
+//   sweep: {cluster.nodes: [4, 16, 64]}
+//
+// docs/scenarios.md lists every key.
+#pragma once
+
+#include "sim/policy.hpp"
+#include "sim/step.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tagcsim::scenarios {
+
+// One point of a sweep: the setup, and the swept keys with their values.
+struct Point {
+  std::vector<std::pair<std::string, std::string>> coordinates;  // ("cluster.nodes", "16")
+  sim::StepSetup setup;
+  std::vector<sim::Policy> policies;
+  std::vector<std::string> warnings;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string file;
+  std::vector<std::string> sweep_keys;
+  std::vector<Point> points;  // the cartesian product of the sweep, in file order
+};
+
+Scenario load_scenario(const std::string& path);
+Scenario parse_scenario(const std::string& text, const std::string& source_name);
+
+// Parsing of the parts, shared with the tuner.
+sim::Training load_training(const Input& in);
+std::vector<sim::Policy> load_policies(const Input& scenario);
+
+struct Result {
+  const Point* point = nullptr;
+  sim::StepResult step;
+};
+// Runs every point under every policy.
+std::vector<Result> run(const Scenario& s);
+
+}  // namespace tagcsim::scenarios

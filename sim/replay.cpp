@@ -1,0 +1,185 @@
+#include "sim/replay.hpp"
+
+#include "sim/symmetry.hpp"
+#include "topologies/platform.hpp"
+
+#include <fmt/format.h>
+#include <simgrid/s4u.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace sg4 = simgrid::s4u;
+
+namespace tagcsim::sim {
+namespace {
+
+double wall_now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+struct Run {
+  const Schedule* schedule = nullptr;
+  int full_nodes = 0;  // the cluster's; the platform may hold fewer (sim/symmetry.hpp)
+  const topologies::Platform* platform = nullptr;
+  std::vector<sg4::SemaphorePtr> done;
+  Replay out;
+};
+
+// The network phase of a collective: every node sends its share to the next
+// node of its ring, all at once; the phase ends when the slowest flow ends.
+void network_phase(Run& run, const Phase& phase) {
+  const CollectivePlan& plan = phase.plan;
+  const auto& nodes = run.platform->nodes;
+  Group g = plan.group;
+  g.nodes = reduced_group_nodes(g, run.full_nodes, int(nodes.size()));
+  if (g.nodes <= 1 || plan.node_egress_bytes <= 0) return;
+  const int rings = int(nodes.size()) / g.nodes;
+  const auto bytes = static_cast<std::uint64_t>(plan.node_egress_bytes * phase.count + 0.5);
+  std::vector<sg4::CommPtr> flows;
+  flows.reserve(nodes.size());
+  for (int r = 0; r < rings; ++r) {
+    const int first = (r / g.node_stride) * g.nodes * g.node_stride + r % g.node_stride;
+    for (int k = 0; k < g.nodes; ++k) {
+      const int src = first + k * g.node_stride;
+      const int dst = first + ((k + 1) % g.nodes) * g.node_stride;
+      flows.push_back(sg4::Comm::sendto_async(nodes[src], nodes[dst], bytes));
+    }
+  }
+  run.out.flows += flows.size();
+  sg4::Comm::wait_all(flows);
+}
+
+void stream_actor(Run* run, std::vector<int> tasks) {
+  for (int id : tasks) {
+    const Task& t = run->schedule->tasks[id];
+    for (int dep : t.after) {  // a released semaphore stays released for the next waiter
+      run->done[dep]->acquire();
+      run->done[dep]->release();
+    }
+    const double start = sg4::Engine::get_clock();
+    double remaining = t.seconds;
+    for (const Phase& phase : t.phases) {
+      const double phase_start = sg4::Engine::get_clock();
+      network_phase(*run, phase);
+      const double network = sg4::Engine::get_clock() - phase_start;
+      // A ring is a pipeline: NVLink and the network run at once, the slower sets the pace.
+      const double rest = std::max(phase.count * phase.plan.nvlink_seconds - network, 0.0) +
+                          phase.count * phase.plan.latency_seconds;
+      if (rest > 0) sg4::this_actor::sleep_for(rest);
+    }
+    if (remaining > 0) sg4::this_actor::sleep_for(remaining);
+    run->out.timings[id] = {start, sg4::Engine::get_clock()};
+    run->done[id]->release();
+  }
+}
+
+Replay replay_here(const Schedule& schedule, const topologies::Cluster& cluster, bool exploit_symmetry) {
+  int argc = 2;
+  char name[] = "tagcsim";
+  char quiet[] = "--log=root.thres:critical";
+  char* argv[] = {name, quiet, nullptr};
+  sg4::Engine engine(&argc, argv);
+  topologies::configure_engine(engine);
+  const double t0 = wall_now();
+  const auto platform =
+      topologies::build_platform(engine, exploit_symmetry ? reduced_cluster(cluster, symmetric_nodes(schedule, cluster))
+                                                            : cluster);
+  Run run;
+  run.schedule = &schedule;
+  run.full_nodes = cluster.nodes;
+  run.platform = &platform;
+  run.out.timings.resize(schedule.tasks.size());
+  for (std::size_t i = 0; i < schedule.tasks.size(); ++i) run.done.push_back(sg4::Semaphore::create(0));
+  std::vector<std::vector<int>> per_stream(kStreams);
+  for (std::size_t i = 0; i < schedule.tasks.size(); ++i)
+    per_stream[int(schedule.tasks[i].stream)].push_back(int(i));
+  const double t1 = wall_now();
+  for (int s = 0; s < kStreams; ++s)
+    sg4::Actor::create(to_string(Stream(s)), platform.nodes[0], stream_actor, &run, per_stream[s]);
+  engine.run();
+  run.out.platform_wall_s = t1 - t0;
+  run.out.simulated_nodes = int(platform.nodes.size());
+  run.out.run_wall_s = wall_now() - t1;
+  return run.out;
+}
+
+bool write_all(int fd, const void* data, std::size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w <= 0) return false;
+    p += w, n -= std::size_t(w);
+  }
+  return true;
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[1 << 16];
+  for (ssize_t r; (r = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, std::size_t(r));
+  return out;
+}
+
+}  // namespace
+
+Replay replay(const Schedule& schedule, const topologies::Cluster& cluster, bool exploit_symmetry) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("replay: pipe() failed");
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("replay: fork() failed");
+  if (pid == 0) {
+    ::close(fds[0]);
+    int rc = 0;
+    try {
+      Replay r = replay_here(schedule, cluster, exploit_symmetry);
+      double header[4] = {double(r.flows), r.platform_wall_s, r.run_wall_s, double(r.simulated_nodes)};
+      rc = write_all(fds[1], header, sizeof header) &&
+                   write_all(fds[1], r.timings.data(), r.timings.size() * sizeof(TaskTiming))
+               ? 0
+               : 3;
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      write_all(fds[1], msg.data(), msg.size());
+      rc = 4;
+    }
+    ::close(fds[1]);
+    ::_exit(rc);  // skip SimGrid's and the parent's exit handlers
+  }
+  ::close(fds[1]);
+  std::string data = read_all(fds[0]);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const std::size_t expected = 4 * sizeof(double) + schedule.tasks.size() * sizeof(TaskTiming);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || data.size() != expected)
+    throw std::runtime_error(fmt::format("replay: the SimGrid run failed (status {}): {}", status,
+                                         WIFEXITED(status) && WEXITSTATUS(status) == 4 ? data : "no result"));
+  Replay r;
+  double header[4];
+  std::memcpy(header, data.data(), sizeof header);
+  r.flows = std::size_t(header[0]);
+  r.platform_wall_s = header[1];
+  r.run_wall_s = header[2];
+  r.simulated_nodes = int(header[3]);
+  r.timings.resize(schedule.tasks.size());
+  std::memcpy(r.timings.data(), data.data() + sizeof header, schedule.tasks.size() * sizeof(TaskTiming));
+  return r;
+}
+
+double simulate_collective(const topologies::Cluster& cluster, const CollectivePlan& plan) {
+  Schedule s;
+  Task t{.name = to_string(plan.op), .stream = Stream::AllGather, .category = Category::AllGather};
+  t.phases = {{plan}};
+  s.add(std::move(t));
+  const Replay r = replay(s, cluster);
+  return r.timings[0].end - r.timings[0].start;
+}
+
+}  // namespace tagcsim::sim

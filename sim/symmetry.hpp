@@ -1,0 +1,28 @@
+// Data-parallel symmetry: replaying a few leaves instead of the whole cluster.
+//
+// Every node runs every collective of an FSDP step, and each collective's
+// flows form rings laid out the same way in every leaf (or pod). So the
+// per-link loads, and with them every flow's max-min share, are the same in
+// a cluster cut down to the smallest whole number of leaves that still holds
+// one period of every ring pattern (two leaves when rings cross leaves, so
+// that each leaf still sends and receives across its uplink). The bytes and
+// latencies of each collective stay those of the full cluster; only the
+// number of identical flows shrinks. Where the layout is not periodic (a
+// shard group straddling leaves unevenly) the full cluster is replayed.
+#pragma once
+
+#include "sim/schedule.hpp"
+
+namespace tagcsim::sim {
+
+// Nodes of the cut-down cluster, or cluster.nodes when no cut is exact.
+int symmetric_nodes(const Schedule& schedule, const topologies::Cluster& cluster);
+
+// The cluster to build for `nodes` (same leaves and links, fewer of them).
+topologies::Cluster reduced_cluster(const topologies::Cluster& cluster, int nodes);
+
+// How a phase's group looks in the cut-down cluster: its number of nodes.
+// Groups spanning the whole cluster shrink with it; groups tiling it keep their size.
+int reduced_group_nodes(const Group& g, int full_nodes, int reduced_nodes);
+
+}  // namespace tagcsim::sim

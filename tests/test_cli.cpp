@@ -1,0 +1,62 @@
+// The command line as a user meets it: exit codes and one-line errors.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string output;
+};
+
+Outcome tagcsim(const std::string& args) {
+  const std::string cmd = std::string(TAGCSIM_BINARY) + " " + args + " 2>&1";
+  Outcome o;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf;
+  while (fgets(buf.data(), int(buf.size()), p)) o.output += buf.data();
+  const int status = pclose(p);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return o;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = "/tmp/tagcsim_test_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("bad scenario input exits with code 2 and one line naming file, line and key") {
+  const auto path = write_temp("bad.yaml", "model: llama2-7b\ncluster: {preset: dgx-h100-ib400, nodez: 4}\n");
+  const auto o = tagcsim("run " + path);
+  CHECK(o.code == 2);
+  CHECK(o.output == "tagcsim: error: " + path +
+                        ":2: cluster.nodez: unknown key (did you mean 'nodes'?); expected one of: "
+                        "preset, name, nodes, gpus_per_node, gpu, intra_node, nics, fabric, collectives, source\n");
+}
+
+TEST_CASE("a missing scenario file exits with code 2") {
+  const auto o = tagcsim("run /nonexistent/scenario.yaml");
+  CHECK(o.code == 2);
+  CHECK(o.output.find("/nonexistent/scenario.yaml: cannot open") != std::string::npos);
+}
+
+TEST_CASE("an unknown option exits with code 2") {
+  CHECK(tagcsim("run scenarios/quickstart.yaml --formt json").code == 2);
+  CHECK(tagcsim("collective --cluster dgx-h100-ib400 --op all_scatter").code == 2);
+}
+
+TEST_CASE("tagcsim collective prints time, algbw and busbw the nccl-tests way") {
+  const auto o = tagcsim("collective --cluster dgx-h100-ib400 --op all_gather --bytes 1GiB --gpus 16");
+  CHECK(o.code == 0);
+  CHECK(o.output.find("busbw GB/s") != std::string::npos);
+  CHECK(o.output.find("1073741824") != std::string::npos);
+}

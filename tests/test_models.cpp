@@ -1,0 +1,378 @@
+// Model presets, `model:` parsing and FSDP units. Expected numbers are worked
+// out by hand in the comments next to them.
+#include "models/model.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <set>
+
+using namespace tagcsim;
+using namespace tagcsim::models;
+
+namespace {
+
+Input model_yaml(const std::string& text) { return Input::load_string(text, "t.yaml")["model"]; }
+TransformerConfig load(const std::string& text) { return load_model(model_yaml(text)); }
+
+std::int64_t unit_param_sum(const std::vector<FsdpUnit>& units) {
+  std::int64_t n = 0;
+  for (const auto& u : units) n += u.params;
+  return n;
+}
+
+template <class F>
+double sum(const std::vector<FsdpUnit>& units, F field) {
+  double s = 0;
+  for (const auto& u : units) s += field(u);
+  return s;
+}
+
+const FsdpUnit& unit_named(const std::vector<FsdpUnit>& units, const std::string& name) {
+  for (const auto& u : units)
+    if (u.name == name) return u;
+  FAIL("no unit named " << name);
+  return units.front();
+}
+
+}  // namespace
+
+TEST_CASE("presets reproduce the published parameter counts exactly where the shape is exact") {
+  struct Row {
+    const char* name;
+    std::int64_t count;
+  };
+  // GPT-2: V*h + 1024*h + L*(12h^2 + 13h) + 2h; 124M: 38,597,376 + 786,432 + 85,054,464 + 1,536.
+  // Llama: 2*V*h + L*(attn + 3*h*ffn + 2h) + h; 7B: 262,144,000 + 32*202,383,360 + 4,096.
+  // MPT (LLM Foundry yamls, no published exact count): 50368*h + L*(12h^2 + 2h) + h.
+  const Row rows[] = {
+      {"gpt2-124m", 124'439'808},         {"gpt2-355m", 354'823'168},
+      {"gpt2-774m", 774'030'080},         {"gpt2-1.5b", 1'557'611'200},
+      {"gpt2-124m-untied", 162'614'016},  {"llama2-7b", 6'738'415'616},
+      {"llama2-13b", 13'015'864'320},     {"llama2-70b", 68'976'648'192},
+      {"llama3.1-8b", 8'030'261'248},     {"llama3.1-70b", 70'553'706'496},
+      {"llama3.1-405b", 405'853'388'800}, {"mpt-125m", 123'636'480},
+      {"mpt-350m", 353'616'896},          {"mpt-760m", 756'917'760},
+      {"mpt-1b", 1'311'213'568},          {"mpt-3b", 2'645'690'880},
+      {"mpt-7b", 6'649'024'512},          {"mpt-13b", 12'841'210'880},
+      {"mpt-30b", 29'956'742'144},        {"mpt-70b", 64'838'443'008},
+  };
+  for (const auto& r : rows) {
+    CAPTURE(r.name);
+    CHECK(parameter_count(preset(r.name)) == r.count);
+  }
+  CHECK(preset_names().size() == std::size(rows));
+}
+
+TEST_CASE("MPT-7B and MPT-30B are within 0.5% of their model cards") {
+  // The released MPT-7B pads the vocab to 50432: 6,649,286,656 on its card.
+  CHECK(std::abs(parameter_count(preset("mpt-7b")) / 6'649'286'656.0 - 1) < 0.005);
+  CHECK(std::abs(parameter_count(preset("mpt-30b")) / 29.95e9 - 1) < 0.005);
+}
+
+TEST_CASE("every preset is valid, names itself and says where it comes from") {
+  for (const auto& name : preset_names()) {
+    CAPTURE(name);
+    auto m = preset(name);
+    CHECK(m.name == name);
+    CHECK(!m.source.empty());
+    CHECK_NOTHROW(validate(m, name));
+  }
+  CHECK(preset("llama2-70b").kv_heads == 8);
+  CHECK(preset("llama3.1-405b").kv_heads == 8);
+  CHECK(preset("mpt-7b").learned_positions == 0);
+  CHECK(preset("mpt-7b").tied_embeddings);
+  CHECK_THROWS_WITH_AS(preset("gpt3"), doctest::Contains("unknown model preset 'gpt3'; expected one of: gpt2-124m"),
+                       InputError);
+}
+
+TEST_CASE("model_flops_per_token: 6 * matmul params + 12 * layers * hidden * seq") {
+  // GPT-2 124M (tied): N = 124,439,808 - 786,432 (wpe) = 123,653,376; 6N = 741,920,256;
+  // 12 * 12 * 768 * 1024 = 113,246,208.
+  CHECK(model_flops_per_token(preset("gpt2-124m")) == doctest::Approx(855'166'464.0));
+  // Untied: N = 162,614,016 - 393,216 (wpe) - 38,633,472 (wte) = 123,587,328; 6N = 741,523,968;
+  // 12 * 12 * 768 * 512 = 56,623,104.
+  CHECK(model_flops_per_token(preset("gpt2-124m-untied")) == doctest::Approx(798'147'072.0));
+}
+
+TEST_CASE("gpt2-124m-untied under the Size policy: one unit per Linear and Embedding") {
+  auto m = preset("gpt2-124m-untied");
+  auto units = fsdp_units(m, WrapPolicy::Size, {});
+  REQUIRE(units.size() == 52);  // root, wte, wpe, 12 * 4 linears, lm_head
+  CHECK(units[0].name == "root");
+  CHECK(units[0].kind == UnitKind::Root);
+  CHECK(units[0].params == 25 * 768);  // 2 LayerNorm weights per block + ln_f, no biases
+  CHECK(units[1].name == "wte");
+  CHECK(units[1].kind == UnitKind::Embedding);
+  CHECK(units[1].params == 38'633'472);  // 50304 * 768
+  CHECK(units[2].name == "wpe");
+  CHECK(units[2].kind == UnitKind::PositionEmbedding);
+  CHECK(units[2].params == 393'216);  // 512 * 768
+  const char* names[] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
+  const UnitKind kinds[] = {UnitKind::AttentionQKV, UnitKind::AttentionOut, UnitKind::MlpUp, UnitKind::MlpDown};
+  for (int layer = 0; layer < 12; ++layer)
+    for (int j = 0; j < 4; ++j) {
+      const auto& u = units[3 + 4 * layer + j];
+      CHECK(u.name == "layers." + std::to_string(layer) + "." + names[j]);
+      CHECK(u.kind == kinds[j]);
+      CHECK(u.layer == layer);
+    }
+  CHECK(unit_named(units, "layers.0.attn.c_attn").params == 1'769'472);  // 768 * 2304
+  CHECK(unit_named(units, "layers.0.attn.c_proj").params == 589'824);    // 768 * 768
+  CHECK(unit_named(units, "layers.0.mlp.c_fc").params == 2'359'296);     // 768 * 3072
+  CHECK(units.back().name == "lm_head");
+  CHECK(units.back().kind == UnitKind::LmHead);
+  CHECK(units.back().params == 38'633'472);
+  CHECK(unit_param_sum(units) == parameter_count(m));
+  CHECK(unit_param_sum(units) == 162'614'016);
+}
+
+TEST_CASE("each unit's parameters are broken down by what they are") {
+  for (auto policy : {WrapPolicy::Block, WrapPolicy::Size})
+    for (const char* name : {"gpt2-124m", "llama2-70b"})
+      for (const auto& u : fsdp_units(preset(name), policy, {})) {
+        CAPTURE(u.name);
+        CHECK(u.attention_params + u.mlp_params + u.embedding_params + u.norm_params == u.params);
+      }
+}
+
+TEST_CASE("llama2-7b under the Block policy: root plus 32 blocks, one block's FLOPs by hand") {
+  auto m = preset("llama2-7b");
+  TrainingShape shape;  // micro-batch 1, seq 4096, bf16, flash attention
+  auto units = fsdp_units(m, WrapPolicy::Block, shape);
+  REQUIRE(units.size() == 33);
+  CHECK(units[0].name == "root");
+  CHECK(units[0].params == 262'148'096);  // 2 * 32000 * 4096 + final RMSNorm 4096
+  CHECK(unit_param_sum(units) == parameter_count(m));
+  const auto& b = units[5];
+  CHECK(b.name == "block.4");
+  CHECK(b.kind == UnitKind::Block);
+  CHECK(b.layer == 4);
+  CHECK(b.params == 202'383'360);  // 4 * 4096^2 + 3 * 4096 * 11008 + 2 * 4096
+  // GEMMs: 2 * T * (4h^2 + 3*h*ffn) = 8192 * 202,375,168 = 1,657,857,376,256.
+  // Attention core, causal with flash attention: 2 * T * s * h = 2 * 4096^3 = 137,438,953,472.
+  CHECK(b.forward_flops == doctest::Approx(1'795'296'329'728.0));
+  CHECK(b.gemm_fraction == doctest::Approx(1'657'857'376'256.0 / 1'795'296'329'728.0));
+  // Backward: 2 * GEMMs + 2.5 * core = 3,315,714,752,512 + 343,597,383,680.
+  CHECK(b.backward_flops == doctest::Approx(3'659'312'136'192.0));
+  CHECK(b.backward_gemm_fraction == doctest::Approx(3'315'714'752'512.0 / 3'659'312'136'192.0));
+  // Root: lm_head 2 * 4096 * 4096 * 32000; the embedding lookup is free.
+  CHECK(units[0].forward_flops == doctest::Approx(1'073'741'824'000.0));
+}
+
+TEST_CASE("llama3.1-8b under the Size policy: separate q/k/v and gate/up Linears") {
+  auto m = preset("llama3.1-8b");
+  auto units = fsdp_units(m, WrapPolicy::Size, {});
+  REQUIRE(units.size() == 1 + 1 + 32 * 7 + 1);  // no wpe (RoPE)
+  const char* names[] = {"attn.q", "attn.k", "attn.v", "attn.o", "mlp.gate", "mlp.up", "mlp.down"};
+  for (int j = 0; j < 7; ++j) CHECK(units[2 + j].name == std::string("layers.0.") + names[j]);
+  CHECK(units[4].kind == UnitKind::AttentionQKV);
+  CHECK(units[5].kind == UnitKind::AttentionOut);
+  CHECK(units[6].kind == UnitKind::MlpUp);
+  CHECK(units[7].kind == UnitKind::MlpUp);
+  CHECK(units[8].kind == UnitKind::MlpDown);
+  CHECK(unit_named(units, "layers.3.attn.k").params == 4'194'304);  // 4096 x (8 KV heads * 128)
+  CHECK(unit_named(units, "layers.3.mlp.up").params == 58'720'256);  // 4096 x 14336
+  CHECK(units.back().name == "lm_head");
+  CHECK(unit_param_sum(units) == parameter_count(m));
+}
+
+TEST_CASE("tied models have no lm_head unit; the head's work is on wte") {
+  auto m = preset("gpt2-124m");
+  TrainingShape shape;
+  shape.seq_len = 1024;
+  auto units = fsdp_units(m, WrapPolicy::Size, shape);
+  CHECK(units.size() == 51);
+  for (const auto& u : units) CHECK(u.kind != UnitKind::LmHead);
+  CHECK(units[1].name == "wte");
+  CHECK(units[1].forward_flops == doctest::Approx(2.0 * 1024 * 768 * 50257));
+  CHECK(unit_param_sum(units) == 124'439'808);
+}
+
+TEST_CASE("both policies give the same totals") {
+  for (const char* name : {"gpt2-124m", "gpt2-124m-untied", "llama3.1-8b", "mpt-1b"})
+    for (bool flash : {true, false})
+      for (bool ckpt : {false, true}) {
+        CAPTURE(name);
+        CAPTURE(flash);
+        CAPTURE(ckpt);
+        TrainingShape shape;
+        shape.micro_batch = 2;
+        shape.flash_attention = flash;
+        shape.activation_checkpointing = ckpt;
+        auto block = fsdp_units(preset(name), WrapPolicy::Block, shape);
+        auto size = fsdp_units(preset(name), WrapPolicy::Size, shape);
+        CHECK(unit_param_sum(block) == unit_param_sum(size));
+        for (auto f : {&FsdpUnit::forward_flops, &FsdpUnit::backward_flops, &FsdpUnit::forward_memory_bytes,
+                       &FsdpUnit::backward_memory_bytes, &FsdpUnit::activation_bytes})
+          CHECK(sum(block, [&](const FsdpUnit& u) { return u.*f; }) ==
+                doctest::Approx(sum(size, [&](const FsdpUnit& u) { return u.*f; })));
+      }
+}
+
+TEST_CASE("activations: 34*s*b*h bytes per GPT-2 block in bf16, the block input with checkpointing") {
+  auto m = preset("gpt2-124m");
+  TrainingShape shape;  // b = 1, s = 1024, 2 bytes
+  auto blocks = fsdp_units(m, WrapPolicy::Block, shape);
+  CHECK(blocks[1].activation_bytes == doctest::Approx(34.0 * 1024 * 768));  // 26,738,688
+  // Outside the blocks: embedding output h, final norm input and output 2h, logits V.
+  CHECK(blocks[0].activation_bytes == doctest::Approx(1024.0 * (3 * 768 + 50257) * 2));
+
+  shape.activation_bytes = 4;  // fp32 doubles everything
+  CHECK(fsdp_units(m, WrapPolicy::Block, shape)[1].activation_bytes == doctest::Approx(68.0 * 1024 * 768));
+
+  shape.activation_bytes = 2;
+  shape.flash_attention = false;  // + 5*a*s^2*b bytes: 5 * 12 * 1024^2
+  CHECK(fsdp_units(m, WrapPolicy::Block, shape)[1].activation_bytes ==
+        doctest::Approx(34.0 * 1024 * 768 + 5.0 * 12 * 1024 * 1024));
+
+  shape.flash_attention = true;
+  shape.activation_checkpointing = true;
+  auto ck = fsdp_units(m, WrapPolicy::Block, shape);
+  CHECK(ck[1].activation_bytes == doctest::Approx(1024.0 * 768 * 2));  // 1,572,864
+  // The backward recomputes the forward.
+  CHECK(ck[1].backward_flops == doctest::Approx(blocks[1].backward_flops + blocks[1].forward_flops));
+  CHECK(ck[1].backward_memory_bytes ==
+        doctest::Approx(blocks[1].backward_memory_bytes + blocks[1].forward_memory_bytes));
+  CHECK(ck[0].activation_bytes == doctest::Approx(blocks[0].activation_bytes));  // the root is not checkpointed
+}
+
+TEST_CASE("element-wise traffic of a GPT-2 block, per token in elements of 2 bytes") {
+  // Forward: ln_1 2h | attention I/O 4h + residual 3h | ln_2 2h + GELU 2*4h | residual 3h = 22h.
+  // Backward: 3h | 8h + 3h | 3h + 3*4h | 3h = 32h.
+  auto b = fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, {})[1];
+  CHECK(b.forward_memory_bytes == doctest::Approx(22.0 * 768 * 1024 * 2));
+  CHECK(b.backward_memory_bytes == doctest::Approx(32.0 * 768 * 1024 * 2));
+}
+
+TEST_CASE("without flash attention the full s x s attention is computed") {
+  auto m = preset("gpt2-124m");
+  TrainingShape eager;
+  eager.flash_attention = false;
+  auto flash = unit_named(fsdp_units(m, WrapPolicy::Size, {}), "layers.0.attn.c_proj");
+  auto full = unit_named(fsdp_units(m, WrapPolicy::Size, eager), "layers.0.attn.c_proj");
+  const double gemm = 2.0 * 1024 * 768 * 768;
+  CHECK(flash.forward_flops == doctest::Approx(gemm + 2.0 * 1024 * 1024 * 768));
+  CHECK(flash.backward_flops == doctest::Approx(2 * gemm + 2.5 * 2.0 * 1024 * 1024 * 768));
+  CHECK(full.forward_flops == doctest::Approx(gemm + 4.0 * 1024 * 1024 * 768));
+  CHECK(full.backward_flops == doctest::Approx(2 * gemm + 2 * 4.0 * 1024 * 1024 * 768));
+}
+
+TEST_CASE("tokens are micro_batch * seq_len, and seq_len may be shortened") {
+  auto m = preset("llama2-7b");
+  TrainingShape shape;
+  shape.micro_batch = 4;
+  shape.seq_len = 1024;
+  auto u = fsdp_units(m, WrapPolicy::Size, shape);
+  CHECK(unit_named(u, "layers.0.mlp.down").forward_flops == doctest::Approx(2.0 * 4096 * 11008 * 4096));
+}
+
+TEST_CASE("a longer sequence than GPT-2's learned positions is refused") {
+  TrainingShape shape;
+  shape.seq_len = 2048;
+  CHECK_THROWS_WITH_AS(fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape),
+                       doctest::Contains("2048 is longer than model 'gpt2-124m''s 1024 learned positions"),
+                       InputError);
+}
+
+TEST_CASE("model: a preset name, a preset with overrides, or a full shape") {
+  CHECK(load("model: llama2-7b\n").name == "llama2-7b");
+
+  auto m = load("model:\n  preset: llama2-7b\n  seq_len: 2048\n");
+  CHECK(m.seq_len == 2048);
+  CHECK(m.hidden == 4096);
+  CHECK(parameter_count(m) == 6'738'415'616);
+  CHECK(m.source.find("changed at t.yaml:2") != std::string::npos);
+
+  // Without GQA the KV heads follow the heads.
+  auto wide = load("model:\n  preset: gpt2-124m\n  heads: 16\n");
+  CHECK(wide.kv_heads == 16);
+  // With GQA they stay.
+  CHECK(load("model:\n  preset: llama2-70b\n  heads: 32\n").kv_heads == 8);
+
+  auto full = load(
+      "model:\n"
+      "  name: my-gpt2\n"
+      "  layers: 12\n"
+      "  hidden: 768\n"
+      "  heads: 12\n"
+      "  vocab: 50257\n"
+      "  tied_embeddings: true\n"
+      "  seq_len: 1024\n"
+      "  learned_positions: 1024\n"
+      "  norm: layernorm\n"
+      "  bias: true\n");
+  CHECK(full.name == "my-gpt2");
+  CHECK(full.kv_heads == 12);
+  CHECK(full.ffn == 3072);  // 4 * hidden unless given
+  CHECK(parameter_count(full) == 124'439'808);
+
+  auto swiglu = load(
+      "model:\n  layers: 2\n  hidden: 256\n  heads: 4\n  kv_heads: 2\n  ffn: 688\n  gated_mlp: yes\n"
+      "  vocab: 1000\n  seq_len: 128\n  norm: rmsnorm\n");
+  CHECK(swiglu.gated_mlp);
+  CHECK(swiglu.norm == Norm::RMSNorm);
+  CHECK(swiglu.name == "custom");
+}
+
+TEST_CASE("bad model input names the file, line and key") {
+  CHECK_THROWS_WITH_AS(load("model:\n  layers: 12\n  hidn: 768\n"),
+                       doctest::Contains("t.yaml:3: model.hidn: unknown key (did you mean 'hidden'?)"), InputError);
+  CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  layers: twelve\n"),
+                       doctest::Contains("t.yaml:3: model.layers: expected an integer, got 'twelve'"), InputError);
+  CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  bias: maybe\n"),
+                       doctest::Contains("t.yaml:3: model.bias: expected true or false"), InputError);
+  CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  norm: batchnorm\n"),
+                       doctest::Contains("t.yaml:3: model.norm: expected one of: layernorm, rmsnorm"), InputError);
+  CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  layers: 0\n"),
+                       doctest::Contains("t.yaml:3: model.layers: expected an integer >= 1, got 0"), InputError);
+  CHECK_THROWS_WITH_AS(load("model:\n  - gpt2-124m\n"), doctest::Contains("t.yaml:2: model: expected a preset name"),
+                       InputError);
+}
+
+TEST_CASE("shape checks point at the key the user wrote") {
+  CHECK_THROWS_WITH_AS(
+      load("model:\n  name: odd\n  layers: 32\n  hidden: 4096\n  heads: 48\n  vocab: 32000\n  seq_len: 2048\n"),
+      doctest::Contains("t.yaml:5: model.heads: 48 heads do not divide hidden size 4096"), InputError);
+  // heads came from the preset, so the blame goes to the hidden size.
+  CHECK_THROWS_WITH_AS(load("model:\n  preset: llama2-7b\n  hidden: 4100\n"),
+                       doctest::Contains("t.yaml:3: model.hidden: 32 heads do not divide hidden size 4100"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load("model:\n  preset: llama2-70b\n  kv_heads: 7\n"),
+                       doctest::Contains("t.yaml:3: model.kv_heads: 7 KV heads do not divide 64 heads"), InputError);
+  CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  seq_len: 2048\n"),
+                       doctest::Contains("t.yaml:3: model.seq_len: seq_len 2048 is longer than the 1024 learned"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load("model:\n  layers: 2\n  hidden: 64\n"),
+                       doctest::Contains("t.yaml:2: model: missing required key 'heads'"), InputError);
+  CHECK_THROWS_WITH_AS(
+      load("model:\n  layers: 2\n  hidden: 64\n  heads: 4\n  gated_mlp: true\n  vocab: 10\n  seq_len: 8\n"),
+      doctest::Contains("missing required key 'ffn'"), InputError);
+}
+
+TEST_CASE("unknown presets are refused with the list and a near miss") {
+  CHECK_THROWS_WITH_AS(load("model: llama2-7bb\n"),
+                       doctest::Contains("t.yaml:1: model: unknown model preset 'llama2-7bb' (did you mean 'llama2-7b'?)"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt3\n  seq_len: 8\n"),
+                       doctest::Contains("t.yaml:2: model.preset: unknown model preset 'gpt3'; expected one of:"),
+                       InputError);
+}
+
+TEST_CASE("validate checks configs built in code, prefixed with what they are") {
+  auto m = preset("gpt2-124m");
+  m.heads = 5;
+  CHECK_THROWS_WITH_AS(validate(m, "bench config"),
+                       doctest::Contains("bench config: heads: 5 heads do not divide hidden size 768"), InputError);
+  m = preset("llama3.1-8b");
+  m.kv_heads = 0;
+  CHECK_THROWS_WITH_AS(validate(m, "x"), doctest::Contains("x: kv_heads: expected an integer >= 1, got 0"), InputError);
+}
+
+TEST_CASE("unit kinds print as snake_case words") {
+  CHECK(std::string(to_string(UnitKind::AttentionQKV)) == "attention_qkv");
+  CHECK(std::string(to_string(UnitKind::LmHead)) == "lm_head");
+  CHECK(std::string(to_string(UnitKind::Block)) == "block");
+}

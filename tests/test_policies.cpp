@@ -1,0 +1,164 @@
+// Compression policies as schedule changes, checked against TAGC's cost model
+// (shared/design/tagc-algorithm.md, section 4) on hand-sized cases.
+#include "models/model.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/policy.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace tagcsim;
+using namespace tagcsim::sim;
+
+namespace {
+
+// N nodes x 1 GPU at 1 GB/s with a per-step latency; compute and kernels
+// made negligible (a very fast GPU with very fast memory).
+topologies::Cluster fast_gpus(int nodes, double alpha) {
+  topologies::Cluster c;
+  c.name = "toy";
+  c.nodes = nodes;
+  c.gpus_per_node = 1;
+  c.gpu = {.name = "toy", .peak_flops_bf16 = 1e18, .peak_flops_fp32 = 1e18, .peak_flops_tf32 = 1e18,
+           .memory_bytes = 1e12, .memory_bandwidth = 1e16, .gemm_efficiency = 1, .memory_efficiency = 1};
+  c.intra = {.kind = "pcie", .bandwidth = 1e12, .latency = 0, .efficiency = 1};
+  c.nics = {.count = 1, .bandwidth = 1e9, .latency = 0, .efficiency = 1};
+  c.collectives = {.step_latency_intra = 0, .step_latency_inter = alpha, .launch_latency = 0};
+  return c;
+}
+
+// One MLP unit of 2^28 parameters (S = 1 GiB of fp32 gradient): whole blocks per shard, no tail.
+StepSetup one_unit(int nodes, double alpha) {
+  Training t;
+  t.param_dtype = Dtype::FP32;
+  StepSetup s = make_setup(models::preset("gpt2-124m"), fast_gpus(nodes, alpha), t);
+  models::FsdpUnit root, mlp;
+  root.name = "root";
+  root.params = 1024;
+  mlp.name = "mlp";
+  mlp.kind = models::UnitKind::MlpUp;
+  mlp.params = std::int64_t(1) << 28;
+  mlp.mlp_params = mlp.params;
+  s.units = {root, mlp};
+  return s;
+}
+
+Policy tagc(PolicyKind kind = PolicyKind::Tagc) {
+  Policy p;
+  p.label = to_string(kind);
+  p.kind = kind;
+  p.ratio = 2;
+  p.sparsity = 0.8;
+  p.index = kind == PolicyKind::Tagc ? kernels::IndexEncoding::Bit1Sum : kernels::IndexEncoding::Bit4Sum;
+  return p;
+}
+
+int collectives_of_unit(const Schedule& s, int unit, Category c) {
+  int n = 0;
+  for (const auto& t : s.tasks)
+    if (t.unit == unit && t.category == c)
+      for (const auto& ph : t.phases) n += ph.count;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("tagc's communication on 2 ranks equals section 4's formulas") {
+  const double alpha = 50e-6, B = 1e9, S = 4.0 * (1 << 28), N = 2, ratio = 2;
+  const auto setup = one_unit(2, alpha);
+  const auto r = simulate(setup, tagc());
+  // The root's plain reduce-scatter shares the stream; take it out.
+  const double root_rs = (N - 1) / N * 4 * 1024 / B + (N - 1) * alpha;
+  const double sketches = S / ratio / B + N * (N - 1) * alpha;                // N reduces of S/(N ratio)
+  const double index = 2 * (N - 1) / N * S / 32 / B + N * 2 * (N - 1) * alpha;  // N 1-bit all-reduces
+  CHECK(r.breakdown.reduce_scatter_s - root_rs == doctest::Approx(sketches + index).epsilon(0.01));
+  CHECK(r.collectives.at("sketch reduce").count == 2);
+  CHECK(r.collectives.at("index all_reduce").bytes == doctest::Approx(S / 32));
+}
+
+TEST_CASE("plain fsdp on the same unit reduce-scatters S in (N-1)/N * S/B + (N-1) alpha") {
+  const double alpha = 50e-6, S = 4.0 * (1 << 28);
+  Policy fsdp;
+  fsdp.label = "fsdp";
+  fsdp.reduce_dtype = Dtype::FP32;
+  const auto r = simulate(one_unit(2, alpha), fsdp);
+  CHECK(r.breakdown.reduce_scatter_s == doctest::Approx(0.5 * (S + 4096) / 1e9 + 2 * alpha).epsilon(1e-6));
+}
+
+TEST_CASE("tagc issues 2N collectives per compressed unit, tagc-batched 2") {
+  const auto setup = one_unit(4, 10e-6);
+  const auto kp = kernel_profile_for(setup.cluster.gpu);
+  const auto per_shard = build_policy_step(setup, tagc(), kp);
+  CHECK(collectives_of_unit(per_shard, 1, Category::CompressedCollective) == 8);
+  CHECK(collectives_of_unit(per_shard, 1, Category::ReduceScatter) == 0);
+  const auto batched = build_policy_step(setup, tagc(PolicyKind::TagcBatched), kp);
+  CHECK(collectives_of_unit(batched, 1, Category::CompressedCollective) == 2);
+  // ... and the N-fold sequence is a handful of tasks, not N-fold events.
+  const auto wide = one_unit(64, 10e-6);
+  const auto per_shard_64 = build_policy_step(wide, tagc(), kp);
+  CHECK(collectives_of_unit(per_shard_64, 1, Category::CompressedCollective) == 128);
+  CHECK(per_shard_64.tasks.size() == per_shard.tasks.size());
+}
+
+TEST_CASE("tagc-batched carries the same sketch bytes in 2 collectives instead of 2N latencies") {
+  const auto setup = one_unit(8, 100e-6);
+  const auto per_shard = simulate(setup, tagc());
+  const auto batched = simulate(setup, tagc(PolicyKind::TagcBatched));
+  // 16 serialised collectives of latency vs 2: at 8 ranks the batched variant wins.
+  CHECK(batched.breakdown.reduce_scatter_s < per_shard.breakdown.reduce_scatter_s);
+  CHECK(batched.collectives.at("sketch reduce_scatter").bytes ==
+        doctest::Approx(per_shard.collectives.at("sketch reduce").bytes));
+}
+
+TEST_CASE("TAGC's selection compresses MLP, embedding and head units, not attention or position embedding") {
+  const auto units = models::fsdp_units(models::preset("gpt2-124m-untied"), models::WrapPolicy::Size, {});
+  Selection rule;
+  int compressed = 0;
+  for (const auto& u : units) {
+    const bool c = selected(rule, u);
+    compressed += c;
+    if (u.kind == models::UnitKind::AttentionQKV || u.kind == models::UnitKind::AttentionOut ||
+        u.kind == models::UnitKind::PositionEmbedding || u.kind == models::UnitKind::Root)
+      CHECK_FALSE(c);
+  }
+  CHECK(compressed == 2 * 12 + 2);  // c_fc and mlp c_proj of 12 layers, wte, lm_head
+}
+
+TEST_CASE("on TAGC's own setup at 1 Gb/s, batched TAGC beats fsdp and TAGC as published does not; at 400 Gb/s neither") {
+  // At 2 ranks the per-shard sketch reduces to the owner run one after the
+  // other, each using one direction of the link: N reduces of S/(N ratio)
+  // take S/ratio/B, exactly the plain reduce-scatter's (N-1)/N * S/B at
+  // ratio 2. TAGC as published only adds index traffic and kernels. The
+  // batched variant reduce-scatters the sketches in both directions at once.
+  auto s = scenarios::load_scenario(TAGCSIM_SOURCE_DIR "/scenarios/tagc-paper.yaml");
+  const auto& slow = s.points.front();
+  REQUIRE(slow.setup.cluster.nics.bandwidth == doctest::Approx(1.25e8));  // 1 Gb/s
+  REQUIRE(slow.policies.size() == 3);
+  auto speedups = [&](const StepSetup& setup) {
+    const double fsdp = simulate(setup, slow.policies[0]).step_time_s;
+    return std::pair{fsdp / simulate(setup, slow.policies[1]).step_time_s,
+                     fsdp / simulate(setup, slow.policies[2]).step_time_s};
+  };
+  const auto [tagc_1g, batched_1g] = speedups(slow.setup);
+  CHECK(tagc_1g < 1.0);
+  CHECK(tagc_1g > 0.95);
+  CHECK(batched_1g > 1.08);
+  auto fast = slow.setup;
+  fast.cluster.nics.bandwidth = 50e9;  // 400 Gb/s: compute-bound, the kernels only cost
+  const auto [tagc_400g, batched_400g] = speedups(fast);
+  CHECK(tagc_400g < 0.8);
+  CHECK(batched_400g < 0.9);
+}
+
+TEST_CASE("bad policy settings: ratio <= 1, sparsity of 1, 4-bit SUM past 15 ranks") {
+  auto p = tagc();
+  p.ratio = 1;
+  CHECK_THROWS_WITH_AS(check_policy(p, 2, "x.yaml"), doctest::Contains("ratio must be > 1"), InputError);
+  p = tagc();
+  p.sparsity = 1;
+  CHECK_THROWS_WITH_AS(check_policy(p, 2, "x.yaml"), doctest::Contains("sparsity must be in [0, 1)"), InputError);
+  p = tagc(PolicyKind::TagcBatched);
+  CHECK(check_policy(p, 15, "x.yaml").empty());
+  CHECK_THROWS_WITH_AS(check_policy(p, 16, "x.yaml"), doctest::Contains("overflows above 15 ranks"), InputError);
+  CHECK(check_policy(tagc(), 1, "x.yaml").empty());
+  CHECK(check_policy(tagc(), 2, "x.yaml").size() == 1);  // the lossy 1-bit SUM: a warning
+}

@@ -1,0 +1,326 @@
+// Cluster descriptions: presets, YAML overrides, units, and the errors a user can cause.
+// Numbers are checked against hand-computed values from the datasheets and measurements that
+// the presets cite.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "topologies/cluster.hpp"
+
+using namespace tagcsim::topologies;
+using doctest::Approx;
+using doctest::Contains;
+using tagcsim::Input;
+using tagcsim::InputError;
+
+namespace {
+Input cluster_input(const std::string& text) { return Input::load_string(text, "t.yaml")["cluster"]; }
+Cluster load(const std::string& text) { return load_cluster(cluster_input(text)); }
+}  // namespace
+
+TEST_CASE("every cluster preset validates and names its sources") {
+  REQUIRE(preset_names().size() == 10);
+  for (const auto& name : preset_names()) {
+    CAPTURE(name);
+    Cluster c = preset(name);
+    CHECK(c.name == name);
+    CHECK_NOTHROW(validate(c, name));
+    CHECK_NOTHROW(load(std::string("cluster: ") + name));
+    // Collective latencies are either fitted (naming the profile) or labelled provisional.
+    const bool labelled = c.source.find("provisional") != std::string::npos ||
+                          c.source.find("fitted to nccl-") != std::string::npos;
+    CHECK(labelled);
+    CHECK(c.gpu.source.size() > 50);
+  }
+}
+
+TEST_CASE("every device preset is complete and cites its efficiency derivation") {
+  for (const auto& name : device_names()) {
+    CAPTURE(name);
+    DeviceProfile d = device(name);
+    CHECK(d.peak_flops_bf16 > 0);
+    CHECK(d.peak_flops_fp32 > 0);
+    CHECK(d.peak_flops_tf32 >= d.peak_flops_fp32);
+    CHECK(d.memory_bytes > 0);
+    CHECK(d.memory_bandwidth > 0);
+    CHECK(d.gemm_efficiency > 0);
+    CHECK(d.gemm_efficiency <= 1);
+    CHECK(d.memory_efficiency > 0);
+    CHECK(d.memory_efficiency <= 1);
+    CHECK(!d.source.empty());
+  }
+  CHECK_THROWS_AS(device("h100"), InputError);
+  CHECK_THROWS_AS(preset("dgx-h100"), InputError);
+}
+
+TEST_CASE("device presets match the datasheets and the published GEMM / STREAM rates") {
+  DeviceProfile h100 = device("h100-sxm");
+  CHECK(h100.peak_flops_bf16 == Approx(989.4e12));
+  CHECK(h100.peak_flops_tf32 == Approx(494.7e12));
+  CHECK(h100.peak_flops_fp32 == Approx(66.9e12));
+  CHECK(h100.memory_bandwidth == Approx(3.35e12));
+  CHECK(h100.gemm_efficiency == Approx(794.5 / 989).epsilon(1e-3));    // MAMF, H100 SXM
+  CHECK(h100.memory_efficiency == Approx(2.97 / 3.35).epsilon(1e-3));  // STREAM triad
+  DeviceProfile a100 = device("a100-80gb");
+  CHECK(a100.peak_flops_bf16 == Approx(312e12));
+  CHECK(a100.memory_bandwidth == Approx(2.039e12));
+  CHECK(a100.gemm_efficiency == Approx(271.2 / 312).epsilon(1e-3));
+  CHECK(a100.memory_efficiency == Approx(1.70 / 2.039).epsilon(1e-3));
+  CHECK(device("a100-40gb").memory_bandwidth == Approx(1.555e12));
+  DeviceProfile h200 = device("h200-sxm");
+  CHECK(h200.peak_flops_bf16 == h100.peak_flops_bf16);
+  CHECK(h200.memory_bytes == Approx(141e9));
+  CHECK(h200.memory_bandwidth == Approx(4.8e12));
+}
+
+TEST_CASE("dgx-h100-ib400: 8 NDR NICs of 50 GB/s at the ConnectX-7 efficiency") {
+  Cluster c = preset("dgx-h100-ib400");
+  CHECK(c.gpus_per_node == 8);
+  CHECK(c.nics.count == 8);
+  CHECK(c.nics.bandwidth == Approx(50e9));
+  CHECK(c.nics.efficiency == Approx(0.97));  // 48.5 of 50 GB/s
+  CHECK(c.node_injection_bandwidth() == Approx(8 * 50e9 * c.nics.efficiency));
+  CHECK(c.node_injection_bandwidth() == Approx(388e9));
+  CHECK(c.intra.bandwidth == Approx(450e9));
+  CHECK(c.intra.efficiency == Approx(0.805));
+  CHECK(c.fabric.kind == Fabric::Kind::FatTree2);
+  CHECK(c.fabric.nodes_per_leaf == 32);
+  CHECK(c.fabric.oversubscription == 1);
+}
+
+TEST_CASE("AWS, Ethernet and TAGC presets: per-node NIC totals and slower TCP latencies") {
+  CHECK(preset("aws-p4de").nics.count * preset("aws-p4de").nics.bandwidth == Approx(400e9 / 8));
+  CHECK(preset("aws-p5").nics.count * preset("aws-p5").nics.bandwidth == Approx(3200e9 / 8));
+  CHECK(preset("eth-25g").nics.bandwidth == Approx(25e9 / 8));
+  CHECK(preset("eth-100g").nics.bandwidth == Approx(100e9 / 8));
+  const double ib_step = preset("dgx-h100-ib400").collectives.step_latency_inter;
+  for (const char* name : {"eth-25g", "eth-100g", "tagc-2x1-1g"})
+    CHECK(preset(name).collectives.step_latency_inter >= 10 * ib_step);
+  const std::pair<const char*, double> tagc[] = {
+      {"tagc-2x1-1g", 1}, {"tagc-2x1-10g", 10}, {"tagc-2x1-25g", 25}, {"tagc-2x1-100g", 100}};
+  for (auto [name, gbps] : tagc) {
+    CAPTURE(name);
+    Cluster c = preset(name);
+    CHECK(c.nodes == 2);
+    CHECK(c.gpus_per_node == 1);
+    CHECK(c.gpus() == 2);
+    CHECK(c.nics.count == 1);
+    CHECK(c.nics.bandwidth == Approx(gbps * 1e9 / 8));
+    CHECK(c.source.find("GPU assumed") != std::string::npos);
+  }
+}
+
+TEST_CASE("units: bandwidths, times, bytes and FLOP rates in a full description") {
+  Cluster c = load(R"(
+cluster:
+  name: lab
+  nodes: 2
+  gpus_per_node: 4
+  gpu: {name: X, peak_flops_bf16: 989 TFLOP/s, peak_flops_fp32: 60e12, memory_bytes: 80 GiB, memory_bandwidth: 3 TB/s}
+  intra_node: {kind: pcie, bandwidth: 50 GB/s, latency: 1 us}
+  nics: {count: 1, bandwidth: 400 Gb/s, latency: 1.5 us, efficiency: 0.5}
+  collectives: {step_latency_intra: 2 us, step_latency_inter: 5 us, launch_latency: 0.01 ms}
+)");
+  CHECK(c.name == "lab");
+  CHECK(c.gpus() == 8);
+  CHECK(c.nics.bandwidth == Approx(50e9));   // 400 Gb/s
+  CHECK(c.intra.bandwidth == Approx(50e9));  // 50 GB/s
+  CHECK(c.intra.kind == "pcie");
+  CHECK(c.nics.latency == Approx(1.5e-6));
+  CHECK(c.collectives.launch_latency == Approx(10e-6));
+  CHECK(c.gpu.peak_flops_bf16 == Approx(989e12));
+  CHECK(c.gpu.peak_flops_tf32 == Approx(60e12));  // no TF32 given: runs at the FP32 rate
+  CHECK(c.gpu.memory_bytes == Approx(80.0 * 1024 * 1024 * 1024));
+  CHECK(c.gpu.memory_bandwidth == Approx(3e12));
+  CHECK(c.node_injection_bandwidth() == Approx(25e9));
+  CHECK(c.fabric.kind == Fabric::Kind::SingleSwitch);
+  CHECK(c.source.find("t.yaml") != std::string::npos);
+}
+
+TEST_CASE("overrides of nested maps merge field by field onto the preset") {
+  Cluster base = preset("dgx-h100-ib400");
+  Cluster c = load(R"(
+cluster:
+  preset: dgx-h100-ib400
+  nics: {bandwidth: 100 Gb/s}
+  gpu: {gemm_efficiency: 0.6}
+  fabric: {oversubscription: 2}
+)");
+  CHECK(c.name == "dgx-h100-ib400");
+  CHECK(c.nics.bandwidth == Approx(12.5e9));
+  CHECK(c.nics.count == base.nics.count);
+  CHECK(c.nics.latency == base.nics.latency);
+  CHECK(c.nics.efficiency == base.nics.efficiency);
+  CHECK(c.gpu.gemm_efficiency == Approx(0.6));
+  CHECK(c.gpu.peak_flops_bf16 == base.gpu.peak_flops_bf16);
+  CHECK(c.gpu.memory_efficiency == base.gpu.memory_efficiency);
+  CHECK(c.fabric.oversubscription == 2);
+  CHECK(c.fabric.nodes_per_leaf == base.fabric.nodes_per_leaf);
+  CHECK(c.fabric.kind == base.fabric.kind);
+  CHECK(c.intra.bandwidth == base.intra.bandwidth);
+  CHECK(c.collectives.launch_latency == base.collectives.launch_latency);
+  for (const char* field :
+       {"Overridden at t.yaml:3:", "nics.bandwidth", "gpu.gemm_efficiency", "fabric.oversubscription"})
+    CHECK(c.source.find(field) != std::string::npos);
+
+  Cluster d = load("cluster: {preset: aws-p5, gpu: {preset: a100-80gb, memory_efficiency: 0.8}}");
+  CHECK(d.gpu.name == "A100-SXM4-80GB");
+  CHECK(d.gpu.memory_efficiency == Approx(0.8));
+  CHECK(d.gpu.gemm_efficiency == device("a100-80gb").gemm_efficiency);
+  CHECK(d.nics.count == 32);
+  CHECK(load("cluster: {preset: aws-p4de, gpu: h100-sxm}").gpu.name == "H100-SXM5-80GB");
+}
+
+TEST_CASE("fat-tree geometry: one partly filled leaf below 32 nodes, 2048 nodes in 64 leaves") {
+  Cluster four = load("cluster: {preset: dgx-h100-ib400, nodes: 4}");
+  CHECK(four.gpus() == 32);
+  CHECK(four.nodes_in_leaf() == 4);
+  CHECK(four.leaves() == 1);
+  CHECK(four.pods() == 1);
+  CHECK(four.fabric.nodes_per_leaf == 32);  // kept, so a later sweep over nodes sees 32 per leaf
+
+  Cluster mid = load("cluster: {preset: dgx-h100-ib400, nodes: 128}");
+  CHECK(mid.gpus() == 1024);
+  CHECK(mid.leaves() == 4);
+
+  Cluster big = load("cluster: {preset: dgx-h100-ib400, nodes: 2048}");
+  CHECK(big.gpus() == 16384);
+  CHECK(big.leaves() == 64);
+  CHECK(big.pods() == 1);
+
+  Cluster big3 = load("cluster: {preset: dgx-h100-ib400, nodes: 2048, fabric: {kind: fat_tree_3}}");
+  CHECK(big3.leaves_in_pod() == 32);
+  CHECK(big3.pods() == 2);
+  Cluster small3 = load("cluster: {preset: dgx-h100-ib400, nodes: 96, fabric: {kind: fat_tree_3}}");
+  CHECK(small3.leaves() == 3);
+  CHECK(small3.pods() == 1);  // fewer leaves than one pod: a single partly filled pod
+
+  CHECK(preset("aws-p5").leaves() == 1);
+  CHECK(fabric_kind_name(Fabric::Kind::FatTree3) == "fat_tree_3");
+}
+
+TEST_CASE("a single node is valid with any fabric and no NICs") {
+  Cluster c = load(R"(
+cluster:
+  nodes: 1
+  gpus_per_node: 8
+  gpu: h100-sxm
+  intra_node: {bandwidth: 450 GB/s}
+  fabric: {kind: fat_tree_3}
+)");
+  CHECK(c.nics.count == 0);
+  CHECK(c.leaves() == 1);
+  CHECK_NOTHROW(load("cluster: {preset: dgx-h100-ib400, nodes: 1, nics: {count: 0}}"));
+}
+
+TEST_CASE("errors name file:line, the key path and what was expected") {
+  // Unknown keys, at any depth, with a did-you-mean.
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nic: {count: 4}\n"),
+                       Contains("t.yaml:3: cluster.nic: unknown key (did you mean 'nics'?)"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nics:\n    bandwith: 100 Gb/s\n"),
+                       Contains("t.yaml:4: cluster.nics.bandwith: unknown key (did you mean 'bandwidth'?)"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(
+      load("cluster:\n  preset: aws-p5\n  gpu: {gemm_eficiency: 0.5}\n"),
+      Contains("t.yaml:3: cluster.gpu.gemm_eficiency: unknown key (did you mean 'gemm_efficiency'?)"),
+      InputError);
+  // Wrong types and ranges.
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nodes: four\n"),
+                       Contains("t.yaml:3: cluster.nodes: expected an integer, got 'four'"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nodes: 0\n"),
+                       Contains("t.yaml:3: cluster.nodes: expected an integer >= 1, got 0"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nics:\n    bandwidth: -5 Gb/s\n"),
+                       Contains("t.yaml:4: cluster.nics.bandwidth: expected a positive bandwidth"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(
+      load("cluster:\n  preset: dgx-h100-ib400\n  nics:\n    efficiency: 1.5\n"),
+      Contains("t.yaml:4: cluster.nics.efficiency: expected an efficiency in (0, 1], got 1.5"), InputError);
+  CHECK_THROWS_WITH_AS(
+      load("cluster:\n  preset: dgx-h100-ib400\n  fabric: {oversubscription: 0.5}\n"),
+      Contains("t.yaml:3: cluster.fabric.oversubscription: expected a downlink:uplink ratio >= 1"),
+      InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  fabric: {kind: fat_tree2}\n"),
+                       Contains("t.yaml:3: cluster.fabric.kind: expected one of: single_switch, fat_tree_2, "
+                                "fat_tree_3; got 'fat_tree2' (did you mean 'fat_tree_2'?)"),
+                       InputError);
+}
+
+TEST_CASE("errors: fabric geometry and NICs, blamed on the key the user wrote") {
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nodes: 100\n"),
+                       Contains("t.yaml:3: cluster.nodes: 100 nodes do not divide into leaves of 32"),
+                       InputError);
+  // The preset's node count (2) is fine; a new leaf size that 100 nodes do not fill is blamed on it.
+  CHECK_THROWS_WITH_AS(
+      load("cluster:\n  preset: dgx-h100-ib400\n  nodes: 100\n  fabric:\n    nodes_per_leaf: 30\n"),
+      Contains("t.yaml:3: cluster.nodes: 100 nodes do not divide into leaves of 30"), InputError);
+  CHECK_THROWS_WITH_AS(
+      load("cluster:\n  preset: dgx-h100-ib400\n  nodes: 96\n  fabric: {kind: fat_tree_3, leaves_per_pod: "
+           "2}\n"),
+      Contains(
+          "t.yaml:3: cluster.nodes: 96 nodes make 3 leaves of 32, which do not divide into pods of 2 leaves"),
+      InputError);
+  CHECK_THROWS_WITH_AS(
+      load("cluster:\n  preset: eth-25g\n  fabric:\n    kind: fat_tree_2\n"),
+      Contains("t.yaml:4: cluster.fabric.kind: a fat_tree_2 needs nodes_per_leaf >= 1, got 0"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nics: {count: 0}\n"),
+                       Contains("t.yaml:3: cluster.nics.count: expected at least 1 NIC per node for 2 nodes"),
+                       InputError);
+}
+
+TEST_CASE("errors: unknown presets and missing keys") {
+  CHECK_THROWS_WITH_AS(
+      load("cluster: dgx-h100\n"),
+      Contains("t.yaml:1: cluster: unknown cluster preset 'dgx-h100' (did you mean 'dgx-h100-ib400'?)"),
+      InputError);
+  CHECK_THROWS_WITH_AS(
+      load("cluster:\n  preset: aws-p6\n"),
+      Contains("t.yaml:2: cluster.preset: unknown cluster preset 'aws-p6' (did you mean 'aws-p5'?)"),
+      InputError);
+  CHECK_THROWS_WITH_AS(
+      load("cluster:\n  preset: aws-p5\n  gpu: h100\n"),
+      Contains("t.yaml:3: cluster.gpu: unknown device preset 'h100' (did you mean 'h100-sxm'?)"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: aws-p5\n  gpu: {preset: b200}\n"),
+                       Contains("t.yaml:3: cluster.gpu.preset: unknown device preset 'b200'"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  nodes: 1\n"),
+                       Contains("t.yaml:2: cluster: missing required key 'gpu'"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  nodes: 2\n  gpus_per_node: 1\n  gpu: l4\n"),
+                       Contains("cluster: missing required key 'nics'"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  gpu: {name: X, peak_flops_bf16: 1e15}\n"),
+                       Contains("t.yaml:2: cluster.gpu: missing required key 'peak_flops_fp32'"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster: [a, b]\n"),
+                       Contains("t.yaml:1: cluster: expected a cluster preset name or a map"), InputError);
+}
+
+TEST_CASE("validate() checks clusters built in code, naming the field") {
+  Cluster c = preset("dgx-h100-ib400");
+  c.nodes = 100;
+  CHECK_THROWS_WITH_AS(validate(c, "cluster 'x'"),
+                       Contains("cluster 'x': nodes: 100 nodes do not divide into leaves of 32"), InputError);
+  c = preset("aws-p5");
+  c.gpu.gemm_efficiency = 0;
+  CHECK_THROWS_WITH_AS(validate(c, "p5"),
+                       Contains("p5: gpu.gemm_efficiency: expected an efficiency in (0, 1]"), InputError);
+  c = preset("aws-p5");
+  c.nics.bandwidth = -1;
+  CHECK_THROWS_WITH_AS(validate(c, "p5"), Contains("p5: nics.bandwidth: expected a positive bandwidth"),
+                       InputError);
+}
+
+TEST_CASE("load_device: preset name, preset with overrides, full map") {
+  auto dev = [](const std::string& text) { return load_device(Input::load_string(text, "d.yaml")["gpu"]); };
+  CHECK(dev("gpu: l4").name == "L4-24GB");
+  DeviceProfile d = dev("gpu: {preset: h100-sxm, gemm_efficiency: 0.6}");
+  CHECK(d.gemm_efficiency == Approx(0.6));
+  CHECK(d.peak_flops_bf16 == Approx(989.4e12));
+  DeviceProfile f =
+      dev("gpu: {name: Y, peak_flops_bf16: 100 TFLOP/s, peak_flops_fp32: 10 TFLOP/s, "
+          "peak_flops_tf32: 50 TFLOP/s, memory_bytes: 16 GiB, memory_bandwidth: 1 TB/s}");
+  CHECK(f.name == "Y");
+  CHECK(f.peak_flops_tf32 == Approx(50e12));
+  CHECK(f.gemm_efficiency == Approx(0.7));  // struct default
+  CHECK_THROWS_WITH_AS(dev("gpu:\n  preset: h100-sxm\n  memory_efficiency: 0\n"),
+                       Contains("d.yaml:3: gpu.memory_efficiency: expected an efficiency in (0, 1], got 0"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(dev("gpu: {peak_flops_bf16: 1e15}"),
+                       Contains("gpu: missing required key 'peak_flops_fp32'"), InputError);
+}

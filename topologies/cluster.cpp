@@ -1,0 +1,355 @@
+// Reading and checking cluster descriptions. The preset tables live in presets.cpp.
+//
+// One set of range checks (check_cluster) serves both entry points. It reports a problem as
+// (candidate fields, message); validate() names the first field, load_cluster() blames the
+// first candidate the user actually wrote, so the message carries that key's file:line.
+#include "topologies/cluster.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+namespace tagcsim::topologies {
+namespace {
+
+using Blame = std::function<void(std::initializer_list<std::string_view> fields, const std::string& what)>;
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// A prefix ("dgx-h100") is the likeliest meaning, since preset names are long; else a near miss.
+std::string suggest(const std::string& name, const std::vector<std::string>& known) {
+  for (const auto& k : known)
+    if (!name.empty() && k.rfind(name, 0) == 0) return k;
+  std::string best;
+  std::size_t best_d = 3;
+  for (const auto& k : known)
+    if (std::size_t d = edit_distance(name, k); d < best_d) best_d = d, best = k;
+  return best;
+}
+
+// "unknown X 'name' (did you mean 'y'?); expected one of: ...", like Input::as_choice.
+std::string unknown_name(std::string_view kind, const std::string& name,
+                         const std::vector<std::string>& known) {
+  std::string best = suggest(name, known);
+  return fmt::format("unknown {} '{}'{}; expected one of: {}", kind, name,
+                     best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best), join(known));
+}
+
+bool in_unit_interval(double x) { return x > 0 && x <= 1; }
+std::string fraction_msg(double x) { return fmt::format("expected an efficiency in (0, 1], got {:g}", x); }
+
+void check_device(const DeviceProfile& d, const Blame& fail) {
+  auto positive = [&](double v, std::string_view field, std::string_view what) {
+    if (!(v > 0)) fail({field}, fmt::format("expected a positive {}, got {:g}", what, v));
+  };
+  positive(d.peak_flops_bf16, "gpu.peak_flops_bf16", "FLOP rate");
+  positive(d.peak_flops_fp32, "gpu.peak_flops_fp32", "FLOP rate");
+  positive(d.peak_flops_tf32, "gpu.peak_flops_tf32", "FLOP rate");
+  positive(d.memory_bytes, "gpu.memory_bytes", "size in bytes");
+  positive(d.memory_bandwidth, "gpu.memory_bandwidth", "bandwidth");
+  if (!in_unit_interval(d.gemm_efficiency)) fail({"gpu.gemm_efficiency"}, fraction_msg(d.gemm_efficiency));
+  if (!in_unit_interval(d.memory_efficiency))
+    fail({"gpu.memory_efficiency"}, fraction_msg(d.memory_efficiency));
+}
+
+void check_cluster(const Cluster& c, const Blame& fail) {
+  if (c.nodes < 1) fail({"nodes"}, fmt::format("expected an integer >= 1, got {}", c.nodes));
+  if (c.gpus_per_node < 1)
+    fail({"gpus_per_node"}, fmt::format("expected an integer >= 1, got {}", c.gpus_per_node));
+  check_device(c.gpu, fail);
+
+  // The NVLink/PCIe fabric only matters with several GPUs per node.
+  if (c.gpus_per_node > 1 && !(c.intra.bandwidth > 0))
+    fail({"intra_node.bandwidth", "gpus_per_node"},
+         fmt::format("expected a positive bandwidth for {} GPUs per node, got {:g}", c.gpus_per_node,
+                     c.intra.bandwidth));
+  if (!in_unit_interval(c.intra.efficiency))
+    fail({"intra_node.efficiency"}, fraction_msg(c.intra.efficiency));
+  if (c.intra.latency < 0) fail({"intra_node.latency"}, "expected a non-negative time");
+
+  // NICs only matter with several nodes; a single node is valid with any network description.
+  if (c.nodes > 1) {
+    if (c.nics.count < 1)
+      fail({"nics.count", "nodes"},
+           fmt::format("expected at least 1 NIC per node for {} nodes, got {}", c.nodes, c.nics.count));
+    if (!(c.nics.bandwidth > 0))
+      fail({"nics.bandwidth", "nodes"},
+           fmt::format("expected a positive bandwidth, got {:g}", c.nics.bandwidth));
+  }
+  if (c.nics.count < 0) fail({"nics.count"}, fmt::format("expected an integer >= 0, got {}", c.nics.count));
+  if (!in_unit_interval(c.nics.efficiency)) fail({"nics.efficiency"}, fraction_msg(c.nics.efficiency));
+  if (c.nics.latency < 0) fail({"nics.latency"}, "expected a non-negative time");
+
+  const Fabric& f = c.fabric;
+  if (!(f.oversubscription >= 1))
+    fail({"fabric.oversubscription"},
+         fmt::format("expected a downlink:uplink ratio >= 1, got {:g}", f.oversubscription));
+  if (f.switch_latency < 0) fail({"fabric.switch_latency"}, "expected a non-negative time");
+  const auto& cl = c.collectives;
+  if (cl.step_latency_intra < 0 || cl.step_latency_inter < 0 || cl.launch_latency < 0)
+    fail({"collectives"}, "expected non-negative latencies");
+  // One node never touches the fabric, so any fabric description is fine for it.
+  if (f.kind == Fabric::Kind::SingleSwitch || c.nodes == 1) return;
+
+  const std::string kind = fabric_kind_name(f.kind);
+  if (f.nodes_per_leaf < 1)
+    fail({"fabric.nodes_per_leaf", "fabric.kind"},
+         fmt::format("a {} needs nodes_per_leaf >= 1, got {}", kind, f.nodes_per_leaf));
+  // A cluster no bigger than one leaf is one partly filled leaf (e.g. 4 DGX nodes on a 32-node leaf).
+  if (c.nodes > f.nodes_per_leaf && c.nodes % f.nodes_per_leaf != 0)
+    fail({"nodes", "fabric.nodes_per_leaf"},
+         fmt::format("{} nodes do not divide into leaves of {}", c.nodes, f.nodes_per_leaf));
+  if (f.kind != Fabric::Kind::FatTree3) return;
+  if (f.leaves_per_pod < 1)
+    fail({"fabric.leaves_per_pod", "fabric.kind"},
+         fmt::format("a fat_tree_3 needs leaves_per_pod >= 1, got {}", f.leaves_per_pod));
+  const int leaves = c.leaves();
+  if (leaves > f.leaves_per_pod && leaves % f.leaves_per_pod != 0)
+    fail({"nodes", "fabric.leaves_per_pod", "fabric.nodes_per_leaf"},
+         fmt::format("{} nodes make {} leaves of {}, which do not divide into pods of {} leaves", c.nodes,
+                     leaves, f.nodes_per_leaf, f.leaves_per_pod));
+}
+
+// Reads one cluster (or device) map, remembering where each field was given so that a failed
+// range check can point at the key responsible.
+class Reader {
+ public:
+  explicit Reader(const Input& root) : root_(root) {}
+
+  // If `key` is present in `map`, read it with `read` and remember it as `field`.
+  template <class F>
+  bool opt(const Input& map, std::string_view key, const std::string& field, F&& read) {
+    auto v = map.find(key);
+    if (!v) return false;
+    read(*v);
+    given_.insert_or_assign(field, *v);
+    overridden_.push_back(field);
+    return true;
+  }
+
+  [[noreturn]] void blame(std::initializer_list<std::string_view> fields, const std::string& what) const {
+    for (auto f : fields)
+      if (auto it = given_.find(std::string(f)); it != given_.end()) it->second.fail(what);
+    std::string field(*fields.begin());
+    std::string path = root_.path().empty() ? field : root_.path() + "." + field;
+    throw InputError(fmt::format("{}:{}: {}: {}", root_.file(), root_.line(), path, what));
+  }
+
+  DeviceProfile device(const Input& in, const DeviceProfile& base, bool has_base, const std::string& prefix);
+  const std::vector<std::string>& overridden() const { return overridden_; }
+
+ private:
+  const Input& root_;
+  std::map<std::string, Input> given_;
+  std::vector<std::string> overridden_;
+};
+
+DeviceProfile preset_device(const Input& name_in) {
+  auto name = name_in.as_string();
+  auto names = device_names();
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    name_in.fail(unknown_name("device preset", name, names));
+  return topologies::device(name);
+}
+
+// `prefix` is how device fields are named relative to the root ("gpu." in a cluster).
+DeviceProfile Reader::device(const Input& in, const DeviceProfile& base, bool has_base,
+                             const std::string& prefix) {
+  if (in.is_scalar()) {
+    given_.insert_or_assign(prefix + "preset", in);
+    return preset_device(in);
+  }
+  in.expect_keys({"preset", "name", "peak_flops_bf16", "peak_flops_fp32", "peak_flops_tf32", "memory_bytes",
+                  "memory_bandwidth", "gemm_efficiency", "memory_efficiency", "source"});
+  DeviceProfile d = base;
+  std::vector<std::string> changed;
+  if (auto p = in.find("preset")) d = preset_device(*p), has_base = true;
+  auto field = [&](std::string_view key, auto read) {
+    if (opt(in, key, prefix + std::string(key), read)) changed.emplace_back(key);
+  };
+  // Without a base every peak rate and the memory must be given; TF32 falls back to FP32
+  // (a GPU without TF32 tensor cores runs TF32 matmuls at the FP32 rate).
+  auto need = [&](std::string_view key) {
+    if (!has_base) (void)in[key];
+  };
+  for (auto k : {"peak_flops_bf16", "peak_flops_fp32", "memory_bytes", "memory_bandwidth"}) need(k);
+  field("name", [&](const Input& v) { d.name = v.as_string(); });
+  field("peak_flops_bf16", [&](const Input& v) { d.peak_flops_bf16 = v.as_flop_rate(); });
+  field("peak_flops_fp32", [&](const Input& v) { d.peak_flops_fp32 = v.as_flop_rate(); });
+  if (!has_base && !in.has("peak_flops_tf32")) d.peak_flops_tf32 = d.peak_flops_fp32;
+  field("peak_flops_tf32", [&](const Input& v) { d.peak_flops_tf32 = v.as_flop_rate(); });
+  field("memory_bytes", [&](const Input& v) { d.memory_bytes = v.as_bytes(); });
+  field("memory_bandwidth", [&](const Input& v) { d.memory_bandwidth = v.as_bandwidth(); });
+  field("gemm_efficiency", [&](const Input& v) { d.gemm_efficiency = v.as_double(); });
+  field("memory_efficiency", [&](const Input& v) { d.memory_efficiency = v.as_double(); });
+  bool own_source = in.has("source");
+  field("source", [&](const Input& v) { d.source = v.as_string(); });
+  if (d.name.empty()) d.name = "custom";
+  if (!own_source) {
+    if (!has_base)
+      d.source = fmt::format("user input ({}:{})", in.file(), in.line());
+    else if (!changed.empty())
+      d.source += fmt::format(" Overridden at {}:{}: {}.", in.file(), in.line(), join(changed));
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string fabric_kind_name(Fabric::Kind kind) {
+  switch (kind) {
+    case Fabric::Kind::SingleSwitch:
+      return "single_switch";
+    case Fabric::Kind::FatTree2:
+      return "fat_tree_2";
+    case Fabric::Kind::FatTree3:
+      return "fat_tree_3";
+  }
+  return "?";
+}
+
+int Cluster::nodes_in_leaf() const {
+  if (fabric.kind == Fabric::Kind::SingleSwitch || fabric.nodes_per_leaf < 1) return nodes;
+  return std::min(nodes, fabric.nodes_per_leaf);
+}
+int Cluster::leaves() const { return nodes / std::max(1, nodes_in_leaf()); }
+int Cluster::leaves_in_pod() const {
+  if (fabric.kind != Fabric::Kind::FatTree3 || fabric.leaves_per_pod < 1) return leaves();
+  return std::min(leaves(), fabric.leaves_per_pod);
+}
+int Cluster::pods() const { return leaves() / std::max(1, leaves_in_pod()); }
+
+DeviceProfile load_device(const Input& in) { return load_device(in, DeviceProfile{}); }
+
+DeviceProfile load_device(const Input& in, const DeviceProfile& base) {
+  Reader r(in);
+  DeviceProfile d = r.device(in, base, base.peak_flops_bf16 > 0, "");
+  check_device(d, [&](auto fields, const std::string& what) {
+    // Device fields are named "gpu.x" by check_device; here the root is the device itself.
+    std::vector<std::string> local;
+    for (auto f : fields) local.emplace_back(f.substr(4));
+    r.blame({local.front()}, what);
+  });
+  return d;
+}
+
+Cluster load_cluster(const Input& in) {
+  if (in.is_scalar()) {
+    auto name = in.as_string();
+    auto names = preset_names();
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      in.fail(unknown_name("cluster preset", name, names));
+    return preset(name);
+  }
+  if (!in.is_map())
+    in.fail(fmt::format("expected a cluster preset name or a map; presets: {}", join(preset_names())));
+  in.expect_keys({"preset", "name", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric",
+                  "collectives", "source"});
+
+  Reader r(in);
+  Cluster c;
+  auto p = in.find("preset");
+  const bool has_preset = p.has_value();
+  if (p) {
+    auto name = p->as_string();
+    auto names = preset_names();
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      p->fail(unknown_name("cluster preset", name, names));
+    c = preset(name);
+  }
+  r.opt(in, "name", "name", [&](const Input& v) { c.name = v.as_string(); });
+  r.opt(in, "nodes", "nodes", [&](const Input& v) { c.nodes = static_cast<int>(v.as_int_at_least(1)); });
+  r.opt(in, "gpus_per_node", "gpus_per_node",
+        [&](const Input& v) { c.gpus_per_node = static_cast<int>(v.as_int_at_least(1)); });
+  if (!has_preset) (void)in["gpu"];
+  if (auto g = in.find("gpu")) c.gpu = r.device(*g, c.gpu, has_preset, "gpu.");
+
+  // Without a preset, the links a cluster of this shape uses must be described.
+  if (!has_preset && c.gpus_per_node > 1) (void)in["intra_node"]["bandwidth"];
+  if (auto m = in.find("intra_node")) {
+    m->expect_keys({"kind", "bandwidth", "latency", "efficiency"});
+    r.opt(*m, "kind", "intra_node.kind", [&](const Input& v) {
+      c.intra.kind = v.as_choice({"nvswitch", "nvlink", "pcie"});
+    });
+    r.opt(*m, "bandwidth", "intra_node.bandwidth",
+          [&](const Input& v) { c.intra.bandwidth = v.as_bandwidth(); });
+    r.opt(*m, "latency", "intra_node.latency", [&](const Input& v) { c.intra.latency = v.as_seconds(); });
+    r.opt(*m, "efficiency", "intra_node.efficiency",
+          [&](const Input& v) { c.intra.efficiency = v.as_double(); });
+  }
+  if (!has_preset && c.nodes > 1) (void)in["nics"]["count"], (void)in["nics"]["bandwidth"];
+  if (auto m = in.find("nics")) {
+    m->expect_keys({"count", "bandwidth", "latency", "efficiency"});
+    r.opt(*m, "count", "nics.count",
+          [&](const Input& v) { c.nics.count = static_cast<int>(v.as_int_at_least(0)); });
+    r.opt(*m, "bandwidth", "nics.bandwidth", [&](const Input& v) { c.nics.bandwidth = v.as_bandwidth(); });
+    r.opt(*m, "latency", "nics.latency", [&](const Input& v) { c.nics.latency = v.as_seconds(); });
+    r.opt(*m, "efficiency", "nics.efficiency", [&](const Input& v) { c.nics.efficiency = v.as_double(); });
+  }
+  if (auto m = in.find("fabric")) {
+    m->expect_keys({"kind", "nodes_per_leaf", "leaves_per_pod", "oversubscription", "switch_latency"});
+    r.opt(*m, "kind", "fabric.kind", [&](const Input& v) {
+      auto k = v.as_choice({"single_switch", "fat_tree_2", "fat_tree_3"});
+      c.fabric.kind = k == "fat_tree_2"   ? Fabric::Kind::FatTree2
+                      : k == "fat_tree_3" ? Fabric::Kind::FatTree3
+                                          : Fabric::Kind::SingleSwitch;
+    });
+    r.opt(*m, "nodes_per_leaf", "fabric.nodes_per_leaf",
+          [&](const Input& v) { c.fabric.nodes_per_leaf = static_cast<int>(v.as_int_at_least(1)); });
+    r.opt(*m, "leaves_per_pod", "fabric.leaves_per_pod",
+          [&](const Input& v) { c.fabric.leaves_per_pod = static_cast<int>(v.as_int_at_least(1)); });
+    r.opt(*m, "oversubscription", "fabric.oversubscription",
+          [&](const Input& v) { c.fabric.oversubscription = v.as_double(); });
+    r.opt(*m, "switch_latency", "fabric.switch_latency",
+          [&](const Input& v) { c.fabric.switch_latency = v.as_seconds(); });
+  }
+  if (auto m = in.find("collectives")) {
+    m->expect_keys({"step_latency_intra", "step_latency_inter", "launch_latency"});
+    auto& cl = c.collectives;
+    r.opt(*m, "step_latency_intra", "collectives.step_latency_intra",
+          [&](const Input& v) { cl.step_latency_intra = v.as_seconds(); });
+    r.opt(*m, "step_latency_inter", "collectives.step_latency_inter",
+          [&](const Input& v) { cl.step_latency_inter = v.as_seconds(); });
+    r.opt(*m, "launch_latency", "collectives.launch_latency",
+          [&](const Input& v) { cl.launch_latency = v.as_seconds(); });
+  }
+  const bool own_source = r.opt(in, "source", "source", [&](const Input& v) { c.source = v.as_string(); });
+  if (c.name.empty()) c.name = "custom";
+  if (!own_source) {
+    if (!has_preset)
+      c.source = fmt::format("user input ({}:{})", in.file(), in.line());
+    else if (!r.overridden().empty())
+      c.source += fmt::format(" Overridden at {}:{}: {}.", in.file(), in.line(), join(r.overridden()));
+  }
+  check_cluster(c, [&](auto fields, const std::string& what) { r.blame(fields, what); });
+  return c;
+}
+
+void validate(const Cluster& c, const std::string& what) {
+  check_cluster(c, [&](auto fields, const std::string& msg) {
+    throw InputError(fmt::format("{}: {}: {}", what, *fields.begin(), msg));
+  });
+}
+
+}  // namespace tagcsim::topologies
