@@ -32,9 +32,7 @@ std::string params_text(double p) {
 }
 
 // Seconds as the table shows them: ms below a second, s above.
-std::string duration_text(double s) {
-  return s < 1 ? fmt::format("{:.4g} ms", 1e3 * s) : fmt::format("{:.4g} s", s);
-}
+std::string duration_text(double s) { return s < 1 ? fmt::format("{:.4g} ms", 1e3 * s) : fmt::format("{:.4g} s", s); }
 
 std::string settings_text(const sim::KindDecision& d) {
   if (!d.compress) return "plain";
@@ -56,9 +54,9 @@ std::string json_string(const std::string& s) {
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : "null"; }
 
 std::string header(const scenarios::Scenario& sc, const scenarios::Point& pt) {
-  std::string out = fmt::format("{}: {} on {} GPUs ({} x {} of {})", sc.name, pt.setup.model.name,
-                                pt.setup.cluster.gpus(), pt.setup.cluster.nodes, pt.setup.cluster.gpus_per_node,
-                                pt.setup.cluster.name);
+  std::string out =
+      fmt::format("{}: {} on {} GPUs ({} x {} of {})", sc.name, pt.setup.model.name, pt.setup.cluster.gpus(),
+                  pt.setup.cluster.nodes, pt.setup.cluster.gpus_per_node, pt.setup.cluster.name);
   if (!pt.coordinates.empty()) {
     out += ", at";
     for (const auto& [k, v] : pt.coordinates) out += fmt::format(" {}={}", k, v);
@@ -74,8 +72,8 @@ std::string format_table(const scenarios::Scenario& sc, const scenarios::Point& 
   const bool compressed = r.best.kind != sim::PolicyKind::Fsdp;
   out += fmt::format("chosen policy: {}\n", compressed ? sim::to_string(r.best.kind) : "fsdp (nothing compressed)");
   // The reduction columns are analytic (see the note): they rank settings, the replay decides.
-  out += fmt::format("  {:<20} {:>5} {:>9}  {:<24} {:>12} {:>12} {:>9}\n", "unit kind", "units", "params",
-                     "settings", "plain red.", "compr. red.", "unit err");
+  out += fmt::format("  {:<20} {:>5} {:>9}  {:<24} {:>12} {:>12} {:>9}\n", "unit kind", "units", "params", "settings",
+                     "plain red.", "compr. red.", "unit err");
   for (const auto& d : r.decisions)
     out += fmt::format("  {:<20} {:>5} {:>9}  {:<24} {:>12} {:>12} {:>9}\n", models::to_string(d.kind), d.units,
                        params_text(double(d.params)), settings_text(d), duration_text(d.plain_s),
@@ -123,28 +121,31 @@ std::string format_json(const scenarios::Scenario& sc, const scenarios::Point& p
   }
   std::string fin;
   for (const auto& f : r.finalists)
-    fin += fmt::format("{}\n    {{\"candidate\": {}, \"policy\": {}, \"step_time_s\": {}, \"expected_error\": {}, "
-                       "\"analytic_reduction_s\": {}, \"why\": {}}}",
-                       fin.empty() ? "" : ",", json_string(f.label), json_string(sim::to_string(f.kind)),
-                       num(f.step_time_s), num(f.expected_error), num(f.analytic_s), json_string(f.why));
+    fin += fmt::format(
+        "{}\n    {{\"candidate\": {}, \"policy\": {}, \"step_time_s\": {}, \"expected_error\": {}, "
+        "\"analytic_reduction_s\": {}, \"why\": {}}}",
+        fin.empty() ? "" : ",", json_string(f.label), json_string(sim::to_string(f.kind)), num(f.step_time_s),
+        num(f.expected_error), num(f.analytic_s), json_string(f.why));
   std::string ns;
   for (const auto& n : notes) ns += fmt::format("{}{}", ns.empty() ? "" : ", ", json_string(n));
   return fmt::format(
-      "{{\n  \"scenario\": {},\n  \"file\": {},\n  \"point\": {{{}}},\n  \"gpus\": {},\n  \"max_grad_error\": {},\n  \"overlap\": {},\n"
+      "{{\n  \"scenario\": {},\n  \"file\": {},\n  \"point\": {{{}}},\n  \"gpus\": {},\n  \"max_grad_error\": {},\n  "
+      "\"overlap\": {},\n"
       "  \"policy\": {},\n  \"step_time_s\": {},\n  \"fsdp_step_time_s\": {},\n  \"speedup_vs_fsdp\": {},\n"
       "  \"expected_grad_error\": {},\n  \"kinds\": [{}\n  ],\n  \"replayed\": [{}\n  ],\n"
       "  \"search\": {{\"settings_costed\": {}, \"one_unit_schedules\": {}, \"combinations\": {}, \"replays\": {}, "
       "\"wall_s\": {}}},\n  \"notes\": [{}]\n}}\n",
-      json_string(sc.name), json_string(sc.file), point, pt.setup.cluster.gpus(), num(bound),
-      num(opts.overlap), json_string(sim::to_string(r.best.kind)), num(r.best_step.step_time_s), num(r.fsdp_step.step_time_s),
+      json_string(sc.name), json_string(sc.file), point, pt.setup.cluster.gpus(), num(bound), num(opts.overlap),
+      json_string(sim::to_string(r.best.kind)), num(r.best_step.step_time_s), num(r.fsdp_step.step_time_s),
       num(r.speedup), num(r.expected_error), kinds, fin, r.candidates_considered, r.cost_evaluations,
       num(r.combinations), r.replays, num(r.wall_s), ns);
 }
 
 int run(const TuneCmdOptions& o) {
   if (!o.max_grad_error)
-    throw InputError("tune: --max-grad-error is required (the relative L2 error of the reduced gradient "
-                     "allowed, e.g. 0.01)");
+    throw InputError(
+        "tune: --max-grad-error is required (the relative L2 error of the reduced gradient "
+        "allowed, e.g. 0.01)");
   if (o.format != "table" && o.format != "json")
     throw InputError(fmt::format("--format: expected table or json; got '{}'", o.format));
   const double bound = *o.max_grad_error;
@@ -167,7 +168,8 @@ int run(const TuneCmdOptions& o) {
   const auto r = sim::tune(pt.setup, opts);
   for (const auto& n : r.notes) notes.push_back(n);
   notes.push_back(kAnalyticNote);
-  for (const auto& w : pt.warnings) notes.push_back("warning: " + w);
+  for (const auto& w : pt.warnings)  // those about the scenario's own (ignored) policies are beside the point
+    if (w.rfind("policy ", 0) != 0) notes.push_back("warning: " + w);
   fmt::print("{}", o.format == "json" ? format_json(sc, pt, r, opts, notes) : format_table(sc, pt, r, opts, notes));
   return 0;
 }
@@ -176,8 +178,9 @@ int run(const TuneCmdOptions& o) {
 
 void add_tune_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<TuneCmdOptions>();
-  auto* cmd = app.add_subcommand("tune", "Search per-unit-kind compression settings for the fastest step under an "
-                                         "error bound");
+  auto* cmd = app.add_subcommand("tune",
+                                 "Search per-unit-kind compression settings for the fastest step under an "
+                                 "error bound");
   cmd->add_option("scenario", o->scenario, "Scenario YAML file (its first sweep point is tuned)")->required();
   cmd->add_option("--max-grad-error", o->max_grad_error,
                   "Bound on the expected relative L2 error of the reduced gradient (e.g. 0.01)");

@@ -94,17 +94,6 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 template <class Range>
-std::string suggestion(std::string_view key, const Range& allowed) {
-  std::string best;
-  std::size_t best_d = 3;  // only near misses
-  for (const auto& a : allowed) {
-    std::size_t d = edit_distance(key, a);
-    if (d < best_d) best_d = d, best = std::string(a);
-  }
-  return best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
-}
-
-template <class Range>
 std::string join(const Range& r) {
   std::string out;
   for (const auto& s : r) {
@@ -115,6 +104,23 @@ std::string join(const Range& r) {
 }
 
 }  // namespace
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& choices) {
+  if (word.size() >= 3)
+    for (const auto& c : choices)
+      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) return fmt::format(" (did you mean '{}'?)", c);
+  std::string best;
+  std::size_t best_d = 3;  // near misses only
+  for (const auto& c : choices) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  return best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+}
+
+std::string unknown_name(std::string_view kind, std::string_view name, const std::vector<std::string>& choices) {
+  return fmt::format("unknown {} '{}'{}; expected one of: {}", kind, name, did_you_mean(name, choices), join(choices));
+}
 
 Input::Input(YAML::Node node, std::shared_ptr<const std::string> file, std::string path,
              int parent_line)
@@ -169,7 +175,7 @@ const Input& Input::expect_keys(const std::vector<std::string>& allowed) const {
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string p = path_.empty() ? key : path_ + "." + key;
       throw InputError(fmt::format("{}:{}: {}: unknown key{}; expected one of: {}", *file_,
-                                   kv.first.Mark().line + 1, p, suggestion(key, allowed),
+                                   kv.first.Mark().line + 1, p, did_you_mean(key, allowed),
                                    join(allowed)));
     }
   }
@@ -284,7 +290,8 @@ std::string Input::as_choice(std::initializer_list<std::string_view> choices) co
   auto s = scalar_text();
   for (auto c : choices)
     if (s == c) return s;
-  fail(fmt::format("expected one of: {}; got '{}'{}", join(choices), s, suggestion(s, choices)));
+  fail(fmt::format("expected one of: {}; got '{}'{}", join(choices), s,
+                   did_you_mean(s, std::vector<std::string>(choices.begin(), choices.end()))));
 }
 
 namespace {

@@ -90,6 +90,12 @@ class Input {
   int parent_line_ = 0;
 };
 
+// " (did you mean 'x'?)" for the closest of `choices` to `word` (a prefix of
+// three letters or more, else at most two edits away), or "" when none is close.
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& choices);
+// "unknown <kind> '<name>' (did you mean ...); expected one of: a, b, c".
+std::string unknown_name(std::string_view kind, std::string_view name, const std::vector<std::string>& choices);
+
 // Parsers for quantities given on the command line; `what` names the flag.
 double parse_bandwidth(std::string_view text, std::string_view what);
 double parse_bytes(std::string_view text, std::string_view what);

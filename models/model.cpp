@@ -41,34 +41,12 @@ void check(const TransformerConfig& m, const Complain& complain) {
                          m.seq_len, m.learned_positions));
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // A preset name, checked where the user wrote it.
 TransformerConfig read_preset(const Input& in) {
   auto name = in.as_string();
   auto names = preset_names();
   if (std::find(names.begin(), names.end(), name) != names.end()) return preset(name);
-  std::string best, list;
-  std::size_t best_d = 3;  // near misses only: 'gpt3' is not a typo of 'mpt-3b'
-  for (const auto& n : names) {
-    list += (list.empty() ? "" : ", ") + n;
-    if (auto d = edit_distance(name, n); d < best_d) best_d = d, best = n;
-  }
-  in.fail(fmt::format("unknown model preset '{}'{}; expected one of: {}", name,
-                      best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best), list));
+  in.fail(unknown_name("model preset", name, names));
 }
 
 int read_int(const Input& in, std::int64_t min) {

@@ -22,6 +22,26 @@ std::string bytes(double b) {
   return fmt::format("{:.1f} kB", b / 1e3);
 }
 
+struct Network {
+  double nic_bytes = 0, nic_util = 0;        // per node, and its share of the NICs' capacity over the step
+  double leaf_up_bytes = 0, leaf_up_util = 0;  // per leaf uplink
+};
+
+Network network_of(const Point& p, const sim::StepResult& st) {
+  const auto& c = p.setup.cluster;
+  const auto& r = st.replay;
+  Network n;
+  n.nic_bytes = r.nic_bytes_per_node;
+  n.leaf_up_bytes = r.uplink_bytes_per_leaf;
+  const double t = st.step_time_s;
+  if (t > 0 && c.node_injection_bandwidth() > 0) {
+    n.nic_util = n.nic_bytes / (c.node_injection_bandwidth() * t);
+    const double up_bw = c.nodes_in_leaf() * c.node_injection_bandwidth() / c.fabric.oversubscription;
+    n.leaf_up_util = n.leaf_up_bytes / (up_bw * t);
+  }
+  return n;
+}
+
 // The fsdp result at the same point, if the scenario asked for one.
 const Result* baseline(const std::vector<Result>& all, const Result& r) {
   for (const auto& o : all)
@@ -109,6 +129,15 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
                            bytes(c.node_egress_bytes));
       out += "\n";
     }
+    for (const auto& r : results) {
+      const auto n = network_of(*r.point, r.step);
+      if (n.nic_bytes <= 0) continue;
+      out += fmt::format("network per step, {}: {} out of each node's NICs ({:.0f}% of their capacity)",
+                         r.step.policy, bytes(n.nic_bytes), 100 * n.nic_util);
+      if (n.leaf_up_bytes > 0)
+        out += fmt::format(", {} up each leaf uplink ({:.0f}%)", bytes(n.leaf_up_bytes), 100 * n.leaf_up_util);
+      out += "\n";
+    }
   }
   if (any_oom)
     out += "\n! does not fit in GPU memory: peak above the GPU's capacity (see peak mem; try activation "
@@ -158,6 +187,7 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
                            colls.empty() ? "" : ",", json_string(name), c.count, num(c.bytes),
                            num(c.node_egress_bytes));
     const double sp = speedup(results, r);
+    const auto net = network_of(*r.point, st);
     out += fmt::format(
         "{}\n    {{\n      \"point\": {{{}}},\n      \"policy\": {},\n      \"gpus\": {},\n"
         "      \"step_time_s\": {},\n      \"speedup_vs_fsdp\": {},\n      \"tokens_per_s_per_gpu\": {},\n"
@@ -166,14 +196,18 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         "\"activations\": {}, \"workspace\": {}}},\n"
         "      \"breakdown\": {{\"compute_s\": {}, \"exposed_comm_s\": {}, \"allgather_s\": {}, "
         "\"reduce_scatter_s\": {}, \"optimizer_s\": {}, \"compression_kernels_s\": {}}},\n"
-        "      \"collectives\": {{{}\n      }},\n      \"expected_grad_error\": {},\n      \"grad_error_basis\": {}\n"
+        "      \"collectives\": {{{}\n      }},\n"
+        "      \"network\": {{\"nic_bytes_per_node\": {}, \"nic_utilization\": {}, \"leaf_uplink_bytes\": {}, "
+        "\"leaf_uplink_utilization\": {}}},\n"
+        "      \"expected_grad_error\": {},\n      \"grad_error_basis\": {}\n"
         "    }}",
         i ? "," : "", point, json_string(st.policy), st.gpus, num(st.step_time_s), sp > 0 ? num(sp) : "null",
         num(st.tokens_per_s_per_gpu), num(st.mfu), num(m.peak_bytes() / kGiB), m.fits() ? "true" : "false",
         num(m.capacity_bytes / kGiB), num(m.sharded_state_bytes / kGiB), num(m.gathered_params_bytes / kGiB),
         num(m.gradient_bytes / kGiB), num(m.activation_bytes / kGiB), num(m.workspace_bytes / kGiB),
         num(b.compute_s), num(b.exposed_comm_s), num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s),
-        num(b.compression_kernels_s), colls, num(st.expected_grad_error), json_string(st.grad_error_basis));
+        num(b.compression_kernels_s), colls, num(net.nic_bytes), num(net.nic_util), num(net.leaf_up_bytes),
+        num(net.leaf_up_util), num(st.expected_grad_error), json_string(st.grad_error_basis));
   }
   std::string warnings;
   for (const auto& p : s.points)

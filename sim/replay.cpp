@@ -25,11 +25,22 @@ double wall_now() {
 
 struct Run {
   const Schedule* schedule = nullptr;
+  const topologies::Cluster* cluster = nullptr;  // as built: perhaps cut down
   int full_nodes = 0;  // the cluster's; the platform may hold fewer (sim/symmetry.hpp)
   const topologies::Platform* platform = nullptr;
   std::vector<sg4::SemaphorePtr> done;
   Replay out;
 };
+
+int leaf_of(const topologies::Cluster& c, int node) { return node / c.nodes_in_leaf(); }
+int pod_of(const topologies::Cluster& c, int node) { return leaf_of(c, node) / c.leaves_in_pod(); }
+
+void count_traffic(Run& run, int src, int dst, double bytes) {
+  const auto& c = *run.cluster;
+  run.out.nic_bytes_per_node += bytes / c.nodes;
+  if (leaf_of(c, src) != leaf_of(c, dst)) run.out.uplink_bytes_per_leaf += bytes / c.leaves();
+  if (pod_of(c, src) != pod_of(c, dst)) run.out.uplink_bytes_per_pod += bytes / c.pods();
+}
 
 // The network phase of a collective: every node sends its share to the next
 // node of its ring, all at once; the phase ends when the slowest flow ends.
@@ -49,6 +60,7 @@ void network_phase(Run& run, const Phase& phase) {
       const int src = first + k * g.node_stride;
       const int dst = first + ((k + 1) % g.nodes) * g.node_stride;
       flows.push_back(sg4::Comm::sendto_async(nodes[src], nodes[dst], bytes));
+      count_traffic(run, src, dst, double(bytes));
     }
   }
   run.out.flows += flows.size();
@@ -87,10 +99,10 @@ Replay replay_here(const Schedule& schedule, const topologies::Cluster& cluster,
   sg4::Engine engine(&argc, argv);
   topologies::configure_engine(engine);
   const double t0 = wall_now();
-  const auto platform =
-      topologies::build_platform(engine, exploit_symmetry ? reduced_cluster(cluster, symmetric_nodes(schedule, cluster))
-                                                            : cluster);
+  const auto built = exploit_symmetry ? reduced_cluster(cluster, symmetric_nodes(schedule, cluster)) : cluster;
+  const auto platform = topologies::build_platform(engine, built);
   Run run;
+  run.cluster = &built;
   run.schedule = &schedule;
   run.full_nodes = cluster.nodes;
   run.platform = &platform;
@@ -108,6 +120,9 @@ Replay replay_here(const Schedule& schedule, const topologies::Cluster& cluster,
   run.out.run_wall_s = wall_now() - t1;
   return run.out;
 }
+
+// What the child sends before the timings: the scalar fields of Replay.
+constexpr int kHeader = 7;
 
 bool write_all(int fd, const void* data, std::size_t n) {
   const char* p = static_cast<const char*>(data);
@@ -139,7 +154,9 @@ Replay replay(const Schedule& schedule, const topologies::Cluster& cluster, bool
     int rc = 0;
     try {
       Replay r = replay_here(schedule, cluster, exploit_symmetry);
-      double header[4] = {double(r.flows), r.platform_wall_s, r.run_wall_s, double(r.simulated_nodes)};
+      double header[kHeader] = {double(r.flows),       r.platform_wall_s,       r.run_wall_s,
+                                double(r.simulated_nodes), r.nic_bytes_per_node, r.uplink_bytes_per_leaf,
+                                r.uplink_bytes_per_pod};
       rc = write_all(fds[1], header, sizeof header) &&
                    write_all(fds[1], r.timings.data(), r.timings.size() * sizeof(TaskTiming))
                ? 0
@@ -157,17 +174,20 @@ Replay replay(const Schedule& schedule, const topologies::Cluster& cluster, bool
   ::close(fds[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
-  const std::size_t expected = 4 * sizeof(double) + schedule.tasks.size() * sizeof(TaskTiming);
+  const std::size_t expected = kHeader * sizeof(double) + schedule.tasks.size() * sizeof(TaskTiming);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || data.size() != expected)
     throw std::runtime_error(fmt::format("replay: the SimGrid run failed (status {}): {}", status,
                                          WIFEXITED(status) && WEXITSTATUS(status) == 4 ? data : "no result"));
   Replay r;
-  double header[4];
+  double header[kHeader];
   std::memcpy(header, data.data(), sizeof header);
   r.flows = std::size_t(header[0]);
   r.platform_wall_s = header[1];
   r.run_wall_s = header[2];
   r.simulated_nodes = int(header[3]);
+  r.nic_bytes_per_node = header[4];
+  r.uplink_bytes_per_leaf = header[5];
+  r.uplink_bytes_per_pod = header[6];
   r.timings.resize(schedule.tasks.size());
   std::memcpy(r.timings.data(), data.data() + sizeof header, schedule.tasks.size() * sizeof(TaskTiming));
   return r;

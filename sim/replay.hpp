@@ -26,6 +26,11 @@ struct Replay {
   std::vector<TaskTiming> timings;  // one per task of the schedule
   std::size_t flows = 0;            // SimGrid flows simulated
   int simulated_nodes = 0;          // nodes in the replayed platform (fewer under symmetry)
+  // Traffic per step through each kind of link, averaged over the links of
+  // that kind (the same in the cut-down cluster as in the whole one).
+  double nic_bytes_per_node = 0;       // out of each node's NICs
+  double uplink_bytes_per_leaf = 0;    // up each leaf switch's uplink
+  double uplink_bytes_per_pod = 0;     // up each pod's uplink
   double platform_wall_s = 0;       // wall-clock cost of building the platform
   double run_wall_s = 0;            // ... and of running the simulation
 };

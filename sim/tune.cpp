@@ -179,7 +179,8 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
   for (auto k : o.kinds)
     if (k == PolicyKind::Fsdp) throw InputError("tune: fsdp is the baseline, not a compressing policy to search");
   if (o.kinds.empty()) throw InputError("tune: no policy kind to search");
-  if (!(o.max_unit_error > 0)) throw InputError(fmt::format("tune: max_unit_error must be > 0, got {}", o.max_unit_error));
+  if (!(o.max_unit_error > 0))
+    throw InputError(fmt::format("tune: max_unit_error must be > 0, got {}", o.max_unit_error));
   if (o.finalists < 1) throw InputError(fmt::format("tune: finalists must be >= 1, got {}", o.finalists));
 
   TuneResult res;
@@ -204,7 +205,8 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
   for (auto e : o.encodings) {
     if (std::find(encodings.begin(), encodings.end(), e) != encodings.end()) continue;
     if (kernels::is_lossy(e) && !o.allow_lossy_index) {
-      res.notes.push_back(fmt::format("{} not searched: it is lossy (pass --allow-lossy-index)", kernels::to_string(e)));
+      res.notes.push_back(
+          fmt::format("{} not searched: it is lossy (pass --allow-lossy-index)", kernels::to_string(e)));
       continue;
     }
     Policy probe;
@@ -273,8 +275,10 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
   const double tol = kNegligible * res.fsdp_step.step_time_s / double(std::max<std::size_t>(K, 1));
   std::vector<std::vector<std::vector<bool>>> worth;
   for (const auto& t : tables) worth.push_back(worth_it(t, tol, o.max_unit_error));
-  std::vector<Replayed> replayed;
-  auto index_of = [&](PolicyKind k) { return std::size_t(std::find(o.kinds.begin(), o.kinds.end(), k) - o.kinds.begin()); };
+  std::vector<Replayed> replayed;  // indices, not pointers, name its entries: it grows
+  auto index_of = [&](PolicyKind k) {
+    return std::size_t(std::find(o.kinds.begin(), o.kinds.end(), k) - o.kinds.begin());
+  };
   auto to_policy = [&](const Combo& c) {
     Policy p;
     p.kind = c.kind;
@@ -321,13 +325,16 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
   // kinds plain, least analytic saving first, re-solving the knapsack with
   // the freed error budget; keep each change the replay confirms.
   std::map<std::size_t, std::pair<double, double>> dropped;  // kind -> (step with, step without)
-  const Replayed* lead = nullptr;
-  for (const auto& r : replayed)
-    if (!lead || r.step.step_time_s < lead->step.step_time_s) lead = &r;
-  if (lead) {
+  auto fastest_replay = [&]() -> const Replayed* {
+    const Replayed* f = nullptr;
+    for (const auto& r : replayed)
+      if (!f || r.step.step_time_s < f->step.step_time_s) f = &r;
+    return f;
+  };
+  if (const Replayed* lead = fastest_replay()) {
     const std::size_t ti = index_of(lead->combo.kind);
     const auto& table = tables[ti];
-    Combo current = lead->combo;
+    Combo current = lead->combo;  // copied: `lead` dangles once evaluate() replays more
     double current_t = lead->step.step_time_s;
     std::vector<bool> forced(K, false);
     std::vector<std::size_t> order;
@@ -352,7 +359,8 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
   // The winner: the fastest replay under the bound; fsdp (listed first) wins ties.
   const Replayed* best = nullptr;
   for (const auto& r : replayed)
-    if (r.error <= bound * (1 + 1e-12) && r.step.step_time_s < (best ? best->step.step_time_s : res.fsdp_step.step_time_s))
+    if (r.error <= bound * (1 + 1e-12) &&
+        r.step.step_time_s < (best ? best->step.step_time_s : res.fsdp_step.step_time_s))
       best = &r;
   res.best = best ? best->policy : fsdp;
   res.best_step = best ? best->step : res.fsdp_step;
@@ -360,7 +368,7 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
   res.speedup = res.best_step.step_time_s > 0 ? res.fsdp_step.step_time_s / res.best_step.step_time_s : 1;
 
   // Decisions, with the concrete reason for every kind left plain.
-  const Replayed* ref = best ? best : lead;  // the compressed candidate the reasons compare with
+  const Replayed* ref = best ? best : fastest_replay();  // the compressed candidate the reasons compare with
   for (std::size_t k = 0; k < K; ++k) {
     KindDecision d;
     d.kind = groups[k].kind;
@@ -386,7 +394,8 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
       for (std::size_t i = 1; i < tables[ti][k].size(); ++i) {
         const auto& opt = tables[ti][k][i];
         const double w = opt.unit_error * opt.unit_error * share[k];
-        if ((w <= cap || w == 0) && opt.unit_error < o.max_unit_error && (!fastest || opt.seconds < fastest->seconds)) fastest = &opt, fastest_kind = o.kinds[ti];
+        if ((w <= cap || w == 0) && opt.unit_error < o.max_unit_error && (!fastest || opt.seconds < fastest->seconds))
+          fastest = &opt, fastest_kind = o.kinds[ti];
         if (!exactest || opt.unit_error < exactest->unit_error) exactest = &opt;
       }
     }
@@ -416,8 +425,7 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
       d.reason = fmt::format(
           "compressing it saves at most {} of reduction analytically ({} {}), under the {} "
           "({:g}% of the fsdp step per unit kind) for which the tuner spends no error",
-          ms(d.plain_s - fastest->seconds), to_string(fastest_kind), fastest->describe(), ms(tol),
-          100 * kNegligible);
+          ms(d.plain_s - fastest->seconds), to_string(fastest_kind), fastest->describe(), ms(tol), 100 * kNegligible);
     } else if (dropped.count(k)) {
       const auto [with, without] = dropped[k];
       d.reason = fmt::format(

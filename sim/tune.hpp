@@ -32,8 +32,8 @@ struct TuneOptions {
                                                    std::end(kernels::kAllEncodings)};
   bool allow_lossy_index = false;  // 1bit-sum is searched only when true
   std::vector<PolicyKind> kinds = {PolicyKind::Tagc, PolicyKind::TagcBatched};
-  int finalists = 6;    // compressed candidates replayed at most (fsdp is replayed besides)
-  double overlap = 0;   // nonzero overlap across ranks assumed by the quality model
+  int finalists = 6;   // compressed candidates replayed at most (fsdp is replayed besides)
+  double overlap = 0;  // nonzero overlap across ranks assumed by the quality model
   // A unit decoded with a relative error of 1 or more is no better than one
   // sent as zeros; such settings are never chosen, whatever the bound.
   double max_unit_error = 1;
@@ -45,12 +45,12 @@ struct KindOption {
   bool compress = false;
   double ratio = 0, sparsity = 0;
   kernels::IndexEncoding index = kernels::IndexEncoding::Bit8Max;
-  double seconds = 0;          // kernels + collectives, no contention
-  double kernel_s = 0;         // of which compression kernels (compute stream)
-  double latency_s = 0;        // of which collective latency (launch + steps)
-  int collectives = 0;         // collectives issued, serialised on the reduction stream
-  double unit_error = 0;       // decode error of one unit (relative L2)
-  double load = 0;             // union nonzeros per sketch counter (the quality model's x axis)
+  double seconds = 0;            // kernels + collectives, no contention
+  double kernel_s = 0;           // of which compression kernels (compute stream)
+  double latency_s = 0;          // of which collective latency (launch + steps)
+  int collectives = 0;           // collectives issued, serialised on the reduction stream
+  double unit_error = 0;         // decode error of one unit (relative L2)
+  double load = 0;               // union nonzeros per sketch counter (the quality model's x axis)
   std::string describe() const;  // "tagc r=4 s=0.9 8bit-max" style, without the policy
 };
 
@@ -59,28 +59,28 @@ struct KindDecision {
   int units = 0;
   std::int64_t params = 0;
   bool compress = false;
-  Policy::KindSettings settings;   // meaningful when compress
-  double unit_error = 0;           // when compressed
-  double plain_s = 0;              // analytic: plain reduce-scatter of these units per step
-  double compressed_s = 0;         // analytic: the chosen settings (or, uncompressed, the fastest compressed)
-  std::string reason;              // why it is left uncompressed; empty when compressed
+  Policy::KindSettings settings;  // meaningful when compress
+  double unit_error = 0;          // when compressed
+  double plain_s = 0;             // analytic: plain reduce-scatter of these units per step
+  double compressed_s = 0;        // analytic: the chosen settings (or, uncompressed, the fastest compressed)
+  std::string reason;             // why it is left uncompressed; empty when compressed
 };
 
 // A candidate that was replayed.
 struct TuneFinalist {
   std::string label;
   PolicyKind kind = PolicyKind::Fsdp;
-  double analytic_s = 0;       // summed analytic reduction cost of all units
-  double step_time_s = 0;      // replayed
+  double analytic_s = 0;   // summed analytic reduction cost of all units
+  double step_time_s = 0;  // replayed
   double expected_error = 0;
-  std::string why;             // how it was chosen for replay
+  std::string why;  // how it was chosen for replay
 };
 
 struct TuneResult {
-  Policy best;                 // fsdp when nothing compressed pays
+  Policy best;  // fsdp when nothing compressed pays
   StepResult best_step, fsdp_step;
-  double expected_error = 0;   // of best
-  double speedup = 1;          // fsdp step / best step
+  double expected_error = 0;            // of best
+  double speedup = 1;                   // fsdp step / best step
   std::vector<KindDecision> decisions;  // one per unit kind present, in first-appearance order
   std::vector<TuneFinalist> finalists;  // every replay, fsdp first
   int replays = 0;

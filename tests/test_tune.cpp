@@ -107,7 +107,7 @@ TEST_CASE("on 8 ranks the bound binds: a looser bound buys a faster step with mo
   const auto a = tune(setup, tight), b = tune(setup, loose);
   CHECK(a.expected_error <= 1e-3);
   CHECK(b.expected_error <= 0.05);
-  CHECK(b.expected_error > 1e-3);  // the loose bound's budget is spent ...
+  CHECK(b.expected_error > 1e-3);                            // the loose bound's budget is spent ...
   CHECK(b.best_step.step_time_s < a.best_step.step_time_s);  // ... on a faster step
   CHECK(a.best_step.step_time_s < 0.7 * a.fsdp_step.step_time_s);
 }
@@ -213,7 +213,8 @@ TEST_CASE("index encodings the rank count rules out are not searched, nor the lo
   o.finalists = 2;
   const auto r = tune(setup, o);
   int skipped = 0;
-  for (const auto& n : r.notes) skipped += n.rfind("4bit-sum not searched", 0) == 0 || n.rfind("1bit-sum not searched", 0) == 0;
+  for (const auto& n : r.notes)
+    skipped += n.rfind("4bit-sum not searched", 0) == 0 || n.rfind("1bit-sum not searched", 0) == 0;
   CHECK(skipped == 2);
   CHECK(r.candidates_considered == int(r.decisions.size()) * 7 * 6 * 2);
   for (const auto& k : r.best.by_kind)

@@ -22,40 +22,6 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// A prefix ("dgx-h100") is the likeliest meaning, since preset names are long; else a near miss.
-std::string suggest(const std::string& name, const std::vector<std::string>& known) {
-  for (const auto& k : known)
-    if (!name.empty() && k.rfind(name, 0) == 0) return k;
-  std::string best;
-  std::size_t best_d = 3;
-  for (const auto& k : known)
-    if (std::size_t d = edit_distance(name, k); d < best_d) best_d = d, best = k;
-  return best;
-}
-
-// "unknown X 'name' (did you mean 'y'?); expected one of: ...", like Input::as_choice.
-std::string unknown_name(std::string_view kind, const std::string& name,
-                         const std::vector<std::string>& known) {
-  std::string best = suggest(name, known);
-  return fmt::format("unknown {} '{}'{}; expected one of: {}", kind, name,
-                     best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best), join(known));
-}
-
 bool in_unit_interval(double x) { return x > 0 && x <= 1; }
 std::string fraction_msg(double x) { return fmt::format("expected an efficiency in (0, 1], got {:g}", x); }
 
