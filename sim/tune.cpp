@@ -234,7 +234,10 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
   std::map<std::tuple<double, double, int>, kernels::QualityEstimate> quality;  // by (ratio, sparsity, encoding)
   std::vector<std::vector<std::vector<KindOption>>> tables;
   const bool searchable = ranks > 1 && !encodings.empty();
-  if (ranks <= 1) res.notes.push_back("the shard group is one GPU: there is no gradient reduction to compress");
+  if (ranks <= 1)
+    res.notes.push_back(
+        "the shard group is one GPU: there is no reduce-scatter to compress (every policy sends HYBRID_SHARD's "
+        "replica all-reduce uncompressed)");
   for (auto pk : o.kinds) {
     auto& table = tables.emplace_back(K);
     double combos = 1;
@@ -401,7 +404,7 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
     }
     if (fastest) d.compressed_s = fastest->seconds;
     if (!searchable) {
-      d.reason = ranks <= 1 ? "the shard group is one GPU: nothing to reduce"
+      d.reason = ranks <= 1 ? "the shard group is one GPU: no reduce-scatter to compress"
                             : fmt::format("no index encoding is usable at {} ranks (see notes)", ranks);
     } else if (!fastest && exactest->unit_error >= o.max_unit_error) {
       d.reason = fmt::format(

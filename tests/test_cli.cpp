@@ -43,6 +43,32 @@ TEST_CASE("bad scenario input exits with code 2 and one line naming file, line a
                         "preset, name, nodes, gpus_per_node, gpu, intra_node, nics, fabric, collectives, source\n");
 }
 
+TEST_CASE("every kind of bad input exits with code 2 and one line naming file:line and the key path") {
+  struct Case {
+    const char* what;
+    const char* yaml;
+    const char* where;
+  };
+  const Case cases[] = {
+      {"unknown key", "model: llama2-7b\ncluster: dgx-h100-ib400\ntraining: {micro_bach: 2}\n", ":3: training.micro_bach"},
+      {"wrong type", "model: llama2-7b\ncluster: {preset: dgx-h100-ib400, nodes: four}\n", ":2: cluster.nodes"},
+      {"negative bandwidth", "model: llama2-7b\ncluster:\n  preset: dgx-h100-ib400\n  nics: {bandwidth: -1 Gb/s}\n",
+       ":4: cluster.nics.bandwidth"},
+      {"heads not dividing hidden", "model: {preset: llama2-7b, heads: 48}\ncluster: dgx-h100-ib400\n", ":1: model.heads"},
+      {"GPUs not dividing evenly",
+       "model: llama2-7b\ncluster: dgx-h100-ib400\ntraining: {sharding: hybrid_shard, hybrid_shard_gpus: 3}\n",
+       ":3: training.hybrid_shard_gpus"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    const auto path = write_temp("case.yaml", c.yaml);
+    const auto o = tagcsim("run " + path);
+    CHECK(o.code == 2);
+    CHECK(o.output.find(path + c.where) != std::string::npos);
+    CHECK(o.output.find('\n') == o.output.size() - 1);  // one line
+  }
+}
+
 TEST_CASE("a missing scenario file exits with code 2") {
   const auto o = tagcsim("run /nonexistent/scenario.yaml");
   CHECK(o.code == 2);
