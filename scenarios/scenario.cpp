@@ -84,7 +84,7 @@ Point load_point(const Input& doc) {
 
 sim::Training load_training(const Input& in) {
   in.expect_keys({"sharding", "hybrid_shard_gpus", "wrap", "micro_batch", "seq_len", "grad_accumulation", "no_sync",
-                  "param_dtype", "reduce_dtype", "activation_checkpointing", "limit_all_gathers",
+                  "param_dtype", "reduce_dtype", "activation_checkpointing", "tf32", "limit_all_gathers",
                   "backward_prefetch"});
   sim::Training t;
   if (auto v = in.find("sharding")) {
@@ -106,6 +106,7 @@ sim::Training load_training(const Input& in) {
   if (auto v = in.find("param_dtype")) t.param_dtype = load_dtype(*v);
   if (auto v = in.find("reduce_dtype")) t.reduce_dtype = load_dtype(*v);
   if (auto v = in.find("activation_checkpointing")) t.activation_checkpointing = v->as_bool();
+  if (auto v = in.find("tf32")) t.tf32 = v->as_bool();
   if (auto v = in.find("limit_all_gathers")) t.max_inflight_all_gathers = int(v->as_int_at_least(1));
   if (auto v = in.find("backward_prefetch")) {
     const auto s = v->as_choice({"pre", "post", "none"});

@@ -133,7 +133,7 @@ labels=("as in tagc-paper.yaml"
         "ratio 4 (both compressing policies)"
         "tagc with sparsify: topk"
         "tagc with index: 1bit-or"
-        "tagc-batched with index: 1bit-or (an OR reduce-scatter NCCL lacks)"
+        "tagc-batched with index: 1bit-or (an OR reduce-scatter: send/recv ring with an OR kernel)"
         "TF32 matmuls (peak_flops_fp32 = 156 TFLOP/s; the reference sets allow_tf32)")
 {
   echo "| variant | tagc 1G | tagc 10G | tagc 100G | batched 1G | batched 10G | batched 100G | error tagc | error batched |"

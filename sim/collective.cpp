@@ -123,9 +123,14 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
       break;
     case CollectiveOp::Reduce:
     case CollectiveOp::Broadcast:
-      // A pipelined chain through every rank: each link carries the whole buffer once.
+      // A pipelined chain through every rank: each of its links carries the
+      // whole buffer once, so it takes S/B, but the chain has n-1 links
+      // between nodes, not n: the fabric carries (n-1)/n * S per node.
       ring_plan(bytes, R - 1, n - 1);
-      break;
+      p.network_seconds = p.node_egress_bytes / net_rate;
+      p.nvlink_seconds = p.nvlink_bytes / nvl_rate;
+      p.node_egress_bytes *= double(n - 1) / n;
+      return p;
     case CollectiveOp::AllReduce: {
       // NCCL counts 2n network steps for a ring all-reduce across n nodes; with
       // one GPU per node that exceeds the 2(R-1) steps there are.

@@ -43,9 +43,11 @@ struct CollectivePlan {
   Algorithm algorithm = Algorithm::Ring;
   double bytes = 0;               // S: full buffer (all-gather output, reduce-scatter input)
   Group group;
-  double node_egress_bytes = 0;   // bytes each node sends to its successor (0 inside one node)
+  double node_egress_bytes = 0;   // bytes each node sends to its successor (0 inside one node), on average
   double nvlink_bytes = 0;        // bytes each GPU sends over NVLink
-  double network_seconds = 0;     // node_egress_bytes at the NICs' rate, no contention
+  double network_seconds = 0;     // the network's time without contention: node_egress_bytes at the NICs'
+                                  // rate, or S at that rate for a chain (reduce, broadcast), whose links
+                                  // take turns
   double nvlink_seconds = 0;
   double latency_seconds = 0;     // launch + steps * step latency
   int steps = 0;

@@ -28,13 +28,15 @@ const char* to_string(Sharding s) {
   return "?";
 }
 
-double peak_flops(const topologies::DeviceProfile& gpu, Dtype compute) {
-  // PyTorch runs fp32 matmuls in full fp32 unless TF32 is enabled by the user.
-  return compute == Dtype::FP32 ? gpu.peak_flops_fp32 : gpu.peak_flops_bf16;
+double peak_flops(const topologies::DeviceProfile& gpu, Dtype compute, bool tf32) {
+  // PyTorch runs fp32 matmuls in full fp32 unless the user allows TF32 (nanoGPT does).
+  if (compute != Dtype::FP32) return gpu.peak_flops_bf16;
+  return tf32 && gpu.peak_flops_tf32 > 0 ? gpu.peak_flops_tf32 : gpu.peak_flops_fp32;
 }
 
-UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceProfile& gpu, Dtype compute) {
-  const double gemm_rate = peak_flops(gpu, compute) * gpu.gemm_efficiency;
+UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceProfile& gpu, Dtype compute,
+                         bool tf32) {
+  const double gemm_rate = peak_flops(gpu, compute, tf32) * gpu.gemm_efficiency;
   const double attn_rate = gemm_rate * kAttentionVsGemm;
   const double mem_rate = gpu.memory_bandwidth * gpu.memory_efficiency;
   auto seconds = [&](double flops, double mem_bytes, double gemm_fraction) {

@@ -13,14 +13,15 @@
 namespace tagcsim::sim {
 
 // FLOP/s of the tensor cores for the compute dtype, before efficiency.
-double peak_flops(const topologies::DeviceProfile& gpu, Dtype compute);
+double peak_flops(const topologies::DeviceProfile& gpu, Dtype compute, bool tf32 = false);
 
 struct UnitCompute {
   double forward_seconds = 0;
   double backward_seconds = 0;
 };
 
-UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceProfile& gpu, Dtype compute);
+UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceProfile& gpu, Dtype compute,
+                         bool tf32 = false);
 
 // AdamW over this GPU's shard: reads fp32 param, grad, m, v; writes param, m, v.
 double optimizer_seconds(double shard_params, const topologies::DeviceProfile& gpu);

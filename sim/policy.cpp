@@ -144,10 +144,16 @@ double decode_seconds(const kernels::KernelProfile& kp, const Policy& p, double 
 
 }  // namespace
 
-kernels::QualityEstimate unit_quality(const Policy& p, int ranks) {
-  return kernels::estimate_quality(
-      {.ranks = ranks, .sparsity = p.sparsity, .overlap = p.overlap, .ratio = p.ratio, .encoding = p.index});
+kernels::QualityEstimate unit_quality(const Policy& p, int ranks, double decoded_elements) {
+  return kernels::estimate_quality({.ranks = ranks, .sparsity = p.sparsity, .overlap = p.overlap, .ratio = p.ratio,
+                                    .encoding = p.index, .shard_elements = decoded_elements});
 }
+
+namespace {
+double decoded_elements(const Policy& p, const StepSetup& setup, const models::FsdpUnit& u) {
+  return p.kind == PolicyKind::Lhc ? double(u.params) : double(u.params) / setup.shard_size();
+}
+}  // namespace
 
 std::optional<Policy> unit_policy(const Policy& p, const models::FsdpUnit& u) {
   if (p.kind == PolicyKind::Fsdp) return std::nullopt;
@@ -211,7 +217,10 @@ int tagc_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
 
 // Ours: sketch all N shards in one pass (linearity makes the per-shard
 // sketches exact), then one reduce-scatter of a correct-OR index and one of
-// the sketches (with the plain tail appended to each shard's part).
+// the sketches (with the plain tail appended to each shard's part). 4-bit
+// SUM and 8-bit MAX are NCCL reductions; a 1-bit OR needs a ring of
+// ncclSend/ncclRecv with an OR kernel, which moves the same bytes as a
+// reduce-scatter, so it is modelled as one.
 int batched_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   const auto& [setup, p, kp, rounds] = ctx;
   const auto& unit = setup.units[u];
@@ -264,7 +273,7 @@ Schedule build_policy_step(const StepSetup& setup, const Policy& policy, const k
   return build_step(plain, [&](Schedule& s, const StepSetup& st, int u, int grad_ready) {
     const auto up = unit_policy(policy, st.units[u]);
     if (!up) return fsdp_reduce_scatter(s, st, u, grad_ready);
-    const Ctx ctx{st, *up, kp, unit_quality(*up, st.shard_size()).decode_rounds};
+    const Ctx ctx{st, *up, kp, unit_quality(*up, st.shard_size(), decoded_elements(*up, st, st.units[u])).decode_rounds};
     switch (policy.kind) {
       case PolicyKind::Tagc: return tagc_unit(s, ctx, u, grad_ready);
       case PolicyKind::TagcBatched: return batched_unit(s, ctx, u, grad_ready);
@@ -285,7 +294,7 @@ GradientError expected_error(const StepSetup& setup, const Policy& policy) {
     total += double(u.params);
     const auto up = unit_policy(policy, u);
     if (!up) continue;
-    const auto q = unit_quality(*up, setup.shard_size());
+    const auto q = unit_quality(*up, setup.shard_size(), decoded_elements(*up, setup, u));
     compressed += double(u.params);
     sq += q.relative_l2_error * q.relative_l2_error * double(u.params);
     if (!shown || q.load > shown->load) shown = q;

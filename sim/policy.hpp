@@ -62,8 +62,10 @@ struct Policy {
 // the policy with that unit's compression settings.
 std::optional<Policy> unit_policy(const Policy& p, const models::FsdpUnit& u);
 
-// The expected decode quality of a compressed unit's gradient.
-kernels::QualityEstimate unit_quality(const Policy& unit_settings, int ranks);
+// The expected decode quality of a compressed unit's gradient, decoded in
+// pieces of `decoded_elements` (a shard; the whole unit under LHC): small
+// pieces have few sketch rows and peel worse.
+kernels::QualityEstimate unit_quality(const Policy& unit_settings, int ranks, double decoded_elements);
 
 // Checks the settings against the cluster: ratio > 1, sparsity in [0,1),
 // index encodings that overflow at this rank count. Returns warnings (the

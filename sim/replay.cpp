@@ -80,8 +80,11 @@ void stream_actor(Run* run, std::vector<int> tasks) {
       const double phase_start = sg4::Engine::get_clock();
       network_phase(*run, phase);
       const double network = sg4::Engine::get_clock() - phase_start;
-      // A ring is a pipeline: NVLink and the network run at once, the slower sets the pace.
-      const double rest = std::max(phase.count * phase.plan.nvlink_seconds - network, 0.0) +
+      // A ring is a pipeline: NVLink and the network run at once, the slower
+      // sets the pace; a chain's links take turns, so it lasts at least its
+      // uncontended network time even though its flows finish sooner.
+      const double floor = std::max(phase.plan.nvlink_seconds, phase.plan.network_seconds);
+      const double rest = std::max(phase.count * floor - network, 0.0) +
                           phase.count * phase.plan.latency_seconds;
       if (rest > 0) sg4::this_actor::sleep_for(rest);
     }

@@ -105,7 +105,7 @@ Schedule build_step(const StepSetup& setup, const GradientReduction& reduce) {
   const Dtype dtype = setup.training.param_dtype;
 
   std::vector<UnitCompute> cost;
-  for (const auto& u : units) cost.push_back(unit_compute(u, setup.cluster.gpu, dtype));
+  for (const auto& u : units) cost.push_back(unit_compute(u, setup.cluster.gpu, dtype, setup.training.tf32));
 
   auto gather = [&](int u, const char* phase, std::vector<int> after) {
     Task t{.name = fmt::format("all-gather {} {}", phase, units[u].name), .stream = Stream::AllGather,
@@ -130,8 +130,13 @@ Schedule build_step(const StepSetup& setup, const GradientReduction& reduce) {
   fwd_order.push_back(0);
 
   std::vector<int> final_reductions;
+  std::size_t reduced_before = 0;  // reductions of earlier micro-batches in final_reductions
   for (int m = 0; m < M; ++m) {
     const bool sync = m == M - 1 || !setup.training.no_sync;
+    // FSDP's end-of-backward callback makes the compute stream wait for the
+    // gradient reductions, so the next micro-batch starts after them.
+    const std::vector<int> earlier(final_reductions.begin() + std::ptrdiff_t(reduced_before), final_reductions.end());
+    reduced_before = final_reductions.size();
     std::vector<int> ag(U, -1), fwd(U, -1), bwd(U, -1);
     // Forward: the rate limiter lets an all-gather start once the unit L
     // places earlier has computed and freed its parameters.
@@ -141,9 +146,13 @@ Schedule build_step(const StepSetup& setup, const GradientReduction& reduce) {
       std::vector<int> after;
       if (i >= L) after.push_back(fwd[fwd_order[i - L]]);
       ag[u] = gather(u, "fwd", after);
-      fwd[u] = compute(u, Category::Forward, cost[u].forward_seconds, {ag[u]});
+      std::vector<int> ready = {ag[u]};
+      if (i == 0) ready.insert(ready.end(), earlier.begin(), earlier.end());
+      fwd[u] = compute(u, Category::Forward, cost[u].forward_seconds, ready);
     }
-    fwd[0] = compute(0, Category::Forward, cost[0].forward_seconds, {ag[0]});
+    std::vector<int> root_ready = {ag[0]};
+    if (U == 1) root_ready.insert(root_ready.end(), earlier.begin(), earlier.end());
+    fwd[0] = compute(0, Category::Forward, cost[0].forward_seconds, root_ready);
     const int forward_done = fwd[0];
 
     // Backward runs the forward order in reverse: root's head first.

@@ -80,7 +80,7 @@ StepResult summarize(const StepSetup& setup, Schedule schedule, Replay replay) {
   const double tokens = double(setup.training.micro_batch) * seq * setup.training.grad_accumulation;
   r.tokens_per_s_per_gpu = end > 0 ? tokens / end : 0;
   r.mfu = r.tokens_per_s_per_gpu * models::model_flops_per_token(setup.model) /
-          peak_flops(setup.cluster.gpu, setup.training.param_dtype);
+          peak_flops(setup.cluster.gpu, setup.training.param_dtype, setup.training.tf32);
   r.memory = estimate_memory(setup);
   r.schedule = std::move(schedule);
   r.replay = std::move(replay);

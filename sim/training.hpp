@@ -26,6 +26,7 @@ struct Training {
   Dtype param_dtype = Dtype::BF16;  // all-gathered parameters and compute
   Dtype reduce_dtype = Dtype::FP32; // reduce-scatter of gradients
   bool activation_checkpointing = false;
+  bool tf32 = false;                // fp32 matmuls on tensor cores (torch.backends.cuda.matmul.allow_tf32)
   int max_inflight_all_gathers = 2; // FSDP's limit_all_gathers rate limiter
   BackwardPrefetch backward_prefetch = BackwardPrefetch::Pre;
 };

@@ -231,7 +231,8 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
 
   // Stage 1: the analytic tables, table[policy kind][unit kind][option].
   UnitCoster coster(setup);
-  std::map<std::tuple<double, double, int>, kernels::QualityEstimate> quality;  // by (ratio, sparsity, encoding)
+  // by (ratio, sparsity, encoding, shard elements)
+  std::map<std::tuple<double, double, int, double>, kernels::QualityEstimate> quality;
   std::vector<std::vector<std::vector<KindOption>>> tables;
   const bool searchable = ranks > 1 && !encodings.empty();
   if (ranks <= 1)
@@ -260,8 +261,14 @@ TuneResult tune(const StepSetup& setup, const TuneOptions& options) {
               opt.seconds += c.seconds, opt.kernel_s += c.kernel_s, opt.latency_s += c.latency_s;
               opt.collectives += c.collectives;
             }
-            const auto key = std::make_tuple(r, s, int(e));
-            if (!quality.count(key)) quality[key] = unit_quality(p, ranks);
+            // Small shards have few sketch rows and decode worse: judge the kind by its smallest unit.
+            double shard = 0;
+            for (int u : groups[k].units) {
+              const double e_u = double(setup.units[u].params) / ranks;
+              shard = shard == 0 ? e_u : std::min(shard, e_u);
+            }
+            const auto key = std::make_tuple(r, s, int(e), shard);
+            if (!quality.count(key)) quality[key] = unit_quality(p, ranks, shard);
             opt.unit_error = quality[key].relative_l2_error;
             opt.load = quality[key].load;
             table[k].push_back(opt);

@@ -94,6 +94,26 @@ TEST_CASE("a ring over consecutive nodes crosses each leaf uplink once, so 2:1 d
   CHECK(simulate_collective(c, plan) == doctest::Approx(7.0 / 8 * S / B).epsilon(1e-6));
 }
 
+TEST_CASE("a reduce is a chain: S/B alone, but its idle link is free for a concurrent collective") {
+  const double S = 1e9, B = 1e9;
+  auto c = flat_cluster(2, B, 0);
+  const auto reduce = plan_collective(c, CollectiveOp::Reduce, S, whole_cluster(c));
+  CHECK(reduce.node_egress_bytes == doctest::Approx(S / 2));  // one link of two carries S
+  CHECK(simulate_collective(c, reduce) == doctest::Approx(S / B).epsilon(1e-6));
+  // With an all-gather of S beside it (S/2 per node), the reduce's flows take
+  // half of each link for S/2 at B/2 = 1 s, the all-gather too; both end at 1 s.
+  Schedule s;
+  Task a{.name = "reduce", .stream = Stream::AllGather, .category = Category::AllGather};
+  a.phases = {{reduce}};
+  Task b{.name = "all-gather", .stream = Stream::ReduceScatter, .category = Category::AllGather};
+  b.phases = {{plan_collective(c, CollectiveOp::AllGather, S, whole_cluster(c))}};
+  s.add(a);
+  s.add(b);
+  const auto r = replay(s, c);
+  CHECK(r.timings[0].end == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(r.timings[1].end == doctest::Approx(1.0).epsilon(1e-6));
+}
+
 TEST_CASE("busbw follows nccl-tests' factors") {
   CHECK(bus_factor(CollectiveOp::AllReduce, 8) == doctest::Approx(1.75));
   CHECK(bus_factor(CollectiveOp::AllGather, 8) == doctest::Approx(0.875));

@@ -179,7 +179,7 @@ TEST_CASE("llama3.1-8b under the Size policy: separate q/k/v and gate/up Linears
   CHECK(unit_param_sum(units) == parameter_count(m));
 }
 
-TEST_CASE("tied models have no lm_head unit; the head's work is on wte") {
+TEST_CASE("tied models have no lm_head unit, the head's work is on wte") {
   auto m = preset("gpt2-124m");
   TrainingShape shape;
   shape.seq_len = 1024;

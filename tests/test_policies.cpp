@@ -123,12 +123,12 @@ TEST_CASE("TAGC's selection compresses MLP, embedding and head units, not attent
   CHECK(compressed == 2 * 12 + 2);  // c_fc and mlp c_proj of 12 layers, wte, lm_head
 }
 
-TEST_CASE("on TAGC's own setup at 1 Gb/s, batched TAGC beats fsdp and TAGC as published does not; at 400 Gb/s neither") {
-  // At 2 ranks the per-shard sketch reduces to the owner run one after the
-  // other, each using one direction of the link: N reduces of S/(N ratio)
-  // take S/ratio/B, exactly the plain reduce-scatter's (N-1)/N * S/B at
-  // ratio 2. TAGC as published only adds index traffic and kernels. The
-  // batched variant reduce-scatters the sketches in both directions at once.
+TEST_CASE("on TAGC's own setup tagc beats fsdp at 1 Gb/s and loses at 400 Gb/s") {
+  // At 2 ranks the per-shard sketch reduces to the owner are chains: each
+  // takes S/(N ratio)/B, so N of them take S/ratio/B, the plain
+  // reduce-scatter's (N-1)/N * S/B at ratio 2; but each leaves one direction
+  // of the link free, and the all-gathers of the next units use it. The
+  // batched variant reduce-scatters half as many bytes in both directions.
   auto s = scenarios::load_scenario(TAGCSIM_SOURCE_DIR "/scenarios/tagc-paper.yaml");
   const auto& slow = s.points.front();
   REQUIRE(slow.setup.cluster.nics.bandwidth == doctest::Approx(1.25e8));  // 1 Gb/s
@@ -139,9 +139,9 @@ TEST_CASE("on TAGC's own setup at 1 Gb/s, batched TAGC beats fsdp and TAGC as pu
                      fsdp / simulate(setup, slow.policies[2]).step_time_s};
   };
   const auto [tagc_1g, batched_1g] = speedups(slow.setup);
-  CHECK(tagc_1g < 1.0);
-  CHECK(tagc_1g > 0.95);
-  CHECK(batched_1g > 1.08);
+  CHECK(tagc_1g > 1.05);  // 1.086 as the model stands
+  CHECK(tagc_1g < 1.15);  // the paper's "up to 15%"
+  CHECK(batched_1g > tagc_1g);
   auto fast = slow.setup;
   fast.cluster.nics.bandwidth = 50e9;  // 400 Gb/s: compute-bound, the kernels only cost
   const auto [tagc_400g, batched_400g] = speedups(fast);
