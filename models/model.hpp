@@ -99,6 +99,7 @@ struct FsdpUnit {
   double forward_flops = 0;
   double backward_flops = 0;
   double gemm_fraction = 1;    // share of forward_flops in GEMMs (the rest is attention core / element-wise)
+  int gemm_width = 0;          // the GEMMs' inner size (the model's hidden size); 0 when unknown
   double backward_gemm_fraction = 1;  // the same for backward_flops (attention's backward weighs more)
   // Element-wise and norm traffic per micro-batch (bytes moved through HBM), forward and backward.
   double forward_memory_bytes = 0;

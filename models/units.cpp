@@ -258,6 +258,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       block.u.norm_params += 2 * norm;
       units.push_back(finish(std::move(block)));
     }
+    for (auto& u : units) u.gemm_width = m.hidden;
     return units;
   }
 
@@ -275,6 +276,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
   for (auto& pieces : layers)
     for (auto& p : pieces) units.push_back(finish(std::move(p)));
   if (!m.tied_embeddings) units.push_back(finish(std::move(lm_head)));
+  for (auto& u : units) u.gemm_width = m.hidden;
   return units;
 }
 

@@ -113,8 +113,9 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
   out += table_row(head, width);
   for (const auto& r : rows) out += table_row(r, width);
 
-  bool any_oom = false;
-  for (const auto& r : results) any_oom |= !r.step.memory.fits();
+  const Result* worst = nullptr;  // the result that needs the most memory above capacity
+  for (const auto& r : results)
+    if (!r.step.memory.fits() && (!worst || r.step.memory.peak_bytes() > worst->step.memory.peak_bytes())) worst = &r;
   if (s.points.size() == 1 && !results.empty()) {
     const auto& m = results.front().step.memory;
     out += fmt::format("\nmemory per GPU: {:.1f} of {:.1f} GiB = sharded state {:.1f} + gathered params {:.1f} + "
@@ -139,9 +140,10 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
       out += "\n";
     }
   }
-  if (any_oom)
-    out += "\n! does not fit in GPU memory: peak above the GPU's capacity (see peak mem; try activation "
-           "checkpointing, a smaller micro-batch or more GPUs)\n";
+  if (worst)
+    out += fmt::format("\n! does not fit in GPU memory: needs up to {:.1f} GiB per GPU, the GPU has {:.1f} GiB "
+                       "(rows marked !; try activation checkpointing, a smaller micro-batch or more GPUs)\n",
+                       worst->step.memory.peak_bytes() / kGiB, worst->step.memory.capacity_bytes / kGiB);
   std::vector<std::string> notes;
   for (const auto& r : results) {
     if (!r.step.grad_error_basis.empty() &&

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages tagcsim needs, only those that are missing.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsimgrid-dev libyaml-cpp-dev libcli11-dev libfmt-dev
-          libeigen3-dev doctest-dev gnuplot-nox)
+          libeigen3-dev doctest-dev gnuplot-nox jq)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,7 +6,7 @@
 #   scripts/validate-fsdp.sh --set a100:cluster.gpu.gemm_efficiency=0.62 --set h100:cluster.gpu.gemm_efficiency=0.45
 #   scripts/validate-fsdp.sh --fit cluster.gpu.gemm_efficiency   # least squares per GPU class on --train, rest held out
 #   scripts/validate-fsdp.sh --fit cluster.gpu.gemm_efficiency --scale-by gemm_size_factor \
-#       --train 'size=(7|8|13)b .*compile=false' --test 'compile=false'
+#       --train 'size=(7|8|13)b .*compile=false.*ac=(none|full)$' --test 'size=(34|70)b .*compile=false.*ac=(none|full)$'
 #
 # Each scenario has one line `# validation: size=.. measured_tps=.. measured_mfu=.. gpu=CLASS
 # compile=.. float8=.. gemm_size_factor=.. ac=..`. --set CLASS:KEY=VALUE applies to one GPU class,
@@ -26,7 +26,7 @@ train='compile=false'
 test='.'
 grid="0.30 0.95 0.005"
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
@@ -66,7 +66,8 @@ sweep_for() {
 
 # Runs scenario $1 with its class's overrides (and extra axis $2); prints "tps mfu" per point.
 run_one() {
-  local f=$1 t="$tmp/$(basename "$1")"
+  local f=$1 t
+  t="$tmp/$(basename "$1")"
   { cat "$f"; sweep_for "$(tag gpu "$(tags "$f")")" "${2:-}"; } >"$t"
   "$bin" run "$t" --format json | jq -r '.results[] | "\(.tokens_per_s_per_gpu) \(.mfu)"'
 }
@@ -107,7 +108,7 @@ for f in "${files[@]}"; do
   role=all
   if [[ $(tag float8 "$tg") == true ]]; then role=fp8
   elif [[ -n $fit_key ]]; then
-    if grep -Eq "$train" <<<"$tg"; then role=fit; elif grep -Eq "$test" <<<"$tg"; then role=test; else role=-; fi
+    if grep -Eq "$train" <<<"$tg"; then role=fit; elif grep -Eq "$test" <<<"$tg"; then role="test"; else role=-; fi
   fi
   # No published MFU: derived from the measured throughput with tagcsim's FLOPs per token and peak (*).
   awk -v id="$(basename "$f" .yaml)" -v g="$cls" -v r="$role" -v c="$(tag compile "$tg")" -v ac="$(tag ac "$tg")" \

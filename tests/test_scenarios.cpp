@@ -119,3 +119,16 @@ TEST_CASE("the same scenario gives byte-identical reports") {
   CHECK(a == b);
   CHECK(a.find("\"step_time_s\"") != std::string::npos);
 }
+
+TEST_CASE("a scenario that does not fit in GPU memory says so, with the numbers") {
+  // Llama-2 70B on 8 GPUs: 69e9 params x 16 bytes / 8 = 128.5 GiB of sharded state alone.
+  const auto s = parse_scenario("model: llama2-70b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n", "t.yaml");
+  const auto results = run(s);
+  REQUIRE(results.size() == 1);
+  const auto& m = results[0].step.memory;
+  CHECK_FALSE(m.fits());
+  CHECK(m.sharded_state_bytes / (1024.0 * 1024 * 1024) == doctest::Approx(128.5).epsilon(0.001));
+  const auto table = format_results(s, results, Format::Table);
+  CHECK(table.find("! does not fit in GPU memory: needs up to") != std::string::npos);
+  CHECK(format_results(s, results, Format::Json).find("\"fits_in_memory\": false") != std::string::npos);
+}

@@ -4,9 +4,9 @@
 // least squares on the eager entries whose activation checkpointing tagcsim models exactly
 // (scripts/validate-fsdp.sh --fit cluster.gpu.gemm_efficiency --scale-by gemm_size_factor
 // --train 'compile=false.*ac=(none|full)$|gpu=h100-500w compile=false'). The fitted value is
-// applied here as an override, times each entry's gemm_size_factor (cuBLAS efficiency at the
-// model's hidden size relative to 8192-wide GEMMs), so these tests follow the compute model,
-// not the presets. If that factor moves into the code, drop it here.
+// applied here as an override (the presets carry it too, but the 500 W class is not a preset),
+// and sim/compute.cpp scales it by the cuBLAS efficiency at the model's hidden size relative
+// to 8192-wide GEMMs.
 #include "scenarios/scenario.hpp"
 
 #include <doctest/doctest.h>
@@ -54,7 +54,7 @@ Check run_fitted(const std::string& id) {
   const std::string text = read(kDir + id + ".yaml");
   auto t = tags(text);
   REQUIRE(!t["gpu"].empty());
-  const double e = kFitted.at(t["gpu"]) * std::stod(t["gemm_size_factor"]);
+  const double e = kFitted.at(t["gpu"]);  // sim/compute.cpp scales it by the GEMM width
   const auto s = scenarios::parse_scenario(
       text + "sweep: {cluster.gpu.gemm_efficiency: [" + std::to_string(e) + "]}\n", id + ".yaml");
   const auto r = scenarios::run(s);
