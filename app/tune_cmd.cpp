@@ -4,6 +4,8 @@
 #include "scenarios/scenario.hpp"
 #include "sim/tune.hpp"
 
+#include "common/json.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -40,19 +42,7 @@ std::string settings_text(const sim::KindDecision& d) {
   return fmt::format("r={:g} s={:g} {}", d.settings.ratio, d.settings.sparsity, kernels::to_string(d.settings.index));
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : "null"; }
+std::string num(double v) { return json_number(v); }
 
 std::string header(const scenarios::Scenario& sc, const scenarios::Point& pt) {
   std::string out =

@@ -1,5 +1,7 @@
 #include "scenarios/report.hpp"
 
+#include "common/json.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -157,20 +159,8 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
   return out;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
 
-std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : "null"; }
+std::string num(double v) { return json_number(v); }
 
 std::string format_json(const Scenario& s, const std::vector<Result>& results) {
   std::string out = fmt::format("{{\n  \"scenario\": {},\n  \"file\": {},\n  \"results\": [", json_string(s.name),

@@ -1,23 +1,15 @@
 #include "sim/trace.hpp"
 
+#include "common/json.hpp"
+
 #include <fmt/format.h>
 
 namespace tagcsim::sim {
-namespace {
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-}  // namespace
 
 std::string chrome_trace(const StepResult& step, const std::string& title) {
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  out += fmt::format("{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{{\"name\":\"{}\"}}}}",
-                     json_escape(title));
+  out += fmt::format("{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{{\"name\":{}}}}}",
+                     json_string(title));
   for (int s = 0; s < kStreams; ++s)
     out += fmt::format(",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}",
                        s, to_string(Stream(s)));
@@ -32,9 +24,9 @@ std::string chrome_trace(const StepResult& step, const std::string& title) {
                           ph.label.empty() ? to_string(ph.plan.op) : ph.label, to_string(ph.plan.algorithm),
                           ph.plan.bytes, ph.plan.node_egress_bytes);
     }
-    out += fmt::format(",\n{{\"name\":\"{}\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.3f},"
+    out += fmt::format(",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.3f},"
                        "\"dur\":{:.3f},\"args\":{{{}}}}}",
-                       json_escape(t.name), to_string(t.category), int(t.stream), tm.start * 1e6,
+                       json_string(t.name), to_string(t.category), int(t.stream), tm.start * 1e6,
                        (tm.end - tm.start) * 1e6, args);
   }
   out += "\n]}\n";
