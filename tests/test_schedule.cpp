@@ -3,6 +3,7 @@
 #include "sim/replay.hpp"
 #include "sim/schedule.hpp"
 #include "sim/step.hpp"
+#include "sim/trace.hpp"
 
 #include <doctest/doctest.h>
 
@@ -125,4 +126,17 @@ TEST_CASE("replaying two leaves instead of the whole fat tree gives the same tim
     worst = std::max(worst, std::abs(cut.timings[i].end - full.timings[i].end));
   CHECK(worst < 1e-9);
   CHECK(full.timings.back().end > 0.01);
+}
+
+TEST_CASE("the Chrome trace has one track per stream and one slice per task, in microseconds") {
+  const auto r = simulate_fsdp(two_units());
+  const std::string trace = chrome_trace(r, "two units");
+  for (const char* track : {"\"compute\"", "\"all-gather\"", "\"reduce-scatter\""})
+    CHECK(trace.find(track) != std::string::npos);
+  std::size_t slices = 0;
+  for (std::size_t at = 0; (at = trace.find("\"ph\":\"X\"", at)) != std::string::npos; ++at) ++slices;
+  CHECK(slices == r.schedule.tasks.size());
+  // The backward of the block runs [6.5, 10.5] s.
+  CHECK(trace.find("\"name\":\"backward block\",\"cat\":\"backward\",\"ph\":\"X\",\"pid\":0,\"tid\":0,"
+                   "\"ts\":6500000.000,\"dur\":4000000.000") != std::string::npos);
 }
