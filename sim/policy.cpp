@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <tuple>
 
 namespace tagcsim::sim {
 
@@ -145,8 +147,17 @@ double decode_seconds(const kernels::KernelProfile& kp, const Policy& p, double 
 }  // namespace
 
 kernels::QualityEstimate unit_quality(const Policy& p, int ranks, double decoded_elements) {
-  return kernels::estimate_quality({.ranks = ranks, .sparsity = p.sparsity, .overlap = p.overlap, .ratio = p.ratio,
-                                    .encoding = p.index, .shard_elements = decoded_elements});
+  // Units of one model repeat a few sizes: interpolate the measured grid once per setting.
+  using Key = std::tuple<int, double, double, double, int, double>;
+  static std::map<Key, kernels::QualityEstimate> memo;
+  const Key key{ranks, p.sparsity, p.overlap, p.ratio, int(p.index), decoded_elements};
+  auto it = memo.find(key);
+  if (it == memo.end())
+    it = memo.emplace(key, kernels::estimate_quality({.ranks = ranks, .sparsity = p.sparsity, .overlap = p.overlap,
+                                                      .ratio = p.ratio, .encoding = p.index,
+                                                      .shard_elements = decoded_elements}))
+             .first;
+  return it->second;
 }
 
 namespace {
