@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -80,8 +82,21 @@ std::vector<std::string> check_policy(const Policy& p, int ranks, const std::str
 
 kernels::KernelProfile kernel_profile_for(const topologies::DeviceProfile& gpu) {
   // A measured bench for this device wins over the bandwidth model.
-  const auto measured = std::filesystem::path(kernels::data_dir()) / fmt::format("kernels-{}-cuda.json", gpu.name);
-  if (std::filesystem::exists(measured)) return kernels::load_profile(measured.string());
+  // kernels/gpu-check.sh names it after nvidia-smi's GPU name: kernels-cuda-h100-80gb-hbm3.json and
+  // the like; the device family ("h100" of "H100-SXM5-80GB") picks it.
+  std::string family = gpu.name.substr(0, gpu.name.find('-'));
+  for (auto& ch : family) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  std::vector<std::string> found;
+  const std::filesystem::path dir(kernels::data_dir());
+  if (!family.empty() && std::filesystem::is_directory(dir))
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+      const std::string name = f.path().filename().string();
+      if (name.rfind("kernels-cuda-" + family, 0) == 0 && f.path().extension() == ".json") found.push_back(f.path());
+    }
+  if (!found.empty()) {
+    std::sort(found.begin(), found.end());  // the same file whatever the directory order
+    return kernels::load_profile(found.front());
+  }
   return kernels::bandwidth_model(gpu.name, gpu.memory_bandwidth, gpu.memory_efficiency);
 }
 

@@ -72,8 +72,10 @@ kernels::QualityEstimate unit_quality(const Policy& unit_settings, int ranks, do
 // lossy 1-bit SUM index) and throws InputError for impossible settings.
 std::vector<std::string> check_policy(const Policy& p, int ranks, const std::string& where);
 
-// The kernel timings used by compressing policies (measured bench JSON when
-// one exists for the device, else the bandwidth model, labelled as such).
+// The kernel timings used by compressing policies: a measured bench JSON for
+// the device's family (calibrate/profiles/kernels-cuda-<family>*.json, written
+// by kernels/gpu-check.sh) when one exists, else the bandwidth model, labelled
+// as such.
 kernels::KernelProfile kernel_profile_for(const topologies::DeviceProfile& gpu);
 
 struct GradientError {

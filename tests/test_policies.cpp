@@ -6,6 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 using namespace tagcsim;
 using namespace tagcsim::sim;
 
@@ -161,4 +164,23 @@ TEST_CASE("bad policy settings: ratio <= 1, sparsity of 1, 4-bit SUM past 15 ran
   CHECK_THROWS_WITH_AS(check_policy(p, 16, "x.yaml"), doctest::Contains("overflows above 15 ranks"), InputError);
   CHECK(check_policy(tagc(), 1, "x.yaml").empty());
   CHECK(check_policy(tagc(), 2, "x.yaml").size() == 1);  // the lossy 1-bit SUM: a warning
+}
+
+TEST_CASE("kernel times come from a measured bench of the device family when one exists, else the bandwidth model") {
+  const auto h100 = topologies::device("h100-sxm");
+  const auto modelled = kernel_profile_for(h100);
+  CHECK(modelled.source.rfind("bandwidth model", 0) == 0);
+  // A bench file as kernels/gpu-check.sh names it (here the committed CPU bench, renamed).
+  const std::string dir = "/tmp/tagcsim_test_profiles";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(TAGCSIM_SOURCE_DIR "/calibrate/profiles/kernels-cpu-amd-epyc-2core.json",
+                             dir + "/kernels-cuda-h100-80gb-hbm3.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  setenv("TAGCSIM_DATA_DIR", dir.c_str(), 1);
+  const auto measured = kernel_profile_for(h100);
+  const auto a100 = kernel_profile_for(topologies::device("a100-80gb"));
+  unsetenv("TAGCSIM_DATA_DIR");
+  CHECK(measured.source.rfind("measured", 0) == 0);
+  CHECK(a100.source.rfind("bandwidth model", 0) == 0);  // no A100 bench there
+  CHECK(measured.seconds(kernels::Stage::Compress, 1 << 26) != modelled.seconds(kernels::Stage::Compress, 1 << 26));
 }
