@@ -323,12 +323,12 @@ GradientError expected_error(const StepSetup& setup, const Policy& policy) {
     const auto q = unit_quality(*up, setup.shard_size(), decoded_elements(*up, setup, u));
     compressed += double(u.params);
     sq += q.relative_l2_error * q.relative_l2_error * double(u.params);
-    if (!shown || q.load > shown->load) shown = q;
+    if (!shown || q.relative_l2_error > shown->relative_l2_error) shown = q;  // the worst-decoded unit
   }
   e.compressed_fraction = total > 0 ? compressed / total : 0;
   e.relative_l2_error = total > 0 ? std::sqrt(sq / total) : 0;
   if (shown)
-    e.basis = fmt::format("{:.0f}% of parameters compressed; worst decode load {:.2f}, recovered fraction {:.3f} "
+    e.basis = fmt::format("{:.0f}% of parameters compressed; worst-decoded unit: load {:.2f}, recovered fraction {:.3f} "
                           "(quality model: calibrate/profiles/tagc-quality.csv)",
                           100 * e.compressed_fraction, shown->load, shown->recovered_fraction);
   else

@@ -140,7 +140,8 @@ Schedule build_step(const StepSetup& setup, const GradientReduction& reduce) {
     std::vector<int> ag(U, -1), fwd(U, -1), bwd(U, -1);
     // Forward: the rate limiter lets an all-gather start once the unit L
     // places earlier has computed and freed its parameters.
-    ag[0] = gather(0, "fwd", {});
+    // The root's pre-forward also makes the all-gather stream wait for them.
+    ag[0] = gather(0, "fwd", earlier);
     for (int i = 0; i + 1 < U; ++i) {
       const int u = fwd_order[i];
       std::vector<int> after;
@@ -150,9 +151,7 @@ Schedule build_step(const StepSetup& setup, const GradientReduction& reduce) {
       if (i == 0) ready.insert(ready.end(), earlier.begin(), earlier.end());
       fwd[u] = compute(u, Category::Forward, cost[u].forward_seconds, ready);
     }
-    std::vector<int> root_ready = {ag[0]};
-    if (U == 1) root_ready.insert(root_ready.end(), earlier.begin(), earlier.end());
-    fwd[0] = compute(0, Category::Forward, cost[0].forward_seconds, root_ready);
+    fwd[0] = compute(0, Category::Forward, cost[0].forward_seconds, {ag[0]});
     const int forward_done = fwd[0];
 
     // Backward runs the forward order in reverse: root's head first.
