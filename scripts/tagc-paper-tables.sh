@@ -224,8 +224,8 @@ END {
   for (i = 1; i <= n; i++) { N = ns[i]; d = 1 - 0.8 ^ N
     printf "| %d | %.3f | %.2f | %s, %.2g | %s, %.2g |\n", N, d, 2 * d, rf[N, "tagc"], err[N, "tagc"],
            rf[N, "tagc-batched"], err[N, "tagc-batched"] }
-  print "\n\\* Recovered fraction of the one unit the report names (the first at the highest load: wte, the"
-  print "largest shard); the error is over the whole model."
+  print "\n\\* Recovered fraction of the one unit the report names, the worst-decoded one (at 2 ranks an MLP"
+  print "shard); the error is over the whole model."
 }' "$tmp/paper.json" "$tmp/gpt2.json"
 echo
 
