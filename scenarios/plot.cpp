@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -32,13 +33,14 @@ std::string gnuplot_script(const Scenario& s, const std::vector<Result>& results
     const std::string x = r.point->coordinates.front().second;
     points[name].emplace_back(x, r.step.step_time_s);
     for (const auto& b : results)
-      if (b.point == r.point && b.step.policy == "fsdp" && r.step.step_time_s > 0)
+      if (r.step.policy != "fsdp" && b.point == r.point && b.step.policy == "fsdp" && r.step.step_time_s > 0)
         speedups[name].emplace_back(x, b.step.step_time_s / r.step.step_time_s);
   }
   std::string g;
   g += svg ? "set terminal svg size 1000,420 font 'sans,11'\n" : "set terminal pngcairo size 1000,420 font 'sans,10'\n";
   g += fmt::format("set output {}\n", quoted(out_path));
-  g += "set multiplot layout 1,2 title " + quoted(fmt::format("{}: predicted FSDP step", s.name)) + "\n";
+  g += fmt::format("set multiplot layout 1,{} title {}\n", speedups.empty() ? 1 : 2,
+                   quoted(fmt::format("{}: predicted FSDP step", s.name)));
   g += "set grid\nset key top left\nset style data linespoints\n";
   g += fmt::format("set xlabel {}\n", quoted(s.sweep_keys.front()));
   auto block = [&](const std::map<std::string, std::vector<std::pair<std::string, double>>>& data, const char* ylabel,
@@ -55,7 +57,14 @@ std::string gnuplot_script(const Scenario& s, const std::vector<Result>& results
     }
     return out + plots + "\n" + inline_data;
   };
-  g += block(points, "step time (s)", "step time", true);
+  // Log scale only where the curve spans more than a decade; else it flattens the differences.
+  double lo = 0, hi = 0;
+  for (const auto& [name, pts] : points)
+    for (const auto& pt : pts) {
+      lo = lo == 0 ? pt.second : std::min(lo, pt.second);
+      hi = std::max(hi, pt.second);
+    }
+  g += block(points, "step time (s)", "step time", lo > 0 && hi / lo > 10);
   if (!speedups.empty()) g += block(speedups, "speedup over fsdp", "speedup over plain FSDP", false);
   g += "unset multiplot\n";
   return g;
@@ -63,7 +72,7 @@ std::string gnuplot_script(const Scenario& s, const std::vector<Result>& results
 
 void plot(const Scenario& s, const std::vector<Result>& results, const std::string& out_path) {
   const std::string script = gnuplot_script(s, results, out_path);
-  FILE* p = popen("gnuplot 2>&1", "w");
+  FILE* p = popen("gnuplot 1>&2", "w");  // its messages go to stderr, never into a report on stdout
   if (!p) throw InputError("--plot: cannot run gnuplot (install gnuplot-nox)");
   std::fwrite(script.data(), 1, script.size(), p);
   if (pclose(p) != 0) throw InputError(fmt::format("--plot: gnuplot failed to draw '{}'", out_path));

@@ -1,4 +1,5 @@
 // Scenario files: what they parse into, sweeps, and one test per kind of bad input.
+#include "scenarios/plot.hpp"
 #include "scenarios/report.hpp"
 #include "scenarios/scenario.hpp"
 
@@ -131,4 +132,17 @@ TEST_CASE("a scenario that does not fit in GPU memory says so, with the numbers"
   const auto table = format_results(s, results, Format::Table);
   CHECK(table.find("! does not fit in GPU memory: needs up to") != std::string::npos);
   CHECK(format_results(s, results, Format::Json).find("\"fits_in_memory\": false") != std::string::npos);
+}
+
+TEST_CASE("a sweep plots as one curve per policy along the first swept key") {
+  const auto s = parse("policies: [fsdp, tagc-batched]\nsweep:\n  cluster.nodes: [1, 2]\n");
+  const auto results = run(s);
+  const auto g = gnuplot_script(s, results, "out.png");
+  CHECK(g.find("set output \"out.png\"") != std::string::npos);
+  CHECK(g.find("set xlabel \"cluster.nodes\"") != std::string::npos);
+  CHECK(g.find("title \"fsdp\"") != std::string::npos);
+  CHECK(g.find("title \"tagc-batched\"") != std::string::npos);
+  CHECK(g.find("speedup over plain FSDP") != std::string::npos);
+  CHECK_THROWS_WITH_AS(gnuplot_script(parse(""), run(parse("")), "x.png"), doctest::Contains("--plot needs a 'sweep:'"),
+                       InputError);
 }
