@@ -174,9 +174,10 @@ const Input& Input::expect_keys(const std::vector<std::string>& allowed) const {
     auto key = kv.first.as<std::string>();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string p = path_.empty() ? key : path_ + "." + key;
-      throw InputError(fmt::format("{}:{}: {}: unknown key{}; expected one of: {}", *file_,
-                                   kv.first.Mark().line + 1, p, did_you_mean(key, allowed),
-                                   join(allowed)));
+      // A key added by a sweep has no place in the file; then the map's own line stands in.
+      const int at = kv.first.Mark().line >= 0 ? kv.first.Mark().line + 1 : line();
+      throw InputError(fmt::format("{}:{}: {}: unknown key{}; expected one of: {}", *file_, at, p,
+                                   did_you_mean(key, allowed), join(allowed)));
     }
   }
   return *this;

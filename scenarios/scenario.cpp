@@ -152,7 +152,18 @@ Scenario parse_scenario(const std::string& text, const std::string& source_name)
       set_path(copy, axes[a].first, v.raw(), axes[a].second);
       p.coordinates.emplace_back(axes[a].first, scalar_text(v.raw()));
     }
-    Point parsed = load_point(Input::wrap(copy, source_name));
+    Point parsed;
+    try {
+      parsed = load_point(Input::wrap(copy, source_name));
+    } catch (const InputError& e) {
+      // Point at the swept key that the complaint is about, if any: its line is in the file.
+      std::string point;
+      for (const auto& [k, v] : p.coordinates) point += fmt::format("{}{}={}", point.empty() ? "" : ", ", k, v);
+      for (const auto& [key, values] : axes)
+        if (std::string(e.what()).find(key) != std::string::npos)
+          throw InputError(fmt::format("{}: at sweep point {}: {}", values.where(), point, e.what()));
+      throw;
+    }
     parsed.coordinates = std::move(p.coordinates);
     s.points.push_back(std::move(parsed));
     std::size_t a = axes.size();

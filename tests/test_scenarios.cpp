@@ -146,3 +146,11 @@ TEST_CASE("a sweep plots as one curve per policy along the first swept key") {
   CHECK_THROWS_WITH_AS(gnuplot_script(parse(""), run(parse("")), "x.png"), doctest::Contains("--plot needs a 'sweep:'"),
                        InputError);
 }
+
+TEST_CASE("bad input in a sweep names the swept key's line and the point") {
+  CHECK_THROWS_WITH_AS(parse("sweep:\n  cluster.nodez: [2, 4]\n"),
+                       doctest::Contains("t.yaml:8: sweep.cluster.nodez: at sweep point cluster.nodez=2:"), InputError);
+  CHECK_THROWS_WITH_AS(parse("sweep:\n  cluster.nodes: [2, -4]\n"),
+                       doctest::Contains("at sweep point cluster.nodes=-4: t.yaml:8: cluster.nodes: expected an integer >= 1"),
+                       InputError);
+}
