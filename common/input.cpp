@@ -251,6 +251,13 @@ std::int64_t Input::as_int_at_least(std::int64_t min) const {
   return v;
 }
 
+int Input::as_int_between(int min, int max) const {
+  const auto v = as_int();
+  if (v < min) fail(fmt::format("expected an integer >= {}, got {}", min, v));
+  if (v > max) fail(fmt::format("expected an integer <= {}, got {}", max, v));
+  return int(v);
+}
+
 double Input::as_positive() const {
   double v = as_double();
   if (!(v > 0)) fail(fmt::format("expected a positive number, got {}", scalar_text()));

@@ -62,6 +62,7 @@ class Input {
   std::int64_t as_int() const;
   // Integers and doubles with range checks; the message says the range.
   std::int64_t as_int_at_least(std::int64_t min) const;
+  int as_int_between(int min, int max) const;  // inclusive; fits an int
   double as_positive() const;             // > 0
   double as_non_negative() const;         // >= 0
   double as_fraction() const;             // [0, 1]

@@ -95,19 +95,19 @@ sim::Training load_training(const Input& in) {
   }
   if (auto v = in.find("hybrid_shard_gpus")) {
     if (t.sharding != sim::Sharding::HybridShard) v->fail("only meaningful with sharding: hybrid_shard");
-    t.hybrid_shard_gpus = int(v->as_int_at_least(1));
+    t.hybrid_shard_gpus = v->as_int_between(1, 1 << 24);
   }
   if (auto v = in.find("wrap"))
     t.wrap = v->as_choice({"block", "size"}) == "block" ? models::WrapPolicy::Block : models::WrapPolicy::Size;
-  if (auto v = in.find("micro_batch")) t.micro_batch = int(v->as_int_at_least(1));
-  if (auto v = in.find("seq_len")) t.seq_len = int(v->as_int_at_least(1));
-  if (auto v = in.find("grad_accumulation")) t.grad_accumulation = int(v->as_int_at_least(1));
+  if (auto v = in.find("micro_batch")) t.micro_batch = v->as_int_between(1, 1 << 20);
+  if (auto v = in.find("seq_len")) t.seq_len = v->as_int_between(1, 1 << 24);
+  if (auto v = in.find("grad_accumulation")) t.grad_accumulation = v->as_int_between(1, 1 << 16);
   if (auto v = in.find("no_sync")) t.no_sync = v->as_bool();
   if (auto v = in.find("param_dtype")) t.param_dtype = load_dtype(*v);
   if (auto v = in.find("reduce_dtype")) t.reduce_dtype = load_dtype(*v);
   if (auto v = in.find("activation_checkpointing")) t.activation_checkpointing = v->as_bool();
   if (auto v = in.find("tf32")) t.tf32 = v->as_bool();
-  if (auto v = in.find("limit_all_gathers")) t.max_inflight_all_gathers = int(v->as_int_at_least(1));
+  if (auto v = in.find("limit_all_gathers")) t.max_inflight_all_gathers = v->as_int_between(1, 1 << 16);
   if (auto v = in.find("backward_prefetch")) {
     const auto s = v->as_choice({"pre", "post", "none"});
     t.backward_prefetch = s == "pre"    ? sim::BackwardPrefetch::Pre

@@ -48,3 +48,11 @@ TEST_CASE("did-you-mean prefers a prefix of three letters or more, then at most 
 TEST_CASE("invalid YAML names its line") {
   CHECK_THROWS_WITH_AS(Input::load_string("a: [1, 2\nb: 3\n", "t.yaml"), doctest::Contains("t.yaml:"), InputError);
 }
+
+TEST_CASE("integers that must fit say their range") {
+  CHECK(value("12").as_int_between(1, 100) == 12);
+  CHECK_THROWS_WITH_AS(value("0").as_int_between(1, 100), doctest::Contains("expected an integer >= 1, got 0"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(value("99999999999").as_int_between(1, 100),
+                       doctest::Contains("expected an integer <= 100, got 99999999999"), InputError);
+}

@@ -245,9 +245,9 @@ Cluster load_cluster(const Input& in) {
     c = preset(name);
   }
   r.opt(in, "name", "name", [&](const Input& v) { c.name = v.as_string(); });
-  r.opt(in, "nodes", "nodes", [&](const Input& v) { c.nodes = static_cast<int>(v.as_int_at_least(1)); });
+  r.opt(in, "nodes", "nodes", [&](const Input& v) { c.nodes = v.as_int_between(1, 1 << 17); });
   r.opt(in, "gpus_per_node", "gpus_per_node",
-        [&](const Input& v) { c.gpus_per_node = static_cast<int>(v.as_int_at_least(1)); });
+        [&](const Input& v) { c.gpus_per_node = v.as_int_between(1, 1024); });
   if (!has_preset) (void)in["gpu"];
   if (auto g = in.find("gpu")) c.gpu = r.device(*g, c.gpu, has_preset, "gpu.");
 
@@ -268,7 +268,7 @@ Cluster load_cluster(const Input& in) {
   if (auto m = in.find("nics")) {
     m->expect_keys({"count", "bandwidth", "latency", "efficiency"});
     r.opt(*m, "count", "nics.count",
-          [&](const Input& v) { c.nics.count = static_cast<int>(v.as_int_at_least(0)); });
+          [&](const Input& v) { c.nics.count = v.as_int_between(0, 1024); });
     r.opt(*m, "bandwidth", "nics.bandwidth", [&](const Input& v) { c.nics.bandwidth = v.as_bandwidth(); });
     r.opt(*m, "latency", "nics.latency", [&](const Input& v) { c.nics.latency = v.as_seconds(); });
     r.opt(*m, "efficiency", "nics.efficiency", [&](const Input& v) { c.nics.efficiency = v.as_double(); });
@@ -282,9 +282,9 @@ Cluster load_cluster(const Input& in) {
                                           : Fabric::Kind::SingleSwitch;
     });
     r.opt(*m, "nodes_per_leaf", "fabric.nodes_per_leaf",
-          [&](const Input& v) { c.fabric.nodes_per_leaf = static_cast<int>(v.as_int_at_least(1)); });
+          [&](const Input& v) { c.fabric.nodes_per_leaf = v.as_int_between(1, 1 << 17); });
     r.opt(*m, "leaves_per_pod", "fabric.leaves_per_pod",
-          [&](const Input& v) { c.fabric.leaves_per_pod = static_cast<int>(v.as_int_at_least(1)); });
+          [&](const Input& v) { c.fabric.leaves_per_pod = v.as_int_between(1, 1 << 17); });
     r.opt(*m, "oversubscription", "fabric.oversubscription",
           [&](const Input& v) { c.fabric.oversubscription = v.as_double(); });
     r.opt(*m, "switch_latency", "fabric.switch_latency",
