@@ -31,11 +31,12 @@ int run(const RunOptions& o) {
   const auto scenario = scenarios::load_scenario(o.scenario);
   const auto results = scenarios::run(scenario);
   const std::string text = scenarios::format_results(scenario, results, format);
+  // Drawn first, so that a scenario that cannot be plotted fails before printing a report.
+  if (!o.plot.empty()) scenarios::plot(scenario, results, o.plot);
   if (o.out.empty())
     fmt::print("{}", text);
   else
     write_file(o.out, text, "--out");
-  if (!o.plot.empty()) scenarios::plot(scenario, results, o.plot);
   if (!o.trace.empty() && !results.empty()) {
     // One trace per result; the first keeps the name given.
     for (std::size_t i = 0; i < results.size(); ++i) {
