@@ -146,11 +146,11 @@ Scenario parse_scenario(const std::string& text, const std::string& source_name)
   for (;;) {
     YAML::Node copy = YAML::Clone(doc.raw());
     copy.remove("sweep");
-    Point p;
+    std::vector<std::pair<std::string, std::string>> coordinates;
     for (std::size_t a = 0; a < axes.size(); ++a) {
       const Input v = axes[a].second.at(index[a]);
       set_path(copy, axes[a].first, v.raw(), axes[a].second);
-      p.coordinates.emplace_back(axes[a].first, scalar_text(v.raw()));
+      coordinates.emplace_back(axes[a].first, scalar_text(v.raw()));
     }
     Point parsed;
     try {
@@ -158,13 +158,13 @@ Scenario parse_scenario(const std::string& text, const std::string& source_name)
     } catch (const InputError& e) {
       // Point at the swept key that the complaint is about, if any: its line is in the file.
       std::string point;
-      for (const auto& [k, v] : p.coordinates) point += fmt::format("{}{}={}", point.empty() ? "" : ", ", k, v);
+      for (const auto& [k, v] : coordinates) point += fmt::format("{}{}={}", point.empty() ? "" : ", ", k, v);
       for (const auto& [key, values] : axes)
         if (std::string(e.what()).find(key) != std::string::npos)
           throw InputError(fmt::format("{}: at sweep point {}: {}", values.where(), point, e.what()));
       throw;
     }
-    parsed.coordinates = std::move(p.coordinates);
+    parsed.coordinates = std::move(coordinates);
     s.points.push_back(std::move(parsed));
     std::size_t a = axes.size();
     while (a > 0 && ++index[a - 1] == axes[a - 1].second.size()) index[--a] = 0;
