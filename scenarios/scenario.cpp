@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -74,7 +75,14 @@ Point load_point(const Input& doc) {
   p.setup = sim::make_setup(p.setup.model, c, t);
   p.policies = load_policies(doc);
   for (const auto& pol : p.policies) {
-    auto w = sim::check_policy(pol, p.setup.shard_group.ranks(), doc.file());
+    // The damage of a lossy index is judged on the smallest piece the policy decodes.
+    double smallest = 0;
+    for (const auto& u : p.setup.units) {
+      if (!sim::unit_policy(pol, u)) continue;
+      const double piece = pol.kind == sim::PolicyKind::Lhc ? double(u.params) : double(u.params) / p.setup.shard_size();
+      smallest = smallest == 0 ? piece : std::min(smallest, piece);
+    }
+    auto w = sim::check_policy(pol, p.setup.shard_group.ranks(), doc.file(), smallest);
     p.warnings.insert(p.warnings.end(), w.begin(), w.end());
   }
   return p;

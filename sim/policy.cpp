@@ -55,7 +55,8 @@ std::string describe(const Selection& s) {
   return "";
 }
 
-std::vector<std::string> check_policy(const Policy& p, int ranks, const std::string& where) {
+std::vector<std::string> check_policy(const Policy& p, int ranks, const std::string& where,
+                                      double decoded_elements) {
   std::vector<std::string> warnings;
   if (p.kind == PolicyKind::Fsdp) return warnings;
   if (!(p.ratio > 1))
@@ -69,8 +70,7 @@ std::vector<std::string> check_policy(const Policy& p, int ranks, const std::str
                                  "{} (use 8bit-max)",
                                  where, p.label, kernels::kMaxRanks4BitSum, ranks));
   if (p.index == E::Bit1Sum && ranks > 1) {
-    const auto q = kernels::estimate_quality(
-        {.ranks = ranks, .sparsity = p.sparsity, .overlap = p.overlap, .ratio = p.ratio, .encoding = p.index});
+    const auto q = unit_quality(p, ranks, decoded_elements);
     warnings.push_back(fmt::format(
         "policy {}: the 1-bit SUM index is lossy over {} ranks: where two ranks flag the same element the byte "
         "sum carries into the neighbouring flag, so real gradient values are dropped or invented; expected "

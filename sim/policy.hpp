@@ -70,7 +70,9 @@ kernels::QualityEstimate unit_quality(const Policy& unit_settings, int ranks, do
 // Checks the settings against the cluster: ratio > 1, sparsity in [0,1),
 // index encodings that overflow at this rank count. Returns warnings (the
 // lossy 1-bit SUM index) and throws InputError for impossible settings.
-std::vector<std::string> check_policy(const Policy& p, int ranks, const std::string& where);
+// `decoded_elements`: the smallest piece decoded (0: a large one), for the damage estimate.
+std::vector<std::string> check_policy(const Policy& p, int ranks, const std::string& where,
+                                      double decoded_elements = 0);
 
 // The kernel timings used by compressing policies: a measured bench JSON for
 // the device's family (calibrate/profiles/kernels-cuda-<family>*.json, written
