@@ -79,7 +79,7 @@ Point load_point(const Input& doc) {
     double smallest = 0;
     for (const auto& u : p.setup.units) {
       if (!sim::unit_policy(pol, u)) continue;
-      const double piece = pol.kind == sim::PolicyKind::Lhc ? double(u.params) : double(u.params) / p.setup.shard_size();
+      const double piece = sim::decoded_elements(pol, p.setup, u);
       smallest = smallest == 0 ? piece : std::min(smallest, piece);
     }
     auto w = sim::check_policy(pol, p.setup.shard_group.ranks(), doc.file(), smallest);

@@ -152,6 +152,11 @@ double sparsify_seconds(const Policy& p, const kernels::KernelProfile& kp, doubl
   return kp.seconds(p.exact_topk ? kernels::Stage::SparsifyTopk : kernels::Stage::SparsifyBisect, n, p.index);
 }
 
+// Sparsify (with error feedback) then create the index, over n elements.
+double prepare_seconds(const Policy& p, const kernels::KernelProfile& kp, double n) {
+  return sparsify_seconds(p, kp, n) + kp.seconds(kernels::Stage::IndexCreate, n, p.index);
+}
+
 // Peeling runs rounds until nothing peels; how many, the quality model's
 // measurements say (each round is its own launches and a host read).
 double decode_seconds(const kernels::KernelProfile& kp, const Policy& p, double n, double rounds) {
@@ -175,11 +180,9 @@ kernels::QualityEstimate unit_quality(const Policy& p, int ranks, double decoded
   return it->second;
 }
 
-namespace {
 double decoded_elements(const Policy& p, const StepSetup& setup, const models::FsdpUnit& u) {
   return p.kind == PolicyKind::Lhc ? double(u.params) : double(u.params) / setup.shard_size();
 }
-}  // namespace
 
 std::optional<Policy> unit_policy(const Policy& p, const models::FsdpUnit& u) {
   if (p.kind == PolicyKind::Fsdp) return std::nullopt;
@@ -219,7 +222,7 @@ int tagc_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   const int N = setup.shard_size();
   const auto& g = setup.shard_group;
   const auto& c = setup.cluster;
-  const double prep = sparsify_seconds(p, kp, sh.shard) + kp.seconds(kernels::Stage::IndexCreate, sh.shard, p.index);
+  const double prep = prepare_seconds(p, kp, sh.shard);
   const double pack = kp.seconds(kernels::Stage::IndexRead, sh.shard, p.index) +
                       kp.seconds(kernels::Stage::Compress, sh.shard, p.index);
   const auto index_ar = plan_collective(c, CollectiveOp::AllReduce,
@@ -254,7 +257,7 @@ int batched_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   const int N = setup.shard_size();
   const auto& g = setup.shard_group;
   const auto& c = setup.cluster;
-  const double prep = sparsify_seconds(p, kp, sh.elements) + kp.seconds(kernels::Stage::IndexCreate, sh.elements, p.index);
+  const double prep = prepare_seconds(p, kp, sh.elements);
   const int k1 = s.add(kernel_task("batched sparsify+index " + unit.name, u, prep, {grad_ready}));
   const auto index_rs = plan_collective(c, CollectiveOp::ReduceScatter,
                                         std::ceil(N * sh.whole_blocks * kernels::index_bytes_per_element(p.index)), g);
@@ -278,8 +281,7 @@ int lhc_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   const auto sh = shape_of(setup, u);
   const auto& g = setup.shard_group;
   const auto& c = setup.cluster;
-  const double prep = sparsify_seconds(p, kp, sh.elements) + kp.seconds(kernels::Stage::IndexCreate, sh.elements, p.index) +
-                      kp.seconds(kernels::Stage::IndexRead, sh.elements, p.index) +
+  const double prep = prepare_seconds(p, kp, sh.elements) + kp.seconds(kernels::Stage::IndexRead, sh.elements, p.index) +
                       kp.seconds(kernels::Stage::Compress, sh.elements, p.index);
   const int k = s.add(kernel_task("lhc index+sketch " + unit.name, u, prep, {grad_ready}));
   const auto index_ar =

@@ -66,6 +66,8 @@ std::optional<Policy> unit_policy(const Policy& p, const models::FsdpUnit& u);
 // pieces of `decoded_elements` (a shard; the whole unit under LHC): small
 // pieces have few sketch rows and peel worse.
 kernels::QualityEstimate unit_quality(const Policy& unit_settings, int ranks, double decoded_elements);
+// The piece of unit `u` one rank decodes under `p`: its shard, or the whole unit under LHC.
+double decoded_elements(const Policy& p, const StepSetup& setup, const models::FsdpUnit& u);
 
 // Checks the settings against the cluster: ratio > 1, sparsity in [0,1),
 // index encodings that overflow at this rank count. Returns warnings (the
