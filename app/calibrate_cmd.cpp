@@ -114,7 +114,7 @@ std::vector<std::string> describe(const PublishedGroup& g) {
   std::vector<std::string> d = {
       fmt::format("{}: {} points, {} on {} ({} node(s)), intra: {}{}", g.name, g.points.size(), g.collective, g.gpu,
                   g.nodes, g.intra_node, g.inter_node.empty() ? "" : ", inter: " + g.inter_node),
-      "source: " + g.source + " (via shared/validation/published_measurements.yaml)",
+      "source: " + g.source + " (via validation/data/published_measurements.yaml)",
       "time column: " + g.measurement};
   if (!g.algorithm_note.empty()) d.push_back("published note: " + g.algorithm_note);
   return d;
@@ -146,7 +146,9 @@ int run_validate(const Options& o) {
     ErrorSummary preset, fitted;
   };
   std::vector<Row> rows;
-  fmt::print("# Collective model vs published nccl-tests tables ({})\n", file);
+  // The shipped tables are named as the repository does, so the output is the same on every machine.
+  fmt::print("# Collective model vs published nccl-tests tables ({})\n",
+             o.data.empty() ? "validation/data/published_measurements.yaml, shipped" : file);
   fmt::print("# error = model / measured time - 1 (= measured / model busbw - 1). 'preset': the cluster preset\n"
              "# as it stands; 'fitted': after `tagcsim calibrate published --group NAME` (in-sample).\n");
   for (const auto& g : groups) {
@@ -207,12 +209,12 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   auto* pub = cal->add_subcommand("published", "Fit to one published nccl-tests table");
   pub->add_option("--group", o->group, "Table name, as `tagcsim calibrate validate` lists them")->required();
   pub->add_option("--cluster", o->cluster, "Base cluster (default: the preset matching the table's hardware)");
-  pub->add_option("--data", o->data, "Published measurements YAML (default: shared/validation/...)");
+  pub->add_option("--data", o->data, "Published measurements YAML (default: the shipped validation/data/published_measurements.yaml)");
   add_fit_flags(pub, *o);
   pub->callback([o, &exit_code] { exit_code = run_published(*o); });
 
   auto* val = cal->add_subcommand("validate", "Model vs every published nccl-tests table, before and after fitting");
-  val->add_option("--data", o->data, "Published measurements YAML (default: shared/validation/...)");
+  val->add_option("--data", o->data, "Published measurements YAML (default: the shipped validation/data/published_measurements.yaml)");
   val->callback([o, &exit_code] { exit_code = run_validate(*o); });
 }
 

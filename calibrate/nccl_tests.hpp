@@ -1,5 +1,5 @@
 // Collective timings to calibrate against: nccl-tests stdout, and the published
-// nccl-tests tables of /work/shared/validation/published_measurements.yaml.
+// nccl-tests tables shipped in validation/data/published_measurements.yaml.
 //
 // Both become Points: one collective of one size on one layout of ranks, with
 // the time nccl-tests measured. The fit (calibrate/fit.hpp) only needs these.
@@ -65,7 +65,7 @@ std::vector<PublishedGroup> load_published(const std::string& path);
 // "{preset: dgx-a100-ib200, nodes: 1}"; empty when no preset matches.
 std::string published_base_cluster(const PublishedGroup& g);
 
-// The default location of the published measurements (TAGCSIM_SOURCE_DIR/../shared/...).
+// The shipped published measurements: <source tree>/validation/data/published_measurements.yaml.
 std::string default_published_path();
 
 }  // namespace tagcsim::calibrate

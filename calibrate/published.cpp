@@ -1,4 +1,4 @@
-// The published nccl-tests tables (/work/shared/validation/published_measurements.yaml) -> Points,
+// The published nccl-tests tables (validation/data/published_measurements.yaml) -> Points,
 // grouped into the tables they were copied from.
 #include "calibrate/nccl_tests.hpp"
 
@@ -97,9 +97,7 @@ Measured read_measured(const Input& m, std::optional<sim::CollectiveOp> op, int 
 }  // namespace
 
 std::string default_published_path() {
-  return (std::filesystem::path(TAGCSIM_SOURCE_DIR) / ".." / "shared" / "validation" / "published_measurements.yaml")
-      .lexically_normal()
-      .string();
+  return (std::filesystem::path(TAGCSIM_SOURCE_DIR) / "validation" / "data" / "published_measurements.yaml").string();
 }
 
 std::vector<PublishedGroup> load_published(const std::string& path) {

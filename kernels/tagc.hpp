@@ -1,5 +1,5 @@
 // TAGC's compression pipeline: one C++ API, two back ends (CPU reference and
-// CUDA). See kernels/README.md and /work/shared/design/tagc-algorithm.md.
+// CUDA). See kernels/README.md and docs/tagc-algorithm.md.
 //
 // Every stage is a method of Engine and works on memory that the engine owns
 // (host memory for the CPU back end, device memory for CUDA), so one driver

@@ -4,7 +4,7 @@
 // run the same graph in lock-step, so their computations need no separate
 // actors. What differs between nodes is the network, so every collective's
 // network phase is one flow per ring hop between nodes (one fluid phase, as
-// in shared/design/simgrid-3.32-notes.md), and SimGrid's max-min sharing
+// in docs/simgrid-notes.md), and SimGrid's max-min sharing
 // decides how concurrent collectives slow each other down.
 //
 // SimGrid allows one engine per process, so each replay runs in a forked

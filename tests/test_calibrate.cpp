@@ -15,7 +15,8 @@ using sim::CollectiveOp;
 
 namespace {
 
-const std::string kPublished = TAGCSIM_SOURCE_DIR "/../shared/validation/published_measurements.yaml";
+// The default data path: the tables shipped in the repository (validation/data/), nothing outside it.
+const std::string kPublished = default_published_path();
 
 // Two hosts x two GPUs, as nccl-tests >= 2.13 prints it (trimmed).
 const char* kLog = R"(# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21903
@@ -208,6 +209,7 @@ TEST_CASE("a profile reads back as the fitted cluster") {
 }
 
 TEST_CASE("the published nccl tables load, grouped per benchmark run") {
+  CHECK(kPublished == std::string(TAGCSIM_SOURCE_DIR) + "/validation/data/published_measurements.yaml");
   const auto groups = load_published(kPublished);
   REQUIRE(groups.size() == 6);
   CHECK(groups[0].name == "nccl-a100-1n-mleng-allreduce");

@@ -86,3 +86,10 @@ TEST_CASE("tagcsim collective prints time, algbw and busbw the nccl-tests way") 
   CHECK(o.output.find("busbw GB/s") != std::string::npos);
   CHECK(o.output.find("1073741824") != std::string::npos);
 }
+
+TEST_CASE("calibrate validate runs on the shipped tables without --data") {
+  const auto o = tagcsim("calibrate validate");
+  CHECK(o.code == 0);
+  CHECK(o.output.find("nccl-a100-1n-mleng-allreduce") != std::string::npos);
+  CHECK(o.output.find("not found") == std::string::npos);
+}

@@ -27,7 +27,7 @@ struct Platform {
 };
 
 // SimGrid settings that suit GPU fabrics: CM02 without TCP's latency and
-// bandwidth corrections (see shared/design/simgrid-3.32-notes.md, section 3).
+// bandwidth corrections (see docs/simgrid-notes.md).
 void configure_engine(simgrid::s4u::Engine& engine);
 
 Platform build_platform(simgrid::s4u::Engine& engine, const Cluster& cluster);

@@ -1,5 +1,5 @@
 // Device and cluster presets. Every number names its source in `source`: a datasheet, or an
-// entry of /work/shared/validation/published_measurements.yaml (cited by its id), or says
+// entry of validation/data/published_measurements.yaml (cited by its id), or says
 // plainly that it is assumed. Efficiencies are derived as measured / peak, written out.
 #include <fmt/format.h>
 
