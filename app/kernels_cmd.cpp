@@ -64,6 +64,7 @@ void write_file(const std::string& path, const std::string& text) {
 
 struct BenchArgs {
   std::string backend = "cpu", sizes = "64KiB,1MiB,16MiB,256MiB,1GiB", json, format = "table", bandwidth;
+  std::string topk_histogram = "warp";
   int repeats = 0, warmup = -1;
 };
 
@@ -77,12 +78,14 @@ void run_bench(const BenchArgs& a, const std::string& program, int& exit_code) {
   o.repeats = a.repeats;
   o.warmup = a.warmup;
   if (!a.bandwidth.empty()) o.bandwidth = parse_bandwidth(a.bandwidth, "--bandwidth");
+  o.topk_histogram = k::parse_topk_histogram(a.topk_histogram, "--topk-histogram");
   if (a.format != "table" && a.format != "json")
     throw InputError(fmt::format("--format: expected table or json, got '{}'", a.format));
   o.command = fmt::format("{} kernels bench --backend {} --sizes {}", program, a.backend, a.sizes);
   if (a.repeats) o.command += fmt::format(" --repeats {}", a.repeats);
   if (a.warmup >= 0) o.command += fmt::format(" --warmup {}", a.warmup);
   if (!a.bandwidth.empty()) o.command += fmt::format(" --bandwidth '{}'", a.bandwidth);
+  if (a.topk_histogram != "warp") o.command += " --topk-histogram " + a.topk_histogram;
   if (!a.json.empty()) o.command += " --json " + a.json;
   o.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   k::BenchReport r;
@@ -184,6 +187,9 @@ void add_kernels_command(CLI::App& app, int& exit_code) {
   bench->add_option("--repeats", ba->repeats, "Timed runs per point (0: automatic)")->capture_default_str();
   bench->add_option("--warmup", ba->warmup, "Untimed runs first (-1: automatic)")->capture_default_str();
   bench->add_option("--bandwidth", ba->bandwidth, "Reference memory bandwidth, e.g. '4.8 TB/s' (default: device peak)");
+  bench->add_option("--topk-histogram", ba->topk_histogram,
+                    "CUDA top-k histograms: warp (per-warp, __match_any_sync) or shared (one per block)")
+      ->capture_default_str();
   bench->add_option("--json", ba->json, "Also write the JSON profile to FILE");
   bench->add_option("--format", ba->format, "table or json (stdout)")->capture_default_str();
   bench->callback([ba, &app, &exit_code] { run_bench(*ba, program_name(app), exit_code); });

@@ -87,11 +87,14 @@ std::string human_bytes(double b) {
 }  // namespace
 
 BenchReport run_bench(const BenchOptions& o) {
-  auto engine = make_engine(o.backend);
+  EngineOptions eo;
+  eo.topk_histogram = o.topk_histogram;
+  auto engine = make_engine(o.backend, eo);
   Engine& e = *engine;
   BenchReport rep;
   rep.device = e.device_name();
   rep.backend = to_string(o.backend);
+  rep.topk_histogram = o.backend == Backend::Cuda ? to_string(o.topk_histogram) : "-";
   rep.command = o.command;
   rep.date = utc_now();
   Timer timer(e, o);
@@ -205,7 +208,8 @@ std::string bench_json(const BenchReport& r) {
                    q(r.memory_bandwidth_basis));
   j += fmt::format("  \"measured_copy_bandwidth\": {:.6g},\n", r.copy_bandwidth);
   j += "  \"operating_point\": {\"sparsity\": 0.8, \"union_density\": 0.36, \"ratio\": 2, \"batched_shards\": 8, "
-       "\"decode_load\": 0.72, \"estimate\": \"every flagged element unknown\"},\n";
+       "\"decode_load\": 0.72, \"estimate\": \"every flagged element unknown\", ";
+  j += fmt::format("\"topk_histogram\": {}}},\n", q(r.topk_histogram));
   j += "  \"stages\": [";
   bool first_series = true;
   for (std::size_t i = 0; i < r.points.size(); ++i) {
@@ -237,9 +241,11 @@ std::string bench_json(const BenchReport& r) {
 }
 
 std::string bench_table(const BenchReport& r) {
-  std::string t = fmt::format("device: {} ({} back end)\nreference bandwidth: {:.2f} GB/s ({}); measured copy {:.2f} GB/s\n\n",
+  std::string t = fmt::format("device: {} ({} back end)\nreference bandwidth: {:.2f} GB/s ({}); measured copy {:.2f} GB/s\n",
                               r.device, r.backend, r.memory_bandwidth / 1e9, r.memory_bandwidth_basis,
                               r.copy_bandwidth / 1e9);
+  if (r.topk_histogram != "-") t += fmt::format("top-k histogram: {}\n", r.topk_histogram);
+  t += "\n";
   t += fmt::format("{:<10} {:<16} {:<9} {:>12} {:>10} {:>8} {:>5}\n", "size", "stage", "encoding", "median", "GB/s",
                    "of bw", "runs");
   for (const auto& p : r.points)

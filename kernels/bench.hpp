@@ -18,6 +18,7 @@ struct BenchOptions {
   int repeats = 0;         // timed runs per point; 0: CUDA 25, CPU as many as fit in ~0.5 s (>= 1)
   int warmup = -1;         // untimed runs first; -1: CUDA 3, CPU 1 (none where one run takes > 0.25 s)
   double bandwidth = 0;    // bytes/s the fractions refer to; 0: the device's peak (CUDA), measured copy (CPU)
+  TopkHistogram topk_histogram = TopkHistogram::Warp;  // CUDA top-k histograms (sparsify_topk); CPU: no effect
   std::string command;     // recorded in the JSON
   std::function<void(const std::string&)> progress;  // optional: one line per finished point
 };
@@ -34,6 +35,7 @@ struct BenchPoint {
 
 struct BenchReport {
   std::string device, backend, command, date;
+  std::string topk_histogram;          // "warp" or "shared" (CUDA); "-" on the CPU
   double memory_bandwidth = 0;         // reference for the fractions
   std::string memory_bandwidth_basis;  // where it came from
   double copy_bandwidth = 0;           // measured device-to-device copy (read + write bytes / s)

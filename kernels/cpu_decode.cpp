@@ -42,7 +42,8 @@ std::size_t peel_round(float* sketch, std::uint32_t* mapping, const SketchShape&
       if (state[i] != kPeeled) continue;
       for (int k = 0; k < kHashes; ++k) {
         const std::size_t c = std::size_t(bh.row[k]) * kBlock + t;
-        sketch[c] -= apply_sign(out[i], bh.negative[k]);
+        const float x = apply_sign(out[i], !bh.negative[k]);  // minus the signed value
+        if (sketch_contributes(x)) sketch[c] = sketch_add(sketch[c], x);  // the GPU's atomic rule
         mapping[c] -= 1;
       }
       state[i] = kRecovered;

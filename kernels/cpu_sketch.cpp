@@ -8,14 +8,17 @@ namespace tagcsim::kernels::cpu {
 namespace {
 
 // Adds the blocks of one shard into its sketch, block by block and hash by
-// hash: the fixed order makes every counter's rounding reproducible.
+// hash: the fixed order makes every counter's rounding reproducible. Each
+// update follows the GPU atomic's rule (sketch_add: subnormals flushed), so
+// flagged zeros and subnormal gradients leave the counters as on the GPU.
 void sketch_shard(const float* values, const SketchShape& shape, float* sketch, std::uint32_t* mapping) {
   for (std::size_t b = 0; b < shape.blocks; ++b) {
     const BlockHash bh = block_hash(std::uint32_t(b), std::uint32_t(shape.rows));
     const float* v = values + b * kBlock;
     for (int k = 0; k < kHashes; ++k) {
       float* row = sketch + std::size_t(bh.row[k]) * kBlock;
-      for (std::size_t t = 0; t < kBlock; ++t) row[t] += apply_sign(v[t], bh.negative[k]);
+      for (std::size_t t = 0; t < kBlock; ++t)
+        if (sketch_contributes(v[t])) row[t] = sketch_add(row[t], apply_sign(v[t], bh.negative[k]));
       if (mapping) {
         std::uint32_t* mrow = mapping + std::size_t(bh.row[k]) * kBlock;
         for (std::size_t t = 0; t < kBlock; ++t) mrow[t] += float_bits(v[t]) & 1u;

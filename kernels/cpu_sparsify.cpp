@@ -13,18 +13,14 @@ std::uint32_t topk_threshold_key(const float* values, std::size_t n, std::size_t
   // the next 8 bits of the elements that share the prefix chosen so far, then
   // picks the bin holding the keep-th largest.
   std::uint32_t prefix = 0, mask = 0;
-  std::size_t remaining = keep;
+  RadixCount remaining = keep;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    std::array<std::size_t, 256> hist{};
+    std::array<RadixCount, kRadixBins> hist{};
     for (std::size_t i = 0; i < n; ++i) {
       std::uint32_t key = magnitude_key(values[i]);
       if ((key & mask) == prefix) ++hist[(key >> shift) & 0xffu];
     }
-    int bin = 255;
-    for (; bin > 0; --bin) {
-      if (hist[bin] >= remaining) break;
-      remaining -= hist[bin];
-    }
+    const int bin = radix_pick(hist.data(), remaining);
     prefix |= std::uint32_t(bin) << shift;
     mask |= 0xffu << shift;
   }
@@ -35,7 +31,11 @@ SparsifyResult sparsify(const float* grad, float* residual, float* out, std::siz
                         double sparsity, float* threshold) {
   SparsifyResult result;
   const std::size_t keep = topk_keep_count(n, sparsity);  // validates sparsity too
-  for (std::size_t i = 0; i < n; ++i) out[i] = grad[i] + residual[i];
+  if (n == 0) {  // nothing to keep: no probes, and the keep-nothing threshold (as on the GPU)
+    if (threshold) *threshold = bits_float(kKeepNothingKey);
+    return result;
+  }
+  for (std::size_t i = 0; i < n; ++i) out[i] = add_rn(grad[i], residual[i]);
 
   std::uint32_t thr;
   if (method == SparsifyMethod::TopK) {

@@ -97,6 +97,14 @@ std::span<const float> bisect_thresholds() {
   return table;
 }
 
+const char* to_string(TopkHistogram h) { return h == TopkHistogram::Shared ? "shared" : "warp"; }
+
+TopkHistogram parse_topk_histogram(std::string_view text, std::string_view what) {
+  for (auto h : {TopkHistogram::Warp, TopkHistogram::Shared})
+    if (text == to_string(h)) return h;
+  throw InputError(fmt::format("{}: expected warp or shared, got '{}'", what, text));
+}
+
 std::size_t topk_keep_count(std::size_t n, double sparsity) {
   if (!(sparsity >= 0 && sparsity <= 1))
     throw InputError(fmt::format("sparsify: sparsity must be in [0, 1], got {}", sparsity));

@@ -1,6 +1,7 @@
 // The CPU engine, the back-end dispatcher, and the drivers built on stages.
 #include "common/input.hpp"
 #include "kernels/cpu_reference.hpp"
+#include "kernels/rules.hpp"
 #include "kernels/tagc.hpp"
 #if TAGCSIM_HAVE_CUDA
 #include "kernels/cuda/cuda_engine.hpp"
@@ -102,7 +103,7 @@ class CpuEngine final : public Engine {
     return static_cast<std::size_t>(std::count(state, state + n, value));
   }
   void accumulate(float* acc, const float* x, std::size_t n) override {
-    for (std::size_t i = 0; i < n; ++i) acc[i] += x[i];
+    for (std::size_t i = 0; i < n; ++i) acc[i] = add_rn(acc[i], x[i]);
   }
 };
 
@@ -124,11 +125,14 @@ std::string cuda_problem() {
 #endif
 }
 
-std::unique_ptr<Engine> make_engine(Backend b) {
+std::unique_ptr<Engine> make_engine(Backend b) { return make_engine(b, EngineOptions{}); }
+
+std::unique_ptr<Engine> make_engine(Backend b, const EngineOptions& options) {
   if (b == Backend::Cpu) return std::make_unique<CpuEngine>();
 #if TAGCSIM_HAVE_CUDA
-  return cuda::make_engine();
+  return cuda::make_engine(options);
 #else
+  (void)options;
   throw BackendUnavailable("CUDA back end unavailable: " + cuda_problem());
 #endif
 }

@@ -89,6 +89,70 @@ TAGC_HD std::uint8_t aggregate_byte(std::uint8_t a, std::uint8_t b, IndexEncodin
 // Writes the flag into the lowest mantissa bit (perturbs a value by <= 1 ulp).
 TAGC_HD float with_flag(float v, unsigned flag) { return bits_float((float_bits(v) & ~1u) | (flag & 1u)); }
 
+// ---- fp32 arithmetic, one definition for both back ends ----
+//
+// IEEE arithmetic alone does not make the back ends agree bit for bit:
+// - NaN payloads: the GPU writes the canonical NaN (0x7fffffff) for any NaN
+//   result, the CPU propagates an operand's payload. `add_rn` canonicalises
+//   on both sides, so a NaN gradient gives the same bits everywhere and all
+//   NaNs tie in the magnitude order (as the largest keys, above +inf).
+// - Subnormals: fp32 atomics (PTX atom/red.add.f32) flush subnormal inputs and
+//   results to a zero of the same sign; plain adds keep them (we never compile
+//   with -ftz). `sketch_add` is the atomic's rule, and the CPU applies it to
+//   every sketch counter update, so a flagged zero (read index makes it
+//   2^-149) or a subnormal gradient changes no counter on either back end.
+inline constexpr std::uint32_t kCanonicalNaN = 0x7fffffffu;
+
+TAGC_HD bool is_nan_bits(std::uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
+
+TAGC_HD float canonical_nan(float v) { return is_nan_bits(float_bits(v)) ? bits_float(kCanonicalNaN) : v; }
+
+// a + b, rounded to nearest, NaN canonical: error feedback and accumulate.
+TAGC_HD float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return canonical_nan(__fadd_rn(a, b));
+#else
+  return canonical_nan(a + b);
+#endif
+}
+
+// Subnormal (or zero) magnitude: the exponent field is 0.
+TAGC_HD bool is_tiny(float v) { return (float_bits(v) & 0x7f800000u) == 0; }
+
+TAGC_HD float flush_subnormal(float v) { return is_tiny(v) ? bits_float(float_bits(v) & 0x80000000u) : v; }
+
+// Whether adding `x` to a counter can change it. A zero or subnormal `x` is
+// flushed to zero by the atomic, and the counter is never subnormal (every
+// update flushes its result), so skipping the update is exact. Both back
+// ends skip it: the GPU saves an atomic per flagged zero.
+TAGC_HD bool sketch_contributes(float x) { return !is_tiny(x); }
+
+// counter + x exactly as atom.add.f32 computes it: subnormal inputs and
+// result flushed to a zero of their sign, round to nearest, canonical NaN.
+TAGC_HD float sketch_add(float counter, float x) {
+  return flush_subnormal(add_rn(flush_subnormal(counter), flush_subnormal(x)));
+}
+
+// ---- top-k radix select, one definition for both back ends ----
+//
+// Histogram counts are 64-bit on both back ends (a shard of 2^32 or more
+// elements would wrap a 32-bit bin and keep the wrong number of elements).
+using RadixCount = unsigned long long;
+inline constexpr int kRadixBins = 256;
+static_assert(sizeof(RadixCount) == 8, "radix counts must not wrap below 2^64");
+
+// One MSB-first radix step: scanning from the largest bin down, the bin that
+// holds the remaining-th largest key among those counted. `remaining` becomes
+// the rank inside that bin. Bin 0 when the counts run out (keep >= n).
+TAGC_HD int radix_pick(const RadixCount* hist, RadixCount& remaining) {
+  int bin = kRadixBins - 1;
+  for (; bin > 0; --bin) {
+    if (hist[bin] >= remaining) break;
+    remaining -= hist[bin];
+  }
+  return bin;
+}
+
 TAGC_HD float median3(float a, float b, float c) {
   float lo = a < b ? a : b;
   float hi = a < b ? b : a;

@@ -124,7 +124,10 @@ class Engine {
   // elements: Bisect picks the smallest table entry that zeroes at least that
   // fraction (the largest entry if none does); TopK keeps exactly the
   // topk_keep_count() largest magnitudes, plus any ties with the smallest.
-  // `threshold` (nullable, one float) receives the threshold used.
+  // `threshold` (nullable, one float) receives the threshold used. NaN ranks
+  // above +-inf above every finite magnitude, and every NaN result is the
+  // canonical NaN (rules.hpp add_rn). n == 0 does nothing on either back end
+  // (no probes) except write the keep-nothing threshold, +inf.
   virtual SparsifyResult sparsify(const float* grad, float* residual, float* out, std::size_t n,
                                   SparsifyMethod method, double sparsity, float* threshold) = 0;
   // Flag = value != 0, written as index_bytes(n, enc) bytes (1-bit: element i
@@ -138,6 +141,8 @@ class Engine {
   // Overwrites `sketch` (shape.counters() floats) with the count sketch of the
   // blocked part of `values`; if `mapping` is given, also overwrites it with
   // the per-counter count of flagged elements (flag = lowest mantissa bit).
+  // Counter updates follow fp32 atomics on both back ends (rules.hpp
+  // sketch_add): zero and subnormal values add nothing, subnormal sums flush.
   virtual void compress(const float* values, const SketchShape& shape, float* sketch, std::uint32_t* mapping) = 0;
   // Same for `shards` consecutive shards of shape.elements each, in one pass:
   // sketch s lands at sketches + s * shape.counters(). Shard s's blocks are
@@ -176,6 +181,23 @@ class Engine {
 
 // BackendUnavailable when the back end cannot run here.
 std::unique_ptr<Engine> make_engine(Backend);
+
+const char* to_string(TopkHistogram);  // "warp", "shared"
+TopkHistogram parse_topk_histogram(std::string_view text, std::string_view what);
+
+// Knobs of the CUDA back end, for the tests and the bench. The CPU back end
+// has none: it ignores them.
+struct EngineOptions {
+  // Test hook: at most this many blocks per kernel (0: enough to fill the
+  // device). 1 or 2 make every grid-stride loop, per-block re-hash and ballot
+  // loop go round many times on small data.
+  unsigned max_blocks = 0;
+  TopkHistogram topk_histogram = TopkHistogram::Warp;
+  // Test hook: the k-th device resource the engine's constructor acquires
+  // (1 stream, 2 scratch, 3 pinned word) fails with CudaError (0: none).
+  int fail_acquisition = 0;
+};
+std::unique_ptr<Engine> make_engine(Backend, const EngineOptions&);
 
 // An engine allocation of `n` elements of T, released on destruction.
 template <class T>

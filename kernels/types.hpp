@@ -43,6 +43,14 @@ enum class Stage {
 
 enum class SparsifyMethod { Bisect, TopK };
 
+// How the CUDA back end's top-k radix passes build their histograms. Real
+// gradients crowd a few bins of the top 8 magnitude bits, where one
+// shared-memory atomic per element serialises; the bench compares the two.
+enum class TopkHistogram {
+  Warp,    // per-warp sub-histograms; lanes that hit one bin add once (__match_any_sync)
+  Shared,  // one shared-memory histogram per block, one atomic per element (the first version)
+};
+
 // Per-element state of the decoder (one byte each).
 enum DecodeState : std::uint8_t {
   kNotFlagged = 0,  // not in the global index: output 0

@@ -2,6 +2,7 @@
 // host-side launchers each .cu file defines.
 #pragma once
 
+#include "kernels/cuda/launch.hpp"
 #include "kernels/rules.hpp"
 #include "kernels/tagc.hpp"
 
@@ -25,34 +26,34 @@ namespace tagcsim::kernels::cuda {
 #define TAGC_LAUNCHED(kernel) TAGC_CUDA(cudaPeekAtLastError())
 
 // Device scratch shared by the stages of one engine: the radix-select state
-// (so top-k needs no host round trip) and a counter for host reads.
+// (so top-k needs no host round trip) and a counter for host reads. The
+// histogram counts in 64 bits, as the CPU reference does (rules.hpp).
 struct Scratch {
-  unsigned hist[256];
+  RadixCount hist[kRadixBins];
   unsigned prefix;
   unsigned mask;
-  unsigned long long remaining;
+  RadixCount remaining;
   unsigned thr_key;  // magnitude key of the sparsify threshold
   unsigned pad;
   unsigned long long counter;
 };
+static_assert(sizeof(Scratch::hist[0]) == 8, "64-bit top-k histogram counts");
 
 // What every launcher needs: the engine's stream, a grid size that fills the
-// device, its scratch, and a pinned word to read the counter into.
+// device (capped by the max_blocks test hook), its scratch, a pinned word to
+// read the counter into, and the top-k histogram variant.
 struct Ctx {
   cudaStream_t stream;
   int sms;
+  unsigned max_blocks;
+  TopkHistogram histogram;
   Scratch* scratch;
   unsigned long long* pinned;
 };
 
-inline constexpr unsigned kThreads = 256;
-
-// Grid-stride kernels: enough blocks to fill every SM (8 x 256 threads), no more.
+// Grid-stride kernels: see launch.hpp.
 inline unsigned grid_for(std::size_t items, const Ctx& c, unsigned per_block = kThreads) {
-  std::size_t want = (items + per_block - 1) / per_block;
-  std::size_t cap = std::size_t(c.sms) * 8;
-  if (want > cap) want = cap;
-  return unsigned(want ? want : 1);
+  return grid_blocks(items, c.sms, c.max_blocks, per_block);
 }
 
 // Sum over the warp, then one atomic per warp (all 32 lanes must call it).

@@ -2,7 +2,8 @@
 // A round is two launches: phase 1 reads the counters as the round found
 // them and peels; phase 2 subtracts what was peeled. The peel decisions use
 // integer mappings only, so they match the CPU reference exactly; the values
-// differ from it only by the order of the fp32 atomic subtractions.
+// differ from it only by the order of the fp32 atomic subtractions (the CPU
+// applies the atomics' subnormal flushing itself: rules.hpp sketch_add).
 #include "kernels/cuda/common.cuh"
 
 namespace tagcsim::kernels::cuda {
@@ -55,7 +56,10 @@ __global__ void subtract_kernel(float* __restrict__ sketch, std::uint32_t* __res
       const float x = out[i];
       for (int k = 0; k < kHashes; ++k) {
         const std::size_t c = std::size_t(bh.row[k]) * kBlock + t;
-        atomicAdd(&sketch[c], -apply_sign(x, bh.negative[k]));
+        const float minus = apply_sign(x, !bh.negative[k]);
+        // A subnormal or zero x would be flushed by the atomic anyway; the CPU
+        // reference skips it too (rules.hpp sketch_contributes).
+        if (sketch_contributes(minus)) atomicAdd(&sketch[c], minus);
         atomicSub(&mapping[c], 1u);
       }
       state[i] = kRecovered;

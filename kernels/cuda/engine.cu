@@ -2,7 +2,9 @@
 // stages forwarded to the launchers. Constructed only when a device exists.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_engine.hpp"
+#include "kernels/cuda/resources.hpp"
 
+#include <atomic>
 #include <string>
 
 namespace tagcsim::kernels::cuda {
@@ -25,6 +27,17 @@ std::string device_problem() {
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
     cudaGetLastError();
+    // The runtime reports a missing driver as an insufficient one; tell them apart.
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    cudaGetLastError();
+    auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+    if (err == cudaErrorInsufficientDriver && driver == 0)
+      return "no usable CUDA device (no NVIDIA driver: libcuda.so.1 cannot be loaded)";
+    if (err == cudaErrorInsufficientDriver)
+      return "no usable CUDA device (the NVIDIA driver supports CUDA " + version(driver) +
+             ", older than the CUDA runtime " + version(runtime) + " this was built with)";
     return std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorName(err) + ": " +
            cudaGetErrorString(err) + ")";
   }
@@ -34,16 +47,74 @@ std::string device_problem() {
 
 namespace {
 
+std::atomic<long> g_live{0};  // resources held by engines (live_resources)
+
+// The CUDA runtime as EngineResources' policy (resources.hpp).
+struct CudaApi {
+  using Stream = cudaStream_t;
+  static Stream create_stream() {
+    cudaStream_t s = nullptr;
+    TAGC_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    ++g_live;
+    return s;
+  }
+  static void destroy_stream(Stream s) noexcept {
+    cudaStreamDestroy(s);
+    --g_live;
+  }
+  static void* device_alloc(std::size_t bytes) {
+    void* p = nullptr;
+    TAGC_CUDA(cudaMalloc(&p, bytes));
+    ++g_live;
+    return p;
+  }
+  static void device_free(void* p) noexcept {
+    cudaFree(p);
+    --g_live;
+  }
+  static void* host_alloc(std::size_t bytes) {
+    void* p = nullptr;
+    TAGC_CUDA(cudaMallocHost(&p, bytes));
+    ++g_live;
+    return p;
+  }
+  static void host_free(void* p) noexcept {
+    cudaFreeHost(p);
+    --g_live;
+  }
+  [[noreturn]] static void fail(const std::string& what) { throw CudaError("CUDA error: " + what); }
+};
+
+// A CUDA event pair, destroyed whatever happens between.
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EventPair() {
+    TAGC_CUDA(cudaEventCreate(&start));
+    try {
+      TAGC_CUDA(cudaEventCreate(&stop));
+    } catch (...) {
+      cudaEventDestroy(start);
+      throw;
+    }
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+  ~EventPair() {
+    cudaEventDestroy(stop);
+    cudaEventDestroy(start);
+  }
+};
+
 class CudaEngine final : public Engine {
  public:
-  CudaEngine() {
-    TAGC_CUDA(cudaSetDevice(0));
-    TAGC_CUDA(cudaGetDeviceProperties(&prop_, 0));
-    TAGC_CUDA(cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking));
+  explicit CudaEngine(const EngineOptions& o) : prop_(device_properties()), res_(sizeof(Scratch), sizeof(unsigned long long), o.fail_acquisition) {
+    ctx_.stream = res_.stream();
     ctx_.sms = prop_.multiProcessorCount;
-    TAGC_CUDA(cudaMalloc(&ctx_.scratch, sizeof(Scratch)));
+    ctx_.max_blocks = o.max_blocks;
+    ctx_.histogram = o.topk_histogram;
+    ctx_.scratch = static_cast<Scratch*>(res_.scratch());
+    ctx_.pinned = static_cast<unsigned long long*>(res_.pinned());
     TAGC_CUDA(cudaMemset(ctx_.scratch, 0, sizeof(Scratch)));
-    TAGC_CUDA(cudaMallocHost(&ctx_.pinned, sizeof(unsigned long long)));
     int clock_khz = 0, bus_bits = 0;
     if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, 0) == cudaSuccess &&
         cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0) == cudaSuccess)
@@ -51,11 +122,9 @@ class CudaEngine final : public Engine {
     cudaGetLastError();
   }
   ~CudaEngine() override {
-    // Errors here cannot be reported (destructor); the device is being let go.
+    // Errors here cannot be reported (destructor); the device is being let
+    // go. Work still queued finishes before res_ frees what it uses.
     cudaStreamSynchronize(ctx_.stream);
-    cudaFreeHost(ctx_.pinned);
-    cudaFree(ctx_.scratch);
-    cudaStreamDestroy(ctx_.stream);
   }
 
   Backend backend() const override { return Backend::Cuda; }
@@ -90,23 +159,13 @@ class CudaEngine final : public Engine {
   void zero(void* dst, std::size_t bytes) override { TAGC_CUDA(cudaMemsetAsync(dst, 0, bytes, ctx_.stream)); }
   void synchronize() override { TAGC_CUDA(cudaStreamSynchronize(ctx_.stream)); }
   double time_seconds(const std::function<void()>& work) override {
-    cudaEvent_t start, stop;
-    TAGC_CUDA(cudaEventCreate(&start));
-    TAGC_CUDA(cudaEventCreate(&stop));
+    EventPair ev;
     float ms = 0;
-    try {
-      TAGC_CUDA(cudaEventRecord(start, ctx_.stream));
-      work();
-      TAGC_CUDA(cudaEventRecord(stop, ctx_.stream));
-      TAGC_CUDA(cudaEventSynchronize(stop));
-      TAGC_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    } catch (...) {
-      cudaEventDestroy(start);
-      cudaEventDestroy(stop);
-      throw;
-    }
-    TAGC_CUDA(cudaEventDestroy(start));
-    TAGC_CUDA(cudaEventDestroy(stop));
+    TAGC_CUDA(cudaEventRecord(ev.start, ctx_.stream));
+    work();
+    TAGC_CUDA(cudaEventRecord(ev.stop, ctx_.stream));
+    TAGC_CUDA(cudaEventSynchronize(ev.stop));
+    TAGC_CUDA(cudaEventElapsedTime(&ms, ev.start, ev.stop));
     return ms * 1e-3;
   }
 
@@ -151,17 +210,27 @@ class CudaEngine final : public Engine {
   void accumulate(float* acc, const float* x, std::size_t n) override { cuda::accumulate(ctx_, acc, x, n); }
 
  private:
-  cudaDeviceProp prop_{};
+  static cudaDeviceProp device_properties() {
+    cudaDeviceProp p{};
+    TAGC_CUDA(cudaSetDevice(0));
+    TAGC_CUDA(cudaGetDeviceProperties(&p, 0));
+    return p;
+  }
+
+  cudaDeviceProp prop_;
+  EngineResources<CudaApi> res_;  // owns what ctx_ points to
   Ctx ctx_{};
   double peak_bw_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Engine> make_engine() {
+long live_resources() { return g_live.load(); }
+
+std::unique_ptr<Engine> make_engine(const EngineOptions& options) {
   std::string why = device_problem();
   if (!why.empty()) throw BackendUnavailable("CUDA back end unavailable: " + why);
-  return std::make_unique<CudaEngine>();
+  return std::make_unique<CudaEngine>(options);
 }
 
 }  // namespace tagcsim::kernels::cuda

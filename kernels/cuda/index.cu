@@ -51,7 +51,7 @@ __global__ void read_index_kernel(float* __restrict__ v, const std::uint8_t* __r
 __global__ void accumulate_kernel(float* __restrict__ acc, const float* __restrict__ x, std::size_t n) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    acc[i] = __fadd_rn(acc[i], x[i]);
+    acc[i] = add_rn(acc[i], x[i]);  // NaN canonical, as on the CPU
 }
 
 }  // namespace

@@ -26,11 +26,13 @@ __global__ void compress_kernel(const float* __restrict__ values, std::size_t sh
     std::uint32_t* mp = mappings ? mappings + s * counters : nullptr;
     for (unsigned t = threadIdx.x; t < kBlock; t += blockDim.x) {
       const float x = v[t];
-      // Zeros change no counter (+0 and -0 leave any sum as it is), so they
-      // are skipped: most elements of a sparsified gradient cost one load.
-      if (magnitude_key(x) == 0) continue;
-      for (int k = 0; k < kHashes; ++k)
-        atomicAdd(&sk[std::size_t(bh.row[k]) * kBlock + t], apply_sign(x, bh.negative[k]));
+      // Zeros and subnormals change no counter (the atomic flushes them), so
+      // they are skipped, as the CPU reference skips them: most elements of a
+      // sparsified gradient, flagged zeros (2^-149 after read index) included,
+      // cost one load. Their flag still counts in the mapping.
+      if (sketch_contributes(x))
+        for (int k = 0; k < kHashes; ++k)
+          atomicAdd(&sk[std::size_t(bh.row[k]) * kBlock + t], apply_sign(x, bh.negative[k]));
       if (mp && (float_bits(x) & 1u))
         for (int k = 0; k < kHashes; ++k) atomicAdd(&mp[std::size_t(bh.row[k]) * kBlock + t], 1u);
     }
