@@ -17,8 +17,11 @@ void sketch_shard(const float* values, const SketchShape& shape, float* sketch, 
     const float* v = values + b * kBlock;
     for (int k = 0; k < kHashes; ++k) {
       float* row = sketch + std::size_t(bh.row[k]) * kBlock;
-      for (std::size_t t = 0; t < kBlock; ++t)
-        if (sketch_contributes(v[t])) row[t] = sketch_add(row[t], apply_sign(v[t], bh.negative[k]));
+      for (std::size_t t = 0; t < kBlock; ++t) {  // branch-free: vectorises
+        const float x = apply_sign(v[t], bh.negative[k]);
+        const float sum = sketch_add(row[t], x);
+        row[t] = sketch_contributes(x) ? sum : row[t];
+      }
       if (mapping) {
         std::uint32_t* mrow = mapping + std::size_t(bh.row[k]) * kBlock;
         for (std::size_t t = 0; t < kBlock; ++t) mrow[t] += float_bits(v[t]) & 1u;

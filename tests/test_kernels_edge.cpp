@@ -332,3 +332,12 @@ TEST_CASE("edge data: sparsity 0 keeps every element, sparsity near 1 keeps exac
   CHECK(st1.threshold == mags[2]);
   CHECK(st1.decode.recovered == 3);
 }
+
+TEST_CASE("bad input: a top-k histogram other than warp or shared is rejected") {
+  CHECK(parse_topk_histogram("warp", "--topk-histogram") == TopkHistogram::Warp);
+  CHECK(parse_topk_histogram("shared", "--topk-histogram") == TopkHistogram::Shared);
+  CHECK_THROWS_WITH_AS(parse_topk_histogram("warps", "--topk-histogram"),
+                       doctest::Contains("--topk-histogram: expected warp or shared, got 'warps'"), InputError);
+  // The CPU back end has no such knobs and takes any.
+  CHECK(make_engine(Backend::Cpu, {.max_blocks = 1, .topk_histogram = TopkHistogram::Shared})->backend() == Backend::Cpu);
+}
