@@ -234,19 +234,21 @@ run() {
 
   # 4. The sanitizers on the equality cases (the multi-iteration one is left
   # to the plain run: it is the same code on 8x the data).
-  local sanitizer
+  local sanitizer reserve=150
   sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
   if [[ -z $sanitizer ]]; then
     step "sanitizers: skipped: compute-sanitizer not found"
   else
-    local tool
+    local tool cap
     for tool in memcheck racecheck; do
-      if (($(left) < 150)); then
-        step "$tool: skipped: $(left) s left of the budget"
+      cap=$(($(left) - reserve))  # the CPU suites and the bench keep their share
+      ((cap <= 120)) || cap=120
+      if ((cap < 45)); then
+        step "$tool: skipped: $(left) s left of the budget, $reserve s kept for the bench"
         continue
       fi
       rc=0
-      timed 150 "$out/$tool.log" "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 \
+      timed "$cap" "$out/$tool.log" "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 \
         "$bundle/test_kernels_cuda" -tc='CUDA*' -tce='*multi-iteration*' || rc=$?
       if [[ $rc -eq 0 ]]; then
         step "$tool: ok: $(grep -Eo '(ERROR SUMMARY|RACECHECK SUMMARY): .*' "$out/$tool.log" | tail -1)"
@@ -270,19 +272,19 @@ run() {
         sed 's/^nvidia-//; s/-$//')
   json="$out/kernels-cuda-${gpu:-gpu}.json"
   local sizes=64KiB,1MiB,16MiB,256MiB,1GiB
-  (($(left) >= 150)) || sizes=64KiB,1MiB,16MiB,256MiB
-  if (($(left) < 45)); then
+  (($(left) >= 140)) || sizes=64KiB,1MiB,16MiB,256MiB  # 1 GiB: half a minute of host-side input
+  if (($(left) < 75)); then
     step "bench: skipped: $(left) s left of the budget"
   else
     rc=0
-    timed 200 "$out/bench-cuda.txt" "$bundle/tagcsim-kernels" kernels bench --backend cuda --sizes "$sizes" --json "$json" || rc=$?
+    timed $(($(left) - 35)) "$out/bench-cuda.txt" "$bundle/tagcsim-kernels" kernels bench --backend cuda --sizes "$sizes" --json "$json" || rc=$?
     if [[ $rc -eq 0 ]]; then step "bench: ok: $json ($sizes)"; else status=1; step "bench: FAIL (exit $rc)"; fi
   fi
-  if (($(left) < 40)); then
+  if (($(left) < 25)); then
     step "topk-histogram: skipped: $(left) s left of the budget"
   else
     rc=0
-    timed 120 "$out/bench-cuda-shared-histogram.txt" "$bundle/tagcsim-kernels" kernels bench --backend cuda \
+    timed 60 "$out/bench-cuda-shared-histogram.txt" "$bundle/tagcsim-kernels" kernels bench --backend cuda \
       --sizes 16MiB,256MiB --topk-histogram shared || rc=$?
     {
       echo "sparsify_topk, median seconds: warp-aggregated histogram (default) | one shared histogram per block"
@@ -303,5 +305,5 @@ case "${1:-}" in
     check_bundle "${2:-build}/gpu-bundle"
     ;;
   run) run "${2:-}" "${3:-}" ;;
-  *) sed -n '2,38p' "$0"; exit 2 ;;
+  *) sed -n '2,36p' "$0"; exit 2 ;;
 esac

@@ -107,7 +107,8 @@ struct EventPair {
 
 class CudaEngine final : public Engine {
  public:
-  explicit CudaEngine(const EngineOptions& o) : prop_(device_properties()), res_(sizeof(Scratch), sizeof(unsigned long long), o.fail_acquisition) {
+  explicit CudaEngine(const EngineOptions& o)
+      : prop_(device_properties()), res_(sizeof(Scratch), sizeof(unsigned long long), o.fail_acquisition) {
     ctx_.stream = res_.stream();
     ctx_.sms = prop_.multiProcessorCount;
     ctx_.max_blocks = o.max_blocks;
