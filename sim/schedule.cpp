@@ -149,6 +149,7 @@ Program::Program(Schedule& s) : s_(s) { last_.fill(-1); }
 void Program::host(const std::string& what, double seconds) {
   if (seconds <= 0) return;
   if (pending_name_.empty()) pending_name_ = what;
+  else pending_more_ = true;
   pending_s_ += seconds;
 }
 
@@ -156,19 +157,20 @@ void Program::sync(int task) {
   if (task < 0) return;
   flush();
   pending_after_.push_back(task);
-  if (pending_name_.empty()) pending_name_ = "wait for " + s_.tasks[std::size_t(task)].name;
 }
 
-int Program::flush() {
-  if (pending_s_ <= 0 && pending_after_.empty()) return host_last_;
-  Task t{.name = pending_name_, .stream = Stream::Host, .category = Category::Host, .seconds = pending_s_};
+void Program::flush() {
+  if (pending_s_ <= 0 && pending_after_.empty()) return;
+  std::string name = pending_name_.empty() ? "wait for " + s_.tasks[std::size_t(pending_after_.front())].name
+                                           : pending_name_ + (pending_more_ ? " ..." : "");
+  Task t{.name = std::move(name), .stream = Stream::Host, .category = Category::Host, .seconds = pending_s_};
   t.after = std::move(pending_after_);
   host_last_ = s_.add(std::move(t));
   last_[int(Stream::Host)] = host_last_;
   pending_name_.clear();
+  pending_more_ = false;
   pending_s_ = 0;
   pending_after_.clear();
-  return host_last_;
 }
 
 void Program::wait(Stream waiter, int task) {
@@ -176,8 +178,11 @@ void Program::wait(Stream waiter, int task) {
 }
 
 int Program::issue(Task t) {
-  const int host = flush();
-  if (host >= 0) t.after.push_back(host);
+  // The host's current task starts once its predecessor and the GPU tasks it
+  // waits for are done; this task is issued pending_s_ into it.
+  if (host_last_ >= 0) t.issued_after.push_back(host_last_);
+  t.issued_after.insert(t.issued_after.end(), pending_after_.begin(), pending_after_.end());
+  t.issue_delay = pending_s_;
   auto& w = waits_[int(t.stream)];
   t.after.insert(t.after.end(), w.begin(), w.end());
   w.clear();

@@ -63,6 +63,11 @@ struct Task {
   double seconds = 0;                      // fixed duration (compute, kernels); after the phases if both
   std::vector<Phase> phases;               // collectives, simulated with contention
   std::vector<int> after;                  // tasks that must finish first
+  // When the host issues it: `issue_delay` seconds of host time after the
+  // tasks in `issued_after` are done (the host stream's last task and the GPU
+  // tasks the host waited for since). It cannot start before.
+  std::vector<int> issued_after;
+  double issue_delay = 0;
 };
 
 // A block of GPU memory the schedule allocates and frees: alive from the

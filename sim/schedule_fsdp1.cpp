@@ -80,7 +80,6 @@ struct Fsdp1 {
     int ready = grad_ready;
     if (bytes > 0) ready = p.issue(copy_task("grad cast+divide " + name(u), u, Stream::PostBackward, bytes, cost.hbm_rate));
     const std::size_t before = s.tasks.size();
-    p.flush();
     const int done = reduce(s, setup, u, ready);
     const int consumed = p.adopt(before, setup.reduce_stream(), done);
     reductions.push_back(done);
@@ -200,6 +199,7 @@ struct Fsdp1 {
     for (int m = 0; m < M; ++m) micro_batch(m == M - 1 || !setup.training.no_sync);
     p.host("optimizer step", cost.hook_s);
     p.issue(optimizer_task(setup));
+    p.flush();
     for (int u = 0; u < U; ++u)
       if (unsharded[u]) p.buffer(MemoryKind::Params, double(setup.units[u].params) *
                                                            bytes_of(setup.training.param_dtype), gathered_by[u], -1);

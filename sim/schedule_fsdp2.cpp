@@ -142,7 +142,6 @@ struct Fsdp2 {
     if (setup.training.reduce_dtype == Dtype::FP16) bytes += 2 * Pu * rb + 2 * Pu / setup.shard_size() * rb;
     const int copy_in = p.issue(copy_task("reduce-scatter copy-in " + name(u), u, Stream::Compute, bytes, cost.hbm_rate));
     const std::size_t before = s.tasks.size();
-    p.flush();
     const int done = reduce(s, setup, u, copy_in);
     rs_state = p.adopt(before, setup.reduce_stream(), done);
     reductions.push_back(done);
@@ -227,6 +226,7 @@ struct Fsdp2 {
     for (int m = 0; m < M; ++m) micro_batch(m == M - 1 || !setup.training.no_sync);
     p.host("optimizer step", cost.hook_s);
     p.issue(optimizer_task(setup));
+    p.flush();
     return std::move(s);
   }
 };

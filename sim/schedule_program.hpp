@@ -5,9 +5,10 @@
 // host time, a kernel is issued at the host's current position (it cannot
 // start before), `stream.wait_stream(other)` and `wait_event` become a
 // dependency of the stream's next task, and `event.synchronize()` blocks the
-// host until a GPU task is done. Host costs accumulate into one host task
-// until something needs the host's position, so a step has a few host tasks
-// per unit, not one per kernel.
+// host until a GPU task is done. Host time accumulates into one host task
+// between two such waits; a GPU task records how far into it the host issued
+// it (Task::issued_after, issue_delay), so the host costs one task per wait,
+// not one per kernel.
 #pragma once
 
 #include "sim/compute.hpp"
@@ -31,6 +32,8 @@ class Program {
   void wait(Stream waiter, int task);
   // Issues a GPU task at the host's current position, after the stream's pending waits.
   int issue(Task t);
+  // Ends the host's current task (at a wait, and at the end of the step).
+  void flush();
   // Last task added to stream `s`, -1 if none.
   int last(Stream s) const { return last_[int(s)]; }
   // Tasks added straight to the schedule (by a gradient reduction) from index
@@ -38,8 +41,6 @@ class Program {
   // `stream`, or `fallback` when none is.
   int adopt(std::size_t from, Stream stream, int fallback);
   void buffer(MemoryKind kind, double bytes, int from, int to, bool from_end = false, bool to_start = false);
-  // The host's position: its last task, after turning pending host time into one.
-  int flush();
   Schedule& schedule() { return s_; }
 
  private:
@@ -47,7 +48,8 @@ class Program {
   std::array<int, kStreams> last_;
   std::array<std::vector<int>, kStreams> waits_;
   int host_last_ = -1;
-  std::string pending_name_;
+  std::string pending_name_;  // the first host cost of the pending task
+  bool pending_more_ = false;
   double pending_s_ = 0;
   std::vector<int> pending_after_;
 };
