@@ -115,7 +115,24 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
 
 int fsdp_reduce_scatter(Schedule& s, const StepSetup& setup, int u, int grad_ready) {
   const auto& unit = setup.units[u];
-  const double bytes = double(unit.params) * bytes_of(setup.training.reduce_dtype);
+  const auto& t = setup.training;
+  if (t.api == Api::Fsdp1) {
+    // FSDP1's _post_backward_hook, on the post-backward stream: the gradient
+    // cast to reduce_dtype, then _reduce_grad's pre-divide of the unsharded
+    // gradient (_gradient_predivide_factor) and post-divide of the shard.
+    const double P = double(unit.params), pb = bytes_of(t.param_dtype), rb = bytes_of(t.reduce_dtype);
+    const int N = setup.shard_size();
+    double copy = t.reduce_dtype != t.param_dtype ? P * (pb + rb) : 0;
+    if (N > 1) copy += 2 * P * rb + 2 * P / N * rb;
+    if (copy > 0) {
+      const auto& gpu = setup.cluster.gpu;
+      Task cast = detail::copy_task("grad cast+divide " + unit.name, u, Stream::PostBackward, copy,
+                                    gpu.memory_bandwidth * gpu.memory_efficiency);
+      cast.after = {grad_ready};
+      grad_ready = s.add(std::move(cast));
+    }
+  }
+  const double bytes = double(unit.params) * bytes_of(t.reduce_dtype);
   Task rs{.name = "reduce-scatter " + unit.name, .stream = setup.reduce_stream(),
           .category = Category::ReduceScatter, .unit = u};
   rs.phases = {{plan_collective(setup.cluster, CollectiveOp::ReduceScatter, bytes, setup.shard_group)}};

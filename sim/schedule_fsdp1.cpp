@@ -63,31 +63,26 @@ struct Fsdp1 {
   }
 
   // _post_backward_hook with gradient sync: the post-backward stream waits for
-  // the gradient, casts it to reduce_dtype and pre-divides it
-  // (_div_if_needed by _gradient_predivide_factor); _reduce_grad then
-  // reduce-scatters it on the shard group (its NCCL queue) and, under
-  // HYBRID_SHARD, all-reduces the shard on the replica group's own stream; the
-  // shard's post-divide follows.
+  // the compute stream; the reduction (fsdp_reduce_scatter: the cast to
+  // reduce_dtype and the divides on that stream, the reduce-scatter on the
+  // shard group's NCCL queue, HYBRID_SHARD's all-reduce on the replica group's
+  // stream; or a compression policy's tasks) follows.
   void reduce_unit(int u, int grad_ready, int grad_from) {
     const auto& t = setup.training;
     const double P = double(setup.units[u].params);
     const double pb = bytes_of(t.param_dtype), rb = bytes_of(t.reduce_dtype);
-    const int N = setup.shard_size();
-    double bytes = 0;
-    if (t.reduce_dtype != t.param_dtype) bytes += P * (pb + rb);
-    if (N > 1) bytes += 2 * P * rb + 2 * P / N * rb;
-    p.wait(Stream::PostBackward, grad_ready);
-    int ready = grad_ready;
-    if (bytes > 0) ready = p.issue(copy_task("grad cast+divide " + name(u), u, Stream::PostBackward, bytes, cost.hbm_rate));
     const std::size_t before = s.tasks.size();
-    const int done = reduce(s, setup, u, ready);
+    const int done = reduce(s, setup, u, grad_ready);
     const int consumed = p.adopt(before, setup.reduce_stream(), done);
+    int cast = -1;
+    for (std::size_t i = before; i < s.tasks.size() && cast < 0; ++i)
+      if (s.tasks[i].stream == Stream::PostBackward) cast = int(i);
     reductions.push_back(done);
     // The unsharded gradient in param dtype until cast, then in reduce dtype
     // until reduce-scattered (both while the cast runs); divided in place.
-    if (t.reduce_dtype != t.param_dtype) {
-      p.buffer(MemoryKind::Gradients, P * pb, grad_from, ready);
-      p.buffer(MemoryKind::Gradients, P * rb, ready, consumed);
+    if (cast >= 0 && t.reduce_dtype != t.param_dtype) {
+      p.buffer(MemoryKind::Gradients, P * pb, grad_from, cast);
+      p.buffer(MemoryKind::Gradients, P * rb, cast, consumed);
     } else {
       p.buffer(MemoryKind::Gradients, P * pb, grad_from, consumed);
     }
