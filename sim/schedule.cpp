@@ -178,8 +178,9 @@ void Program::sync(int task) {
 
 void Program::flush() {
   if (pending_s_ <= 0 && pending_after_.empty()) return;
-  std::string name = pending_name_.empty() ? "wait for " + s_.tasks[std::size_t(pending_after_.front())].name
-                                           : pending_name_ + (pending_more_ ? " ..." : "");
+  // Named after what the host waited for (if anything) and the first thing it did then.
+  std::string name = pending_after_.empty() ? "" : "wait for " + s_.tasks[std::size_t(pending_after_.front())].name;
+  if (!pending_name_.empty()) name += (name.empty() ? "" : ", then ") + pending_name_ + (pending_more_ ? " ..." : "");
   Task t{.name = std::move(name), .stream = Stream::Host, .category = Category::Host, .seconds = pending_s_};
   t.after = std::move(pending_after_);
   host_last_ = s_.add(std::move(t));

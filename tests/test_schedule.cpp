@@ -250,6 +250,42 @@ TEST_CASE("fix 3: the next micro-batch's root all-gather waits for the compute s
   REQUIRE(second_root_gather >= 0);
   CHECK(r.replay.timings[std::size_t(second_root_gather)].start == doctest::Approx(10.5).epsilon(kTight));
   CHECK(r.step_time_s == doctest::Approx(24.0).epsilon(kTight));
+  // FSDP2's root pre-forward makes the all-gather streams wait for the compute stream the same way.
+  // Its root is freed after backward, so micro-batch 1 gathers it again at 10.5; the block's
+  // reduce-scatter [21, 22] and then the root's (its post_backward runs in the final callback,
+  // after the compute stream waited for the block's reduce-scatter) [22, 24].
+  t.api = Api::Fsdp2;
+  const auto r2 = simulate_fsdp(two_units(t));
+  seen = 0;
+  for (std::size_t i = 0; i < r2.schedule.tasks.size(); ++i)
+    if (r2.schedule.tasks[i].name == "all-gather fwd root" && seen++ == 1)
+      CHECK(r2.replay.timings[i].start == doctest::Approx(10.5).epsilon(kTight));
+  CHECK(seen == 2);
+  CHECK(r2.step_time_s == doctest::Approx(24.0).epsilon(kTight));
+}
+
+TEST_CASE("fix 7: FSDP2 accumulates no-sync gradients in fp32") {
+  // Two micro-batches, no_sync, bf16 params and fp32 reduce, HBM at 1e12 B/s. Micro-batch 0's
+  // post_backward casts the block's bf16 gradient into an fp32 accumulator (read 2, write 4 bytes
+  // per parameter: 3 ms for 0.5e9); micro-batch 1 adds into it (read 2 + 4, write 4: 5 ms) and the
+  // copy-in reads it in fp32 (read 4, write 4: 4 ms).
+  auto t = no_host();
+  t.api = Api::Fsdp2;
+  t.grad_accumulation = 2;
+  t.no_sync = true;
+  auto setup = two_units(t);
+  setup.cluster.gpu.memory_bandwidth = 1e12;
+  const auto r = simulate_fsdp(setup);
+  std::vector<double> accumulate;
+  for (std::size_t i = 0; i < r.schedule.tasks.size(); ++i)
+    if (r.schedule.tasks[i].name == "grad accumulate block")
+      accumulate.push_back(r.replay.timings[i].end - r.replay.timings[i].start);
+  REQUIRE(accumulate.size() == 2);
+  CHECK(accumulate[0] == doctest::Approx(3e-3).epsilon(kTight));
+  CHECK(accumulate[1] == doctest::Approx(5e-3).epsilon(kTight));
+  const auto& copy_in = timing(r, "reduce-scatter copy-in block");
+  CHECK(copy_in.end - copy_in.start == doctest::Approx(4e-3).epsilon(kTight));
+  CHECK(r.collectives.at("reduce_scatter").count == 2);
 }
 
 TEST_CASE("fix 3: SHARD_GRAD_OP under no_sync keeps parameters unsharded, later micro-batches skip all-gathers") {
