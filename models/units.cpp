@@ -50,7 +50,8 @@
 // and output (2h) and, for the loss, the fp32 log-softmax of the logits (4V
 // bytes per token: the cross-entropy runs on logits upcast to fp32, as
 // torchtitan's and Hugging Face's Llama losses do; the bf16 logits themselves
-// are not kept). The head's backward then holds the fp32 gradients of the
+// are not kept: torchtitan's train.py forward_backward_step deletes them
+// before backward). The head's backward then holds the fp32 gradients of the
 // log-softmax output and of the logits (8V bytes per token) on top.
 //
 // Memory a unit's backward allocates beyond what it kept

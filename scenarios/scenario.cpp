@@ -160,6 +160,7 @@ sim::Training load_training(const Input& in) {
     if (t.sharding != sim::Sharding::HybridShard) v->fail("only meaningful with sharding: hybrid_shard");
     t.hybrid_shard_gpus = v->as_int_between(1, 1 << 24);
   }
+  // torchtitan's apply_fsdp (models/llama3/infra/parallelize.py) wraps its own way.
   if (t.framework == sim::Framework::Torchtitan) t.wrap = models::WrapPolicy::Torchtitan;
   if (auto v = in.find("wrap")) {
     const auto w = v->as_choice({"block", "size", "torchtitan"});
@@ -172,7 +173,8 @@ sim::Training load_training(const Input& in) {
   if (auto v = in.find("micro_batch")) t.micro_batch = v->as_int_between(1, 1 << 20);
   if (auto v = in.find("seq_len")) t.seq_len = v->as_int_between(1, 1 << 24);
   if (auto v = in.find("grad_accumulation")) t.grad_accumulation = v->as_int_between(1, 1 << 16);
-  // Only plain FSDP1 loops call no_sync(); torchtitan and Composer reduce every micro-batch.
+  // Only plain FSDP1 loops call no_sync(); torchtitan (train.py Trainer.train_step) and Composer
+  // (composer/distributed/dist_strategy.py ddp_sync_context: no no_sync for FSDP) reduce every micro-batch.
   t.no_sync = t.framework == sim::Framework::PyTorch && fsdp1;
   if (auto v = in.find("no_sync")) t.no_sync = v->as_bool();
   if (auto v = in.find("param_dtype")) t.param_dtype = load_dtype(*v);
@@ -190,6 +192,7 @@ sim::Training load_training(const Input& in) {
     if (!t.limit_all_gathers) v->fail("only meaningful with limit_all_gathers: true");
     t.max_inflight_all_gathers = v->as_int_between(1, 1 << 16);
   }
+  // Composer's FSDPConfig (composer/utils/parallelism.py): BACKWARD_POST, limit_all_gathers True.
   if (t.framework == sim::Framework::Composer) t.backward_prefetch = sim::BackwardPrefetch::Post;
   if (auto v = in.find("backward_prefetch")) {
     const auto s = v->as_choice({"pre", "post", "none"});
