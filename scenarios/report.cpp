@@ -209,7 +209,8 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         num(m.sharded_state_bytes / kGiB), num(m.gathered_params_bytes / kGiB), num(m.gradient_bytes / kGiB),
         num(m.activation_bytes / kGiB), num(m.fragmentation_bytes / kGiB), num(m.workspace_bytes / kGiB),
         num(b.compute_s), num(b.exposed_comm_s), num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s),
-        num(b.compression_kernels_s), num(b.fsdp_copy_s), num(b.host_s), colls, num(net.nic_bytes), num(net.nic_util), num(net.leaf_up_bytes),
+        num(b.compression_kernels_s), num(b.fsdp_copy_s), num(b.host_s), colls, num(net.nic_bytes),
+        num(net.nic_util), num(net.leaf_up_bytes),
         num(net.leaf_up_util), num(st.expected_grad_error), json_string(st.grad_error_basis));
   }
   std::string warnings;

@@ -97,7 +97,7 @@ struct StepSetup {
   std::vector<models::FsdpUnit> units;     // forward order; a root unit (kind Root) first when the wrap has one
   Group shard_group;                       // who all-gathers / reduce-scatters a unit
   std::optional<Group> replica_group;      // HYBRID_SHARD: who all-reduces a shard
-  std::optional<Group> post_forward_group; // FSDP2 reshard_after_forward: N: who holds a unit between forward and backward
+  std::optional<Group> post_forward_group; // FSDP2 reshard_after_forward: N: who holds a unit until backward
   int shard_size() const { return shard_group.ranks(); }
   // The communicator stream gradient reductions run on.
   Stream reduce_stream() const;

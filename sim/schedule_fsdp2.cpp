@@ -117,14 +117,16 @@ struct Fsdp2 {
     p.host("post-backward " + name(u), cost.hook_s);
     const double Pu = P(u);
     if (Pu <= 0) return;
-    const bool fp32_accumulation = rb != pb;  // to_accumulated_grad_if_needed: accumulate in reduce_dtype
+    // to_accumulated_grad_if_needed: accumulate in reduce_dtype when it is not the parameters'.
+    const bool fp32_accumulation = setup.training.reduce_dtype != setup.training.param_dtype;
     const int had = accumulated[u];
     if (!sync) {
       // reduce_grads false: accumulate the unsharded gradient (in fp32 when it
       // differs from the parameters), then reshard (reshard_after_backward).
-      if (fp32_accumulation)
-        p.issue(copy_task("grad accumulate " + name(u), u, Stream::Compute, had >= 0 ? Pu * (pb + 2 * rb) : Pu * (pb + rb),
-                          cost.hbm_rate));
+      if (fp32_accumulation) {
+        const double bytes = had >= 0 ? Pu * (pb + 2 * rb) : Pu * (pb + rb);  // add into it, or cast into it
+        p.issue(copy_task("grad accumulate " + name(u), u, Stream::Compute, bytes, cost.hbm_rate));
+      }
       p.buffer(MemoryKind::Gradients, Pu * pb, bwd, p.last(Stream::Compute));
       if (had < 0) accumulated[u] = p.last(Stream::Compute);
       reshard(u, false);
@@ -140,7 +142,8 @@ struct Fsdp2 {
     // buffer; bf16/fp32 divide by NCCL's AVG, fp16 pre/post-divides.
     double bytes = (had >= 0 && fp32_accumulation ? rb : pb) * Pu + rb * Pu;
     if (setup.training.reduce_dtype == Dtype::FP16) bytes += 2 * Pu * rb + 2 * Pu / setup.shard_size() * rb;
-    const int copy_in = p.issue(copy_task("reduce-scatter copy-in " + name(u), u, Stream::Compute, bytes, cost.hbm_rate));
+    const int copy_in =
+        p.issue(copy_task("reduce-scatter copy-in " + name(u), u, Stream::Compute, bytes, cost.hbm_rate));
     const std::size_t before = s.tasks.size();
     const int done = reduce(s, setup, u, copy_in);
     rs_state = p.adopt(before, setup.reduce_stream(), done);

@@ -12,7 +12,7 @@
 namespace tagcsim::sim {
 
 struct Breakdown {
-  double compute_s = 0;         // compute stream busy: forward + backward + FSDP copies (+ compression kernels run there)
+  double compute_s = 0;         // compute stream busy: forward, backward, FSDP copies (and compression kernels there)
   double exposed_comm_s = 0;    // step time the compute stream spends waiting (for communication or the host)
   double allgather_s = 0;       // all-gathers' time
   double reduce_scatter_s = 0;  // gradient reductions' time (reduce-scatter, all-reduce, compressed)

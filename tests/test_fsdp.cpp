@@ -152,7 +152,8 @@ TEST_CASE("bad input: settings of the other FSDP API, or of no API") {
                        doctest::Contains("t.yaml:8: training.reshard_after_forward: expected true, false or a number"),
                        InputError);
   CHECK_THROWS_WITH_AS(
-      scenarios::parse_scenario("model: gpt2-124m\ncluster: tagc-2x1-1g\ntraining:\n  framework: torchtitan\n", "t.yaml"),
+      scenarios::parse_scenario("model: gpt2-124m\ncluster: tagc-2x1-1g\ntraining:\n  framework: torchtitan\n",
+                                "t.yaml"),
       doctest::Contains("t.yaml:4: training.framework: model 'gpt2-124m' ties its embedding"), InputError);
   CHECK_THROWS_WITH_AS(parse("  host: {kernel_issue: -1 us}\n"),
                        doctest::Contains("t.yaml:7: training.host.kernel_issue: expected a non-negative time"),
