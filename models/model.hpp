@@ -59,8 +59,10 @@ double model_flops_per_token(const TransformerConfig& m);
 
 // How the model is cut into FSDP units.
 enum class WrapPolicy {
-  Block,  // one unit per transformer block, plus a root unit holding embeddings, final norm, head
-  Size,   // TAGC's reference: every nn.Linear and nn.Embedding its own unit; norms in the root
+  Block,       // one unit per transformer block, plus a root unit holding embeddings, final norm, head
+  Size,        // TAGC's reference: every nn.Linear and nn.Embedding its own unit; norms in the root
+  Torchtitan,  // torchtitan's fully_shard layout: the token embedding, each block, and [norm, output]
+               // as units of their own; the root keeps no parameters, so there is no root unit
 };
 
 // What a unit holds, in the user's words. TAGC's layer selection predicates use it.
@@ -106,6 +108,13 @@ struct FsdpUnit {
   double backward_memory_bytes = 0;
   // Activations this unit keeps for backward, per micro-batch (checkpointing applied).
   double activation_bytes = 0;
+  // Memory its backward allocates on top of them while it runs: a checkpointed
+  // block's recomputed activations, the loss's fp32 logit gradients.
+  double backward_transient_bytes = 0;
+  // Kernels its forward and backward launch in eager PyTorch (the host issues
+  // each); with activation checkpointing the backward's include the recompute.
+  int forward_kernels = 0;
+  int backward_kernels = 0;
 };
 
 // Units in forward execution order (the root unit first, as FSDP gathers it first).
@@ -113,6 +122,8 @@ struct FsdpUnit {
 // gated MLP or GQA means Llama (layers.<i>.attn.q/k/v/o, mlp.gate/up/down,
 // rotary on q and k); otherwise GPT-2/MPT (attn.c_attn/c_proj, mlp.c_fc/c_proj).
 // Tied models have no lm_head unit: the head's work is charged to wte.
+// Under WrapPolicy::Torchtitan the units are tok_embeddings, layers.<i> and
+// norm+output (untied models only, as torchtitan's Llama).
 // The FLOP, memory-traffic and activation conventions are listed in units.cpp.
 // Throws InputError for an invalid model or shape.
 std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, const TrainingShape& shape);

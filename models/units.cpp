@@ -47,7 +47,28 @@
 // checkpointing a block keeps only its input (h). Outside the blocks: the
 // embedding output (h; it is also block 0's input, an overlap of under
 // 1/(17*layers) that errs on the side of more memory), the final norm's input
-// and output (2h) and the logits (V) for the loss.
+// and output (2h) and, for the loss, the fp32 log-softmax of the logits (4V
+// bytes per token: the cross-entropy runs on logits upcast to fp32, as
+// torchtitan's and Hugging Face's Llama losses do; the bf16 logits themselves
+// are not kept: torchtitan's train.py forward_backward_step deletes them
+// before backward). The head's backward then holds the fp32 gradients of the
+// log-softmax output and of the logits (8V bytes per token) on top.
+//
+// Memory a unit's backward allocates beyond what it kept
+// (backward_transient_bytes): the loss gradients above, and under activation
+// checkpointing the recomputed block, which lives while its backward runs.
+// Under the Size policy every piece of a checkpointed block carries the whole
+// block's recomputed activations: the block is recomputed once, when the
+// backward reaches its last piece, and its pieces' backwards run one at a time.
+//
+// Kernels launched (forward_/backward_kernels), counted as eager PyTorch
+// launches them at this level of detail: one per GEMM forward and two per GEMM
+// backward (grad input, grad weight), one per element-wise row of the traffic
+// table above in each direction (the eager softmax path three), one for the
+// attention core each way, two for the cross-entropy (log-softmax, NLL) each
+// way. A checkpointed block's backward launches its forward's kernels again.
+// This is a first estimate of the host's issue work (sim/compute.hpp); real
+// eager code launches more (casts, layout copies).
 #include "models/model.hpp"
 #include "models/shapes.hpp"
 
@@ -68,6 +89,8 @@ struct Piece {
   double core = 0;      // forward attention-core FLOPs
   double core_bwd = 0;  // backward attention-core FLOPs
   double mem_fwd = 0, mem_bwd = 0, act = 0;  // bytes
+  double transient = 0;                      // bytes held during the backward only
+  int kf = 0, kb = 0;                        // kernels, forward and backward (without recompute)
   bool recompute = false;  // inside a checkpointed block
 
   Piece& operator+=(const Piece& o) {
@@ -78,6 +101,8 @@ struct Piece {
     u.norm_params += o.u.norm_params;
     gemm += o.gemm, core += o.core, core_bwd += o.core_bwd;
     mem_fwd += o.mem_fwd, mem_bwd += o.mem_bwd, act += o.act;
+    transient += o.transient;
+    kf += o.kf, kb += o.kb;
     recompute = recompute || o.recompute;
     return *this;
   }
@@ -104,8 +129,12 @@ Piece linear(const Ctx& c, std::string name, UnitKind kind, int layer, std::int6
   p.u.params = linear_params(c.m, in, out);
   (kind == UnitKind::MlpUp || kind == UnitKind::MlpDown ? p.u.mlp_params : p.u.attention_params) = p.u.params;
   p.gemm = 2.0 * c.tokens * static_cast<double>(in) * static_cast<double>(out);
+  p.kf = 1, p.kb = 2;
   return p;
 }
+
+// Adds `n` element-wise kernels each way to a piece.
+void elementwise(Piece& p, int n) { p.kf += n, p.kb += n; }
 
 // The pieces of one transformer block, in forward order.
 std::vector<Piece> layer_pieces(const Ctx& c, int i) {
@@ -120,8 +149,10 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
     q.mem_fwd = (2 * h + 2 * h) * c.elem;  // ln_1, rotary on q
     q.mem_bwd = (3 * h + 2 * h) * c.elem;
     q.act = 2 * h * c.elem;  // ln_1 input; the q/k/v input, saved once for all three
+    elementwise(q, 2);       // ln_1, rotary on q
     auto k = linear(c, pre + "attn.k", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
     k.mem_fwd = k.mem_bwd = 2 * kv * c.elem;  // rotary on k
+    elementwise(k, 1);
     auto v = linear(c, pre + "attn.v", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
     out.push_back(std::move(q));
     out.push_back(std::move(k));
@@ -131,6 +162,7 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
     qkv.mem_fwd = 2 * h * c.elem;
     qkv.mem_bwd = 3 * h * c.elem;
     qkv.act = 2 * h * c.elem;
+    elementwise(qkv, 1);  // ln_1
     out.push_back(std::move(qkv));
   }
 
@@ -141,6 +173,7 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
   o.mem_fwd = (2 * h + 2 * kv + 3 * h + (c.flash ? 0 : 6 * as)) * c.elem;
   o.mem_bwd = (4 * h + 4 * kv + 3 * h + (c.flash ? 0 : 7 * as)) * c.elem;
   o.act = (h + 2 * kv + 0.5 * h + h + (c.flash ? 0 : 2.5 * as)) * c.elem;
+  elementwise(o, 2 + (c.flash ? 0 : 3));  // attention core, residual add (scale, mask, softmax)
   out.push_back(std::move(o));
 
   if (m.gated_mlp) {
@@ -148,13 +181,16 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
     gate.mem_fwd = (2 * h + 2 * f) * c.elem;  // ln_2, silu
     gate.mem_bwd = (3 * h + 3 * f) * c.elem;
     gate.act = (2 * h + 2 * f) * c.elem;  // ln_2 input, MLP input, g, silu(g)
+    elementwise(gate, 2);                 // ln_2, silu
     auto up = linear(c, pre + "mlp.up", UnitKind::MlpUp, i, m.hidden, m.ffn);
     up.mem_fwd = 3 * f * c.elem;  // silu(g) * u
     up.mem_bwd = 5 * f * c.elem;
     up.act = f * c.elem;  // u
+    elementwise(up, 1);   // silu(g) * u
     auto down = linear(c, pre + "mlp.down", UnitKind::MlpDown, i, m.ffn, m.hidden);
     down.mem_fwd = down.mem_bwd = 3 * h * c.elem;  // residual
     down.act = (f + 0.5 * h) * c.elem;            // the product, dropout mask
+    elementwise(down, 1);                         // residual
     out.push_back(std::move(gate));
     out.push_back(std::move(up));
     out.push_back(std::move(down));
@@ -163,9 +199,11 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
     fc.mem_fwd = (2 * h + 2 * f) * c.elem;  // ln_2, GELU
     fc.mem_bwd = (3 * h + 3 * f) * c.elem;
     fc.act = (2 * h + f) * c.elem;  // ln_2 input, MLP input, GELU input
+    elementwise(fc, 2);             // ln_2, GELU
     auto proj = linear(c, pre + "mlp.c_proj", UnitKind::MlpDown, i, m.ffn, m.hidden);
     proj.mem_fwd = proj.mem_bwd = 3 * h * c.elem;
     proj.act = (f + 0.5 * h) * c.elem;  // GELU output, dropout mask
+    elementwise(proj, 1);               // residual
     out.push_back(std::move(fc));
     out.push_back(std::move(proj));
   }
@@ -178,6 +216,7 @@ Piece token_embedding(const Ctx& c) {
   p.mem_fwd = 2.0 * c.m.hidden * c.elem;
   p.mem_bwd = 3.0 * c.m.hidden * c.elem;
   p.act = 1.0 * c.m.hidden * c.elem;
+  elementwise(p, 1);  // gather; scatter-add of the gradient
   return p;
 }
 
@@ -186,6 +225,8 @@ Piece position_embedding(const Ctx& c) {
   p.u.params = p.u.embedding_params = detail::position_embedding_params(c.m);
   p.mem_fwd = 5.0 * c.m.hidden * c.elem;  // gather, add to the token embedding
   p.mem_bwd = 3.0 * c.m.hidden * c.elem;
+  elementwise(p, 1);
+  p.kf += 1;  // the add to the token embedding
   return p;
 }
 
@@ -197,7 +238,10 @@ Piece head(const Ctx& c) {
   p.gemm = 2.0 * c.tokens * h * V;
   p.mem_fwd = (2 * h + 2 * V) * c.elem;
   p.mem_bwd = (3 * h + 2 * V) * c.elem;
-  p.act = (2 * h + V) * c.elem;
+  p.act = 2 * h * c.elem + 4 * V * c.tokens;  // final norm input and output; fp32 log-softmax
+  p.transient = 8 * V * c.tokens;              // fp32 gradients of the log-softmax and of the logits
+  p.kf = 1 + 1 + 2;                            // final norm, GEMM, log-softmax + NLL
+  p.kb = 1 + 2 + 2;
   return p;
 }
 
@@ -211,6 +255,9 @@ FsdpUnit finish(Piece p) {
   u.forward_memory_bytes = p.mem_fwd;
   u.backward_memory_bytes = p.mem_bwd + (p.recompute ? p.mem_fwd : 0);
   u.activation_bytes = p.act;
+  u.backward_transient_bytes = p.transient;
+  u.forward_kernels = p.kf;
+  u.backward_kernels = p.kb + (p.recompute ? p.kf : 0);
   return u;
 }
 
@@ -233,13 +280,40 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
   const std::int64_t norm = detail::norm_params(m);
 
   std::vector<std::vector<Piece>> layers;
+  std::vector<double> recomputed(m.layers, 0.0);  // a checkpointed block's activations, rebuilt in its backward
   for (int i = 0; i < m.layers; ++i) {
     auto pieces = layer_pieces(c, i);
     if (shape.activation_checkpointing) {
-      for (auto& p : pieces) p.act = 0, p.recompute = true;
+      for (auto& p : pieces) recomputed[i] += p.act, p.act = 0, p.recompute = true;
       pieces.front().act = m.hidden * c.elem;  // the block input, kept by the checkpoint
     }
     layers.push_back(std::move(pieces));
+  }
+  if (policy == WrapPolicy::Torchtitan) {
+    if (m.tied_embeddings)
+      throw InputError(fmt::format("model '{}': wrap: torchtitan puts the embedding and the output projection in "
+                                   "units of their own, which a tied model cannot (use wrap: block)",
+                                   m.name));
+    std::vector<FsdpUnit> units;
+    Piece emb = token_embedding(c);
+    emb.u.name = "tok_embeddings";
+    if (m.learned_positions > 0) emb += position_embedding(c);
+    units.push_back(finish(std::move(emb)));
+    for (int i = 0; i < m.layers; ++i) {
+      Piece block = named(fmt::format("layers.{}", i), UnitKind::Block, i);
+      for (const auto& p : layers[i]) block += p;
+      block.u.params += 2 * norm;
+      block.u.norm_params += 2 * norm;
+      block.transient += recomputed[i];
+      units.push_back(finish(std::move(block)));
+    }
+    Piece out = head(c);
+    out.u.name = "norm+output";
+    out.u.params += norm;  // final norm
+    out.u.norm_params += norm;
+    units.push_back(finish(std::move(out)));
+    for (auto& u : units) u.gemm_width = m.hidden;
+    return units;
   }
 
   std::vector<FsdpUnit> units;
@@ -256,6 +330,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       for (const auto& p : layers[i]) block += p;
       block.u.params += 2 * norm;
       block.u.norm_params += 2 * norm;
+      block.transient += recomputed[i];
       units.push_back(finish(std::move(block)));
     }
     for (auto& u : units) u.gemm_width = m.hidden;
@@ -273,8 +348,11 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
   }
   units.push_back(finish(std::move(wte)));
   if (m.learned_positions > 0) units.push_back(finish(position_embedding(c)));
-  for (auto& pieces : layers)
-    for (auto& p : pieces) units.push_back(finish(std::move(p)));
+  for (int i = 0; i < m.layers; ++i)
+    for (auto& p : layers[i]) {
+      p.transient += recomputed[i];
+      units.push_back(finish(std::move(p)));
+    }
   if (!m.tied_embeddings) units.push_back(finish(std::move(lm_head)));
   for (auto& u : units) u.gemm_width = m.hidden;
   return units;

@@ -70,11 +70,17 @@ std::string heading(const Scenario& s, const Point& p) {
                                 st.model.name, double(models::parameter_count(st.model)) / 1e9, st.units.size(),
                                 c.nodes, c.name, c.gpus(), c.gpu.name);
   const int seq = st.training.seq_len > 0 ? st.training.seq_len : st.model.seq_len;
-  out += fmt::format("  {}, shard group {} GPUs, micro-batch {} x {} tokens, {} micro-batch(es), params {} / "
+  const auto& t = st.training;
+  out += fmt::format("  {} ({}), {}, shard group {} GPUs, micro-batch {} x {} tokens, {} micro-batch(es), params {} / "
                      "reduce {}\n",
-                     sim::to_string(st.training.sharding), st.shard_size(), st.training.micro_batch, seq,
-                     st.training.grad_accumulation, sim::to_string(st.training.param_dtype),
-                     sim::to_string(st.training.reduce_dtype));
+                     sim::to_string(t.api), sim::to_string(t.framework), sim::to_string(t.sharding), st.shard_size(),
+                     t.micro_batch, seq, t.grad_accumulation, sim::to_string(t.param_dtype),
+                     sim::to_string(t.reduce_dtype));
+  // Whether gradients travel once per step or once per micro-batch changes the traffic the most.
+  if (t.grad_accumulation > 1)
+    out += t.no_sync ? "  gradient accumulation: no_sync() on all but the last micro-batch, gradients reduced once "
+                       "per step\n"
+                     : "  gradient accumulation: gradients reduced after every micro-batch (no_sync: false)\n";
   return out;
 }
 
@@ -120,10 +126,12 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
     if (!r.step.memory.fits() && (!worst || r.step.memory.peak_bytes() > worst->step.memory.peak_bytes())) worst = &r;
   if (s.points.size() == 1 && !results.empty()) {
     const auto& m = results.front().step.memory;
-    out += fmt::format("\nmemory per GPU: {:.1f} of {:.1f} GiB = sharded state {:.1f} + gathered params {:.1f} + "
-                       "gradients {:.1f} + activations {:.1f} + workspace {:.1f}\n",
-                       m.peak_bytes() / kGiB, m.capacity_bytes / kGiB, m.sharded_state_bytes / kGiB,
-                       m.gathered_params_bytes / kGiB, m.gradient_bytes / kGiB, m.activation_bytes / kGiB,
+    out += fmt::format("\nmemory per GPU at the peak: {:.1f} of {:.1f} GiB = allocated {:.1f} (sharded state {:.1f} + "
+                       "gathered params {:.1f} + gradients {:.1f} + activations {:.1f}) + allocator reserve {:.1f} "
+                       "(reserved {:.1f}) + CUDA/NCCL workspace {:.1f}\n",
+                       m.peak_bytes() / kGiB, m.capacity_bytes / kGiB, m.allocated_bytes() / kGiB,
+                       m.sharded_state_bytes / kGiB, m.gathered_params_bytes / kGiB, m.gradient_bytes / kGiB,
+                       m.activation_bytes / kGiB, m.fragmentation_bytes / kGiB, m.reserved_bytes() / kGiB,
                        m.workspace_bytes / kGiB);
     for (const auto& r : results) {
       out += fmt::format("collectives per step, {}:", r.step.policy);
@@ -184,10 +192,12 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         "{}\n    {{\n      \"point\": {{{}}},\n      \"policy\": {},\n      \"gpus\": {},\n"
         "      \"step_time_s\": {},\n      \"speedup_vs_fsdp\": {},\n      \"tokens_per_s_per_gpu\": {},\n"
         "      \"mfu\": {},\n      \"peak_memory_gib\": {},\n      \"fits_in_memory\": {},\n"
-        "      \"memory_gib\": {{\"capacity\": {}, \"sharded_state\": {}, \"gathered_params\": {}, \"gradients\": {}, "
-        "\"activations\": {}, \"workspace\": {}}},\n"
+        "      \"memory_gib\": {{\"capacity\": {}, \"allocated\": {}, \"reserved\": {}, \"sharded_state\": {}, "
+        "\"gathered_params\": {}, \"gradients\": {}, \"activations\": {}, \"allocator_reserve\": {}, "
+        "\"workspace\": {}}},\n"
         "      \"breakdown\": {{\"compute_s\": {}, \"exposed_comm_s\": {}, \"allgather_s\": {}, "
-        "\"reduce_scatter_s\": {}, \"optimizer_s\": {}, \"compression_kernels_s\": {}}},\n"
+        "\"reduce_scatter_s\": {}, \"optimizer_s\": {}, \"compression_kernels_s\": {}, \"fsdp_copy_s\": {}, "
+        "\"host_s\": {}}},\n"
         "      \"collectives\": {{{}\n      }},\n"
         "      \"network\": {{\"nic_bytes_per_node\": {}, \"nic_utilization\": {}, \"leaf_uplink_bytes\": {}, "
         "\"leaf_uplink_utilization\": {}}},\n"
@@ -195,10 +205,12 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         "    }}",
         i ? "," : "", point, json_string(st.policy), st.gpus, num(st.step_time_s), sp > 0 ? num(sp) : "null",
         num(st.tokens_per_s_per_gpu), num(st.mfu), num(m.peak_bytes() / kGiB), m.fits() ? "true" : "false",
-        num(m.capacity_bytes / kGiB), num(m.sharded_state_bytes / kGiB), num(m.gathered_params_bytes / kGiB),
-        num(m.gradient_bytes / kGiB), num(m.activation_bytes / kGiB), num(m.workspace_bytes / kGiB),
+        num(m.capacity_bytes / kGiB), num(m.allocated_bytes() / kGiB), num(m.reserved_bytes() / kGiB),
+        num(m.sharded_state_bytes / kGiB), num(m.gathered_params_bytes / kGiB), num(m.gradient_bytes / kGiB),
+        num(m.activation_bytes / kGiB), num(m.fragmentation_bytes / kGiB), num(m.workspace_bytes / kGiB),
         num(b.compute_s), num(b.exposed_comm_s), num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s),
-        num(b.compression_kernels_s), colls, num(net.nic_bytes), num(net.nic_util), num(net.leaf_up_bytes),
+        num(b.compression_kernels_s), num(b.fsdp_copy_s), num(b.host_s), colls, num(net.nic_bytes),
+        num(net.nic_util), num(net.leaf_up_bytes),
         num(net.leaf_up_util), num(st.expected_grad_error), json_string(st.grad_error_basis));
   }
   std::string warnings;

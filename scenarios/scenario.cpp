@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace tagcsim::scenarios {
@@ -72,7 +73,24 @@ Point load_point(const Input& doc) {
       s->fail(fmt::format("sequence length {} exceeds the model's {} learned positions", t.seq_len,
                           p.setup.model.learned_positions));
   }
-  p.setup = sim::make_setup(p.setup.model, c, t);
+  if (auto tr = doc.find("training")) {
+    auto w = tr->find("wrap");
+    if (!w) w = tr->find("framework");
+    if (w && t.wrap == models::WrapPolicy::Torchtitan && p.setup.model.tied_embeddings)
+      w->fail(fmt::format("model '{}' ties its embedding and output projection, which torchtitan's layout puts in "
+                          "units of their own (use wrap: block)",
+                          p.setup.model.name));
+  }
+  try {
+    p.setup = sim::make_setup(p.setup.model, c, t);
+  } catch (const InputError& e) {
+    // "training.<key>: ..." from the setup: point at the key's line.
+    const std::string msg = e.what(), prefix = "training.";
+    const auto colon = msg.find(": ");
+    if (auto tr = doc.find("training"); tr && msg.rfind(prefix, 0) == 0 && colon != std::string::npos)
+      if (auto key = tr->find(msg.substr(prefix.size(), colon - prefix.size()))) key->fail(msg.substr(colon + 2));
+    throw;
+  }
   p.policies = load_policies(doc);
   for (const auto& pol : p.policies) {
     // The damage of a lossy index is judged on the smallest piece the policy decodes.
@@ -91,37 +109,115 @@ Point load_point(const Input& doc) {
 }  // namespace
 
 sim::Training load_training(const Input& in) {
-  in.expect_keys({"sharding", "hybrid_shard_gpus", "wrap", "micro_batch", "seq_len", "grad_accumulation", "no_sync",
-                  "param_dtype", "reduce_dtype", "activation_checkpointing", "tf32", "limit_all_gathers",
-                  "backward_prefetch"});
+  in.expect_keys({"framework", "fsdp", "api", "sharding", "hybrid_shard_gpus", "wrap", "micro_batch", "seq_len",
+                  "grad_accumulation", "no_sync", "param_dtype", "reduce_dtype", "activation_checkpointing", "tf32",
+                  "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch", "reshard_after_forward",
+                  "reduce_scatter_group", "host", "allocator_fragmentation"});
   sim::Training t;
+  // The framework first: it decides the defaults of the keys below (docs/scenarios.md).
+  if (auto v = in.find("framework")) {
+    const auto s = v->as_choice({"pytorch", "torchtitan", "composer"});
+    t.framework = s == "pytorch" ? sim::Framework::PyTorch
+                  : s == "torchtitan" ? sim::Framework::Torchtitan
+                                      : sim::Framework::Composer;
+  }
+  std::optional<Input> api_key;
+  if (auto v = in.find("fsdp")) {
+    t.api = v->as_int_between(1, 2) == 1 ? sim::Api::Fsdp1 : sim::Api::Fsdp2;
+    api_key = v;
+  }
+  if (auto v = in.find("api")) {
+    const auto api = v->as_choice({"FullyShardedDataParallel", "fully_shard"}) == "fully_shard" ? sim::Api::Fsdp2
+                                                                                                 : sim::Api::Fsdp1;
+    if (api_key && api != t.api) v->fail("contradicts fsdp: give one of them");
+    t.api = api;
+    api_key = v;
+  } else if (!api_key && t.framework == sim::Framework::Torchtitan) {
+    t.api = sim::Api::Fsdp2;
+  }
+  if (api_key && t.framework == sim::Framework::Torchtitan && t.api != sim::Api::Fsdp2)
+    api_key->fail("torchtitan runs fully_shard (fsdp: 2)");
+  const bool fsdp1 = t.api == sim::Api::Fsdp1;
+  // Keys that exist in one API only.
+  for (const char* key : {"limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch"})
+    if (auto v = in.find(key); v && !fsdp1)
+      v->fail("an FSDP1 setting; fully_shard (fsdp: 2) has no rate limiter and prefetches one unit in backward");
+  if (auto v = in.find("reshard_after_forward"); v && fsdp1)
+    v->fail("a fully_shard (fsdp: 2) setting; FSDP1 says it with sharding: full_shard or shard_grad_op");
+
   if (auto v = in.find("sharding")) {
     const auto s = v->as_choice({"full_shard", "shard_grad_op", "hybrid_shard"});
     t.sharding = s == "full_shard"      ? sim::Sharding::FullShard
                  : s == "shard_grad_op" ? sim::Sharding::ShardGradOp
                                         : sim::Sharding::HybridShard;
+    // fully_shard's SHARD_GRAD_OP is reshard_after_forward=False.
+    if (!fsdp1 && t.sharding == sim::Sharding::ShardGradOp) {
+      if (in.has("reshard_after_forward")) v->fail("with fsdp: 2 give reshard_after_forward: false instead");
+      t.reshard_after_forward = 0;
+    }
   }
   if (auto v = in.find("hybrid_shard_gpus")) {
     if (t.sharding != sim::Sharding::HybridShard) v->fail("only meaningful with sharding: hybrid_shard");
     t.hybrid_shard_gpus = v->as_int_between(1, 1 << 24);
   }
-  if (auto v = in.find("wrap"))
-    t.wrap = v->as_choice({"block", "size"}) == "block" ? models::WrapPolicy::Block : models::WrapPolicy::Size;
+  // torchtitan's apply_fsdp (models/llama3/infra/parallelize.py) wraps its own way.
+  if (t.framework == sim::Framework::Torchtitan) t.wrap = models::WrapPolicy::Torchtitan;
+  if (auto v = in.find("wrap")) {
+    const auto w = v->as_choice({"block", "size", "torchtitan"});
+    t.wrap = w == "block" ? models::WrapPolicy::Block
+             : w == "size" ? models::WrapPolicy::Size
+                           : models::WrapPolicy::Torchtitan;
+    if (fsdp1 && t.wrap == models::WrapPolicy::Torchtitan)
+      v->fail("torchtitan's layout leaves the root module without parameters, which is fully_shard's (fsdp: 2)");
+  }
   if (auto v = in.find("micro_batch")) t.micro_batch = v->as_int_between(1, 1 << 20);
   if (auto v = in.find("seq_len")) t.seq_len = v->as_int_between(1, 1 << 24);
   if (auto v = in.find("grad_accumulation")) t.grad_accumulation = v->as_int_between(1, 1 << 16);
+  // Only plain FSDP1 loops call no_sync(); torchtitan (train.py Trainer.train_step) and Composer
+  // (composer/distributed/dist_strategy.py ddp_sync_context: no no_sync for FSDP) reduce every micro-batch.
+  t.no_sync = t.framework == sim::Framework::PyTorch && fsdp1;
   if (auto v = in.find("no_sync")) t.no_sync = v->as_bool();
   if (auto v = in.find("param_dtype")) t.param_dtype = load_dtype(*v);
   if (auto v = in.find("reduce_dtype")) t.reduce_dtype = load_dtype(*v);
   if (auto v = in.find("activation_checkpointing")) t.activation_checkpointing = v->as_bool();
   if (auto v = in.find("tf32")) t.tf32 = v->as_bool();
-  if (auto v = in.find("limit_all_gathers")) t.max_inflight_all_gathers = v->as_int_between(1, 1 << 16);
+  if (auto v = in.find("limit_all_gathers")) {
+    if (v->is_scalar() && v->raw().Scalar().find_first_not_of("0123456789") == std::string::npos)
+      v->fail(fmt::format("expected true or false, got '{}': PyTorch's limit_all_gathers is a bool (true: at most "
+                          "2 all-gathers in flight); set max_inflight_all_gathers for another depth",
+                          v->raw().Scalar()));
+    t.limit_all_gathers = v->as_bool();
+  }
+  if (auto v = in.find("max_inflight_all_gathers")) {
+    if (!t.limit_all_gathers) v->fail("only meaningful with limit_all_gathers: true");
+    t.max_inflight_all_gathers = v->as_int_between(1, 1 << 16);
+  }
+  // Composer's FSDPConfig (composer/utils/parallelism.py): BACKWARD_POST, limit_all_gathers True.
+  if (t.framework == sim::Framework::Composer) t.backward_prefetch = sim::BackwardPrefetch::Post;
   if (auto v = in.find("backward_prefetch")) {
     const auto s = v->as_choice({"pre", "post", "none"});
     t.backward_prefetch = s == "pre"    ? sim::BackwardPrefetch::Pre
                           : s == "post" ? sim::BackwardPrefetch::Post
                                         : sim::BackwardPrefetch::None;
   }
+  if (auto v = in.find("reshard_after_forward")) {
+    const std::string text = v->is_scalar() ? v->raw().Scalar() : "";
+    if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
+      t.reshard_after_forward = v->as_int_between(2, 1 << 24);
+    else if (text == "true" || text == "false")
+      t.reshard_after_forward = v->as_bool() ? -1 : 0;
+    else
+      v->fail(fmt::format("expected true, false or a number of GPUs (> 1) to reshard to, got '{}'", text));
+  }
+  if (auto v = in.find("reduce_scatter_group"))
+    t.reduce_scatter_group = v->as_choice({"shared", "separate"}) == "shared" ? sim::ReduceScatterGroup::Shared
+                                                                              : sim::ReduceScatterGroup::Separate;
+  if (auto h = in.find("host")) {
+    h->expect_keys({"kernel_issue", "hook"});
+    if (auto v = h->find("kernel_issue")) t.host.kernel_issue_s = v->as_seconds();
+    if (auto v = h->find("hook")) t.host.hook_s = v->as_seconds();
+  }
+  if (auto v = in.find("allocator_fragmentation")) t.allocator_fragmentation = v->as_non_negative();
   return t;
 }
 

@@ -48,7 +48,7 @@ double peak_flops(const topologies::DeviceProfile& gpu, Dtype compute, bool tf32
 }
 
 UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceProfile& gpu, Dtype compute,
-                         bool tf32) {
+                         bool tf32, double kernel_issue_s) {
   const double gemm_rate = peak_flops(gpu, compute, tf32) * gpu.gemm_efficiency * gemm_size_factor(unit.gemm_width);
   const double attn_rate = gemm_rate * kAttentionVsGemm;
   const double mem_rate = gpu.memory_bandwidth * gpu.memory_efficiency;
@@ -58,7 +58,8 @@ UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceP
   };
   // Under activation checkpointing the model's backward already includes the recomputed forward.
   return UnitCompute{seconds(unit.forward_flops, unit.forward_memory_bytes, unit.gemm_fraction),
-                     seconds(unit.backward_flops, unit.backward_memory_bytes, unit.backward_gemm_fraction)};
+                     seconds(unit.backward_flops, unit.backward_memory_bytes, unit.backward_gemm_fraction),
+                     unit.forward_kernels * kernel_issue_s, unit.backward_kernels * kernel_issue_s};
 }
 
 double optimizer_seconds(double shard_params, const topologies::DeviceProfile& gpu) {

@@ -18,10 +18,14 @@ double peak_flops(const topologies::DeviceProfile& gpu, Dtype compute, bool tf32
 struct UnitCompute {
   double forward_seconds = 0;
   double backward_seconds = 0;
+  // CPU time to issue the unit's kernels (the host stream of sim/schedule.hpp):
+  // for now the unit's kernel count times `kernel_issue_s`.
+  double forward_issue_seconds = 0;
+  double backward_issue_seconds = 0;
 };
 
 UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceProfile& gpu, Dtype compute,
-                         bool tf32 = false);
+                         bool tf32 = false, double kernel_issue_s = 0);
 
 // AdamW over this GPU's shard: reads fp32 param, grad, m, v; writes param, m, v.
 double optimizer_seconds(double shard_params, const topologies::DeviceProfile& gpu);

@@ -136,6 +136,9 @@ Task kernel_task(const std::string& name, int u, double seconds, std::vector<int
   return t;
 }
 
+// A compressing policy's collectives run on an NCCL communicator of their own
+// (TAGC's reference keeps its own NCCL stream), so they share the network
+// with FSDP's all-gathers instead of queueing behind them.
 Task comm_task(const std::string& name, int u, std::vector<Phase> phases, std::vector<int> after) {
   Task t;
   t.name = name;

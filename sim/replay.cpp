@@ -29,6 +29,7 @@ struct Run {
   int full_nodes = 0;  // the cluster's; the platform may hold fewer (sim/symmetry.hpp)
   const topologies::Platform* platform = nullptr;
   std::vector<sg4::SemaphorePtr> done;
+  std::vector<char> finished;  // actors take turns, so a plain flag saves the semaphore's simcalls
   Replay out;
 };
 
@@ -70,10 +71,19 @@ void network_phase(Run& run, const Phase& phase) {
 void stream_actor(Run* run, std::vector<int> tasks) {
   for (int id : tasks) {
     const Task& t = run->schedule->tasks[id];
-    for (int dep : t.after) {  // a released semaphore stays released for the next waiter
+    auto wait_for = [run](int dep) {  // a released semaphore stays released for the next waiter
+      if (run->finished[std::size_t(dep)]) return;
       run->done[dep]->acquire();
       run->done[dep]->release();
+    };
+    for (int dep : t.after) wait_for(dep);
+    // Not before the host has issued it.
+    double issued = t.issue_delay;  // after the step's start when the host waited for nothing yet
+    for (int dep : t.issued_after) {
+      wait_for(dep);
+      issued = std::max(issued, run->out.timings[std::size_t(dep)].end + t.issue_delay);
     }
+    if (issued > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(issued);
     const double start = sg4::Engine::get_clock();
     double remaining = t.seconds;
     for (const Phase& phase : t.phases) {
@@ -90,6 +100,7 @@ void stream_actor(Run* run, std::vector<int> tasks) {
     }
     if (remaining > 0) sg4::this_actor::sleep_for(remaining);
     run->out.timings[id] = {start, sg4::Engine::get_clock()};
+    run->finished[std::size_t(id)] = 1;
     run->done[id]->release();
   }
 }
@@ -111,12 +122,16 @@ Replay replay_here(const Schedule& schedule, const topologies::Cluster& cluster,
   run.platform = &platform;
   run.out.timings.resize(schedule.tasks.size());
   for (std::size_t i = 0; i < schedule.tasks.size(); ++i) run.done.push_back(sg4::Semaphore::create(0));
+  run.finished.assign(schedule.tasks.size(), 0);
   std::vector<std::vector<int>> per_stream(kStreams);
   for (std::size_t i = 0; i < schedule.tasks.size(); ++i)
     per_stream[int(schedule.tasks[i].stream)].push_back(int(i));
   const double t1 = wall_now();
+  // One actor per stream that has work, the host's included: a stream runs
+  // its tasks in issue order, each after the tasks it waits for.
   for (int s = 0; s < kStreams; ++s)
-    sg4::Actor::create(to_string(Stream(s)), platform.nodes[0], stream_actor, &run, per_stream[s]);
+    if (!per_stream[s].empty())
+      sg4::Actor::create(to_string(Stream(s)), platform.nodes[0], stream_actor, &run, per_stream[s]);
   engine.run();
   run.out.platform_wall_s = t1 - t0;
   run.out.simulated_nodes = int(platform.nodes.size());

@@ -1,19 +1,20 @@
 #include "sim/schedule.hpp"
 
 #include "common/input.hpp"
-#include "sim/compute.hpp"
+#include "sim/schedule_program.hpp"
 
 #include <fmt/format.h>
-
-#include <numeric>
 
 namespace tagcsim::sim {
 
 const char* to_string(Stream s) {
   switch (s) {
     case Stream::Compute: return "compute";
-    case Stream::AllGather: return "all-gather";
-    case Stream::ReduceScatter: return "reduce-scatter";
+    case Stream::AllGather: return "nccl shard group";
+    case Stream::ReduceScatter: return "nccl reduce-scatter group";
+    case Stream::AllReduce: return "nccl replica group";
+    case Stream::PostBackward: return "post-backward";
+    case Stream::Host: return "host";
   }
   return "?";
 }
@@ -28,6 +29,19 @@ const char* to_string(Category c) {
     case Category::ReduceScatter: return "reduce_scatter";
     case Category::AllReduce: return "all_reduce";
     case Category::CompressedCollective: return "compressed_collective";
+    case Category::FsdpCopy: return "fsdp_copy";
+    case Category::Host: return "host";
+  }
+  return "?";
+}
+
+const char* to_string(Api a) { return a == Api::Fsdp1 ? "fsdp1" : "fsdp2"; }
+
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::PyTorch: return "pytorch";
+    case Framework::Torchtitan: return "torchtitan";
+    case Framework::Composer: return "composer";
   }
   return "?";
 }
@@ -36,6 +50,31 @@ int Schedule::add(Task t) {
   tasks.push_back(std::move(t));
   return int(tasks.size()) - 1;
 }
+
+Stream StepSetup::reduce_stream() const {
+  return training.reduce_scatter_group == ReduceScatterGroup::Separate ? Stream::ReduceScatter : Stream::AllGather;
+}
+
+namespace {
+
+// Groups of G GPUs tiling the cluster: inside a node (G divides it) or whole
+// consecutive nodes. `key` names the setting in errors.
+Group groups_of(const topologies::Cluster& c, int G, const char* key) {
+  const int gpn = c.gpus_per_node;
+  if (G <= gpn) {
+    if (gpn % G != 0)
+      throw InputError(fmt::format("training.{}: groups of {} GPUs do not divide the {} GPUs of a node", key, G, gpn));
+    return Group{.nodes = 1, .gpus_per_node = G, .node_stride = 1, .count = c.gpus() / G};
+  }
+  if (G % gpn != 0 || c.nodes % (G / gpn) != 0)
+    throw InputError(fmt::format("training.{}: a group of {} GPUs must be whole nodes of {} GPUs that divide the "
+                                 "cluster's {} nodes",
+                                 key, G, gpn, c.nodes));
+  const int m = G / gpn;
+  return Group{.nodes = m, .gpus_per_node = gpn, .node_stride = 1, .count = c.nodes / m};
+}
+
+}  // namespace
 
 StepSetup make_setup(const models::TransformerConfig& model, const topologies::Cluster& cluster,
                      const Training& training) {
@@ -53,31 +92,48 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
   const int gpn = cluster.gpus_per_node;
   if (training.sharding != Sharding::HybridShard) {
     s.shard_group = whole_cluster(cluster);
-    return s;
-  }
-  // HYBRID_SHARD: shard inside groups of G GPUs, replicate across them.
-  const int G = training.hybrid_shard_gpus > 0 ? training.hybrid_shard_gpus : gpn;
-  if (G <= gpn) {
-    if (gpn % G != 0)
-      throw InputError(fmt::format("training.hybrid_shard_gpus: {} GPUs per shard group do not divide the {} GPUs "
-                                   "of a node", G, gpn));
-    s.shard_group = Group{.nodes = 1, .gpus_per_node = G, .node_stride = 1, .count = cluster.gpus() / G};
-    s.replica_group = Group{.nodes = cluster.nodes, .gpus_per_node = gpn / G, .node_stride = 1, .count = G};
   } else {
-    if (G % gpn != 0 || cluster.nodes % (G / gpn) != 0)
-      throw InputError(fmt::format("training.hybrid_shard_gpus: a shard group of {} GPUs must be whole nodes of {} "
-                                   "GPUs that divide the cluster's {} nodes", G, gpn, cluster.nodes));
-    const int m = G / gpn;
-    s.shard_group = Group{.nodes = m, .gpus_per_node = gpn, .node_stride = 1, .count = cluster.nodes / m};
-    s.replica_group = Group{.nodes = cluster.nodes / m, .gpus_per_node = 1, .node_stride = m, .count = G};
+    // HYBRID_SHARD: shard inside groups of G GPUs, replicate across them.
+    const int G = training.hybrid_shard_gpus > 0 ? training.hybrid_shard_gpus : gpn;
+    s.shard_group = groups_of(cluster, G, "hybrid_shard_gpus");
+    s.replica_group = G <= gpn ? Group{.nodes = cluster.nodes, .gpus_per_node = gpn / G, .node_stride = 1, .count = G}
+                               : Group{.nodes = cluster.nodes / (G / gpn), .gpus_per_node = 1,
+                                       .node_stride = G / gpn, .count = G};
+  }
+  // FSDP2's reshard_after_forward=N (fully_shard, _get_post_forward_mesh_info):
+  // a non-trivial divisor of the shard group, held by consecutive ranks.
+  const int N = training.reshard_after_forward;
+  if (training.api == Api::Fsdp2 && N > 1) {
+    if (N >= s.shard_size() || s.shard_size() % N != 0)
+      throw InputError(fmt::format("training.reshard_after_forward: {} must divide the shard group's {} GPUs and be "
+                                   "smaller (true, false, or a divisor such as the GPUs of a node)",
+                                   N, s.shard_size()));
+    s.post_forward_group = groups_of(cluster, N, "reshard_after_forward");
   }
   return s;
 }
 
 int fsdp_reduce_scatter(Schedule& s, const StepSetup& setup, int u, int grad_ready) {
   const auto& unit = setup.units[u];
-  const double bytes = double(unit.params) * bytes_of(setup.training.reduce_dtype);
-  Task rs{.name = "reduce-scatter " + unit.name, .stream = Stream::ReduceScatter,
+  const auto& t = setup.training;
+  if (t.api == Api::Fsdp1) {
+    // FSDP1's _post_backward_hook, on the post-backward stream: the gradient
+    // cast to reduce_dtype, then _reduce_grad's pre-divide of the unsharded
+    // gradient (_gradient_predivide_factor) and post-divide of the shard.
+    const double P = double(unit.params), pb = bytes_of(t.param_dtype), rb = bytes_of(t.reduce_dtype);
+    const int N = setup.shard_size();
+    double copy = t.reduce_dtype != t.param_dtype ? P * (pb + rb) : 0;
+    if (N > 1) copy += 2 * P * rb + 2 * P / N * rb;
+    if (copy > 0) {
+      const auto& gpu = setup.cluster.gpu;
+      Task cast = detail::copy_task("grad cast+divide " + unit.name, u, Stream::PostBackward, copy,
+                                    gpu.memory_bandwidth * gpu.memory_efficiency);
+      cast.after = {grad_ready};
+      grad_ready = s.add(std::move(cast));
+    }
+  }
+  const double bytes = double(unit.params) * bytes_of(t.reduce_dtype);
+  Task rs{.name = "reduce-scatter " + unit.name, .stream = setup.reduce_stream(),
           .category = Category::ReduceScatter, .unit = u};
   rs.phases = {{plan_collective(setup.cluster, CollectiveOp::ReduceScatter, bytes, setup.shard_group)}};
   rs.after = {grad_ready};
@@ -86,9 +142,13 @@ int fsdp_reduce_scatter(Schedule& s, const StepSetup& setup, int u, int grad_rea
 
 int replica_all_reduce(Schedule& s, const StepSetup& setup, int u, int after) {
   if (!setup.replica_group || setup.replica_group->ranks() <= 1) return after;
+  // Its own stream and process group (FSDP1 _runtime_utils.py _init_streams:
+  // _all_reduce_stream, _reduce_grad: all_reduce on _inter_node_pg; FSDP2
+  // _fsdp_collectives.py foreach_reduce: all_reduce_stream): it overlaps the
+  // shard group's queue instead of waiting in it.
   const double shard_bytes =
       double(setup.units[u].params) * bytes_of(setup.training.reduce_dtype) / setup.shard_size();
-  Task ar{.name = "all-reduce " + setup.units[u].name, .stream = Stream::ReduceScatter,
+  Task ar{.name = "all-reduce " + setup.units[u].name, .stream = Stream::AllReduce,
           .category = Category::AllReduce, .unit = u};
   ar.phases = {{plan_collective(setup.cluster, CollectiveOp::AllReduce, shard_bytes, *setup.replica_group)}};
   ar.after = {after};
@@ -96,92 +156,113 @@ int replica_all_reduce(Schedule& s, const StepSetup& setup, int u, int after) {
 }
 
 Schedule build_step(const StepSetup& setup, const GradientReduction& reduce) {
-  Schedule s;
-  const auto& units = setup.units;
-  const int U = int(units.size());
-  const int M = setup.training.grad_accumulation;
-  const int L = std::max(1, setup.training.max_inflight_all_gathers);
-  const bool reshard = setup.training.sharding != Sharding::ShardGradOp;
-  const Dtype dtype = setup.training.param_dtype;
-
-  std::vector<UnitCompute> cost;
-  for (const auto& u : units) cost.push_back(unit_compute(u, setup.cluster.gpu, dtype, setup.training.tf32));
-
-  auto gather = [&](int u, const char* phase, std::vector<int> after) {
-    Task t{.name = fmt::format("all-gather {} {}", phase, units[u].name), .stream = Stream::AllGather,
-           .category = Category::AllGather, .unit = u};
-    t.phases = {{plan_collective(setup.cluster, CollectiveOp::AllGather, double(units[u].params) * bytes_of(dtype),
-                                 setup.shard_group)}};
-    t.after = std::move(after);
-    return s.add(std::move(t));
-  };
-  auto compute = [&](int u, Category c, double seconds, std::vector<int> after) {
-    Task t{.name = fmt::format("{} {}", to_string(c), units[u].name), .stream = Stream::Compute, .category = c,
-           .unit = u, .seconds = seconds};
-    t.after = std::move(after);
-    return s.add(std::move(t));
-  };
-
-  // The root unit (0) is gathered first and kept until the end of backward;
-  // its computation (embedding, final norm, head) is placed after the blocks'
-  // in forward and before them in backward, where its head dominates.
-  std::vector<int> fwd_order;
-  for (int u = 1; u < U; ++u) fwd_order.push_back(u);
-  fwd_order.push_back(0);
-
-  std::vector<int> final_reductions;
-  std::size_t reduced_before = 0;  // reductions of earlier micro-batches in final_reductions
-  for (int m = 0; m < M; ++m) {
-    const bool sync = m == M - 1 || !setup.training.no_sync;
-    // FSDP's end-of-backward callback makes the compute stream wait for the
-    // gradient reductions, so the next micro-batch starts after them.
-    const std::vector<int> earlier(final_reductions.begin() + std::ptrdiff_t(reduced_before), final_reductions.end());
-    reduced_before = final_reductions.size();
-    std::vector<int> ag(U, -1), fwd(U, -1), bwd(U, -1);
-    // Forward: the rate limiter lets an all-gather start once the unit L
-    // places earlier has computed and freed its parameters.
-    // The root's pre-forward also makes the all-gather stream wait for them.
-    ag[0] = gather(0, "fwd", earlier);
-    for (int i = 0; i + 1 < U; ++i) {
-      const int u = fwd_order[i];
-      std::vector<int> after;
-      if (i >= L) after.push_back(fwd[fwd_order[i - L]]);
-      ag[u] = gather(u, "fwd", after);
-      std::vector<int> ready = {ag[u]};
-      if (i == 0) ready.insert(ready.end(), earlier.begin(), earlier.end());
-      fwd[u] = compute(u, Category::Forward, cost[u].forward_seconds, ready);
-    }
-    fwd[0] = compute(0, Category::Forward, cost[0].forward_seconds, {ag[0]});
-    const int forward_done = fwd[0];
-
-    // Backward runs the forward order in reverse: root's head first.
-    std::vector<int> bwd_order(fwd_order.rbegin(), fwd_order.rend());
-    for (int k = 0; k < U; ++k) {
-      const int u = bwd_order[k];
-      std::vector<int> ready = {k == 0 ? forward_done : bwd[bwd_order[k - 1]]};
-      if (u != 0 && reshard) {
-        std::vector<int> after = {fwd[fwd_order[U - 2]]};  // re-gather only after forward freed it
-        if (setup.training.backward_prefetch == BackwardPrefetch::Pre) {
-          if (k - L >= 0) after.push_back(bwd[bwd_order[k - L]]);
-        } else if (k >= 1) {
-          after.push_back(bwd[bwd_order[k - 1]]);
-        }
-        ready = {gather(u, "bwd", after)};
-      }
-      bwd[u] = compute(u, Category::Backward, cost[u].backward_seconds, ready);
-      // The root's gradients (embedding) are complete only at the very end.
-      if (sync && u != 0) final_reductions.push_back(reduce(s, setup, u, bwd[u]));
-    }
-    if (sync) final_reductions.push_back(reduce(s, setup, 0, bwd[bwd_order.back()]));
-  }
-
-  std::int64_t params = 0;
-  for (const auto& u : units) params += u.params;
-  Task opt{.name = "optimizer step", .stream = Stream::Compute, .category = Category::Optimizer, .unit = -1,
-           .seconds = optimizer_seconds(double(params) / setup.shard_size(), setup.cluster.gpu)};
-  opt.after = final_reductions;
-  s.add(std::move(opt));
-  return s;
+  return setup.training.api == Api::Fsdp1 ? detail::build_fsdp1(setup, reduce) : detail::build_fsdp2(setup, reduce);
 }
 
+namespace detail {
+
+Program::Program(Schedule& s) : s_(s) { last_.fill(-1); }
+
+void Program::host(const std::string& what, double seconds) {
+  if (seconds <= 0) return;
+  if (pending_name_.empty()) pending_name_ = what;
+  else pending_more_ = true;
+  pending_s_ += seconds;
+}
+
+void Program::sync(int task) {
+  if (task < 0) return;
+  flush();
+  pending_after_.push_back(task);
+}
+
+void Program::flush() {
+  if (pending_s_ <= 0 && pending_after_.empty()) return;
+  // Named after what the host waited for (if anything) and the first thing it did then.
+  std::string name = pending_after_.empty() ? "" : "wait for " + s_.tasks[std::size_t(pending_after_.front())].name;
+  if (!pending_name_.empty()) name += (name.empty() ? "" : ", then ") + pending_name_ + (pending_more_ ? " ..." : "");
+  Task t{.name = std::move(name), .stream = Stream::Host, .category = Category::Host, .seconds = pending_s_};
+  t.after = std::move(pending_after_);
+  host_last_ = s_.add(std::move(t));
+  last_[int(Stream::Host)] = host_last_;
+  pending_name_.clear();
+  pending_more_ = false;
+  pending_s_ = 0;
+  pending_after_.clear();
+}
+
+void Program::wait(Stream waiter, int task) {
+  if (task >= 0) waits_[int(waiter)].push_back(task);
+}
+
+int Program::issue(Task t) {
+  // The host's current task starts once its predecessor and the GPU tasks it
+  // waits for are done; this task is issued pending_s_ into it.
+  if (host_last_ >= 0) t.issued_after.push_back(host_last_);
+  t.issued_after.insert(t.issued_after.end(), pending_after_.begin(), pending_after_.end());
+  t.issue_delay = pending_s_;
+  auto& w = waits_[int(t.stream)];
+  t.after.insert(t.after.end(), w.begin(), w.end());
+  w.clear();
+  const Stream stream = t.stream;
+  const int id = s_.add(std::move(t));
+  last_[int(stream)] = id;
+  return id;
+}
+
+int Program::adopt(std::size_t from, Stream stream, int fallback) {
+  int found = fallback;
+  for (std::size_t i = from; i < s_.tasks.size(); ++i) {
+    last_[int(s_.tasks[i].stream)] = int(i);
+    if (s_.tasks[i].stream == stream) found = int(i);
+  }
+  return found;
+}
+
+void Program::buffer(MemoryKind kind, double bytes, int from, int to, bool from_end, bool to_start) {
+  if (bytes <= 0 || from < 0) return;
+  s_.buffers.push_back(Buffer{kind, bytes, from, from_end, to, to_start});
+}
+
+Costs costs_of(const StepSetup& setup) {
+  const auto& t = setup.training;
+  Costs c;
+  for (const auto& u : setup.units)
+    c.units.push_back(unit_compute(u, setup.cluster.gpu, t.param_dtype, t.tf32, t.host.kernel_issue_s));
+  c.hook_s = t.host.hook_s;
+  c.hbm_rate = setup.cluster.gpu.memory_bandwidth * setup.cluster.gpu.memory_efficiency;
+  return c;
+}
+
+Task compute_task(const StepSetup& setup, int u, Category c, double seconds) {
+  return Task{.name = fmt::format("{} {}", to_string(c), setup.units[u].name), .stream = Stream::Compute,
+              .category = c, .unit = u, .seconds = seconds};
+}
+
+Task copy_task(const std::string& name, int u, Stream stream, double bytes, double hbm_rate) {
+  return Task{.name = name, .stream = stream, .category = Category::FsdpCopy, .unit = u,
+              .seconds = hbm_rate > 0 ? bytes / hbm_rate : 0};
+}
+
+Task all_gather_task(const StepSetup& setup, int u, const Group& group, const char* phase) {
+  const auto& unit = setup.units[u];
+  Task t{.name = fmt::format("all-gather {} {}", phase, unit.name), .stream = Stream::AllGather,
+         .category = Category::AllGather, .unit = u};
+  t.phases = {{plan_collective(setup.cluster, CollectiveOp::AllGather,
+                               double(unit.params) * bytes_of(setup.training.param_dtype), group)}};
+  return t;
+}
+
+Task optimizer_task(const StepSetup& setup) {
+  std::int64_t params = 0;
+  for (const auto& u : setup.units) params += u.params;
+  return Task{.name = "optimizer step", .stream = Stream::Compute, .category = Category::Optimizer, .unit = -1,
+              .seconds = optimizer_seconds(double(params) / setup.shard_size(), setup.cluster.gpu)};
+}
+
+int root_unit(const StepSetup& setup) {
+  return !setup.units.empty() && setup.units.front().kind == models::UnitKind::Root ? 0 : -1;
+}
+
+}  // namespace detail
 }  // namespace tagcsim::sim

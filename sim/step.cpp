@@ -6,43 +6,60 @@
 
 namespace tagcsim::sim {
 namespace {
-// CUDA context, cuBLAS/NCCL workspaces and allocator fragmentation: a
+// CUDA context, cuBLAS and NCCL workspaces outside PyTorch's allocator: a
 // commonly observed ~2 GiB on 80 GB GPUs (an estimate, not a measurement).
 constexpr double kWorkspaceBytes = 2.0 * (1ull << 30);
 // FSDP keeps fp32 sharded params and grads; AdamW adds two fp32 moments.
 constexpr double kShardedBytesPerParam = 4 + 4 + 8;
 }  // namespace
 
-double Memory::peak_bytes() const {
-  return sharded_state_bytes + gathered_params_bytes + gradient_bytes + activation_bytes + workspace_bytes;
+double Memory::allocated_bytes() const {
+  return sharded_state_bytes + gathered_params_bytes + gradient_bytes + activation_bytes;
 }
 
 namespace {
 
-Memory estimate_memory(const StepSetup& setup) {
+// Walks the schedule's buffers through the replayed times: the peak of what
+// is allocated, and what it is made of at that moment.
+Memory estimate_memory(const StepSetup& setup, const Schedule& s, const Replay& r, double step_end) {
   Memory m;
-  const auto& units = setup.units;
-  const auto& t = setup.training;
-  double params = 0, largest = 0, second = 0, acts = 0;
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    params += double(units[i].params);
-    acts += units[i].activation_bytes;
-    if (i == 0) continue;
-    const double p = double(units[i].params);
-    if (p > largest) second = largest, largest = p;
-    else if (p > second) second = p;
-  }
+  double params = 0;
+  for (const auto& u : setup.units) params += double(u.params);
   m.sharded_state_bytes = params / setup.shard_size() * kShardedBytesPerParam;
-  const double pb = bytes_of(t.param_dtype);
-  // At the peak (start of backward): the root, the unit being computed and
-  // the prefetched one; under SHARD_GRAD_OP every unit stays gathered.
-  const double root = double(units.front().params);
-  m.gathered_params_bytes = t.sharding == Sharding::ShardGradOp ? params * pb : (root + largest + second) * pb;
-  // Unsharded gradients of the units being reduced; with no_sync every
-  // unit's full gradient is accumulated locally.
-  const double rb = std::max(bytes_of(t.reduce_dtype), pb);
-  m.gradient_bytes = (t.grad_accumulation > 1 && t.no_sync) ? params * pb : (largest + second) * rb;
-  m.activation_bytes = acts;
+
+  struct Event {
+    double time;
+    double bytes;  // + allocate, - free
+    MemoryKind kind;
+  };
+  std::vector<Event> events;
+  events.reserve(2 * s.buffers.size());
+  for (const Buffer& b : s.buffers) {
+    const auto& from = r.timings[std::size_t(b.from)];
+    const double start = b.from_end ? from.end : from.start;
+    double end = step_end;
+    if (b.to >= 0) end = b.to_start ? r.timings[std::size_t(b.to)].start : r.timings[std::size_t(b.to)].end;
+    events.push_back({start, b.bytes, b.kind});
+    events.push_back({std::max(start, end), -b.bytes, b.kind});
+  }
+  // At equal times frees come first: a buffer freed at the end of one task
+  // makes room for one allocated as the next starts.
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.time < b.time || (a.time == b.time && a.bytes < b.bytes);
+  });
+  double now[3] = {0, 0, 0}, at_peak[3] = {0, 0, 0}, peak = 0;
+  for (const Event& e : events) {
+    now[int(e.kind)] += e.bytes;
+    const double total = now[0] + now[1] + now[2];
+    if (total > peak) {
+      peak = total;
+      std::copy(now, now + 3, at_peak);
+    }
+  }
+  m.gathered_params_bytes = at_peak[int(MemoryKind::Params)];
+  m.gradient_bytes = at_peak[int(MemoryKind::Gradients)];
+  m.activation_bytes = at_peak[int(MemoryKind::Activations)];
+  m.fragmentation_bytes = m.allocated_bytes() * setup.training.allocator_fragmentation;
   m.workspace_bytes = kWorkspaceBytes;
   m.capacity_bytes = setup.cluster.gpu.memory_bytes;
   return m;
@@ -54,15 +71,24 @@ StepResult summarize(const StepSetup& setup, Schedule schedule, Replay replay) {
   StepResult r;
   r.gpus = setup.cluster.gpus();
   double end = 0;
-  double stream_busy[kStreams] = {0, 0, 0};
+  double stream_busy[kStreams] = {};
+  auto& b = r.breakdown;
   for (std::size_t i = 0; i < schedule.tasks.size(); ++i) {
     const Task& t = schedule.tasks[i];
     const double d = replay.timings[i].end - replay.timings[i].start;
     end = std::max(end, replay.timings[i].end);
     stream_busy[int(t.stream)] += d;
-    auto& b = r.breakdown;
-    if (t.category == Category::Optimizer) b.optimizer_s += d;
-    if (t.category == Category::CompressionKernel) b.compression_kernels_s += d;
+    switch (t.category) {
+      case Category::Optimizer: b.optimizer_s += d; break;
+      case Category::CompressionKernel: b.compression_kernels_s += d; break;
+      case Category::AllGather: b.allgather_s += d; break;
+      case Category::ReduceScatter:
+      case Category::AllReduce:
+      case Category::CompressedCollective: b.reduce_scatter_s += d; break;
+      case Category::FsdpCopy: b.fsdp_copy_s += d; break;
+      case Category::Host: b.host_s += d; break;
+      default: break;
+    }
     for (const Phase& ph : t.phases) {
       auto& c = r.collectives[ph.label.empty() ? to_string(t.category) : ph.label];
       c.count += ph.count;
@@ -71,17 +97,14 @@ StepResult summarize(const StepSetup& setup, Schedule schedule, Replay replay) {
     }
   }
   r.step_time_s = end;
-  auto& b = r.breakdown;
   b.compute_s = stream_busy[int(Stream::Compute)] - b.optimizer_s;
-  b.allgather_s = stream_busy[int(Stream::AllGather)];
-  b.reduce_scatter_s = stream_busy[int(Stream::ReduceScatter)];
   b.exposed_comm_s = std::max(0.0, end - stream_busy[int(Stream::Compute)]);
   const int seq = setup.training.seq_len > 0 ? setup.training.seq_len : setup.model.seq_len;
   const double tokens = double(setup.training.micro_batch) * seq * setup.training.grad_accumulation;
   r.tokens_per_s_per_gpu = end > 0 ? tokens / end : 0;
   r.mfu = r.tokens_per_s_per_gpu * models::model_flops_per_token(setup.model) /
           peak_flops(setup.cluster.gpu, setup.training.param_dtype, setup.training.tf32);
-  r.memory = estimate_memory(setup);
+  r.memory = estimate_memory(setup, schedule, replay, end);
   r.schedule = std::move(schedule);
   r.replay = std::move(replay);
   return r;

@@ -12,21 +12,28 @@
 namespace tagcsim::sim {
 
 struct Breakdown {
-  double compute_s = 0;         // compute stream busy: forward + backward (+ compression kernels run there)
-  double exposed_comm_s = 0;    // step time the compute stream spends waiting for communication
-  double allgather_s = 0;       // all-gather stream busy
-  double reduce_scatter_s = 0;  // gradient-reduction stream busy (reduce-scatter, all-reduce, compressed)
+  double compute_s = 0;         // compute stream busy: forward, backward, FSDP copies (and compression kernels there)
+  double exposed_comm_s = 0;    // step time the compute stream spends waiting (for communication or the host)
+  double allgather_s = 0;       // all-gathers' time
+  double reduce_scatter_s = 0;  // gradient reductions' time (reduce-scatter, all-reduce, compressed)
   double optimizer_s = 0;
   double compression_kernels_s = 0;  // compression kernels, wherever they run
+  double fsdp_copy_s = 0;       // FSDP's copies and casts (FSDP2 copy-out/copy-in, FSDP1 gradient cast)
+  double host_s = 0;            // host busy issuing kernels and running FSDP's hooks
 };
 
+// Memory per GPU at the step's peak, following the schedule: each buffer is
+// alive while the replayed tasks that make and use it run (sim/schedule.hpp).
 struct Memory {
-  double sharded_state_bytes = 0;  // fp32 params + grads + AdamW moments of this GPU's shard
-  double gathered_params_bytes = 0;  // unsharded parameters alive at the peak
-  double gradient_bytes = 0;         // unsharded gradients alive at the peak (no_sync accumulation)
-  double activation_bytes = 0;       // saved activations of one micro-batch
-  double workspace_bytes = 0;        // CUDA context, NCCL and allocator slack
-  double peak_bytes() const;
+  double sharded_state_bytes = 0;    // fp32 params + grads + AdamW moments of this GPU's shard
+  double gathered_params_bytes = 0;  // unsharded parameters (and FSDP2 all-gather outputs) alive at the peak
+  double gradient_bytes = 0;         // unsharded gradients alive at the peak, both dtypes
+  double activation_bytes = 0;       // saved activations, recomputed blocks, loss logits at the peak
+  double allocated_bytes() const;    // what PyTorch's allocator hands out at the peak
+  double fragmentation_bytes = 0;    // what the caching allocator reserves beyond that
+  double reserved_bytes() const { return allocated_bytes() + fragmentation_bytes; }
+  double workspace_bytes = 0;        // CUDA context and NCCL buffers, outside the allocator
+  double peak_bytes() const { return reserved_bytes() + workspace_bytes; }
   double capacity_bytes = 0;
   bool fits() const { return peak_bytes() <= capacity_bytes; }
 };

@@ -10,9 +10,14 @@ std::string chrome_trace(const StepResult& step, const std::string& title) {
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   out += fmt::format("{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{{\"name\":{}}}}}",
                      json_string(title));
-  for (int s = 0; s < kStreams; ++s)
+  // One track per stream, the host's first: it issues what the others run.
+  for (int s = 0; s < kStreams; ++s) {
     out += fmt::format(",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}",
                        s, to_string(Stream(s)));
+    out += fmt::format(",\n{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":{},\"args\":{{"
+                       "\"sort_index\":{}}}}}",
+                       s, Stream(s) == Stream::Host ? -1 : s);
+  }
   const auto& tasks = step.schedule.tasks;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& t = tasks[i];

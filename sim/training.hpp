@@ -1,4 +1,7 @@
 // How the model is trained: the FSDP settings a PyTorch user chooses.
+//
+// docs/fsdp-semantics.md lists every behaviour these settings select, with
+// the PyTorch source each one follows.
 #pragma once
 
 #include "models/model.hpp"
@@ -10,25 +13,69 @@ namespace tagcsim::sim {
 enum class Sharding { FullShard, ShardGradOp, HybridShard };
 enum class BackwardPrefetch { Pre, Post, None };
 enum class Dtype { BF16, FP16, FP32 };
+// FSDP1 is FullyShardedDataParallel (one FlatParameter per unit);
+// FSDP2 is fully_shard (per-parameter DTensor sharding).
+enum class Api { Fsdp1, Fsdp2 };
+// Whose training loop runs FSDP: it decides the defaults the user did not set.
+enum class Framework { PyTorch, Torchtitan, Composer };
+// NCCL communicators: reduce-scatters share the all-gathers' process group
+// (PyTorch's default), or run on a group of their own.
+enum class ReduceScatterGroup { Shared, Separate };
 
 double bytes_of(Dtype d);
 const char* to_string(Sharding s);
 const char* to_string(Dtype d);
+const char* to_string(Api a);
+const char* to_string(Framework f);
+
+// The CPU thread that runs the Python training loop and issues every kernel.
+struct HostCost {
+  // Per kernel launched by eager PyTorch: pytorch/pytorch issue 41383 measures
+  // 5 us per op without autograd and 6.8 us with it (CPU tensors, so dispatch
+  // only); tritonbench (K09/K10 in validation/data/published_kernels.yaml)
+  // 2.7-4.2 us to launch an empty compiled kernel on H100. torch.compile and
+  // CUDA graphs lower it.
+  double kernel_issue_s = 4e-6;
+  // Per FSDP hook call (pre/post forward, pre/post backward): an estimate of
+  // their Python, not a measurement.
+  double hook_s = 30e-6;
+};
 
 struct Training {
+  Api api = Api::Fsdp1;
+  Framework framework = Framework::PyTorch;
   Sharding sharding = Sharding::FullShard;
   int hybrid_shard_gpus = 0;        // HYBRID_SHARD: GPUs per shard group (0: one node)
   models::WrapPolicy wrap = models::WrapPolicy::Block;
   int micro_batch = 1;              // sequences per GPU per micro-batch
   int seq_len = 0;                  // 0: the model's
   int grad_accumulation = 1;        // micro-batches per step
-  bool no_sync = true;              // skip the reduce-scatter on all but the last micro-batch
+  // Skip the gradient reduction on all but the last micro-batch (FSDP1's
+  // no_sync(), FSDP2's set_requires_gradient_sync(False)). Scenarios default
+  // it per framework: only plain FSDP1 loops call no_sync().
+  bool no_sync = true;
   Dtype param_dtype = Dtype::BF16;  // all-gathered parameters and compute
   Dtype reduce_dtype = Dtype::FP32; // reduce-scatter of gradients
   bool activation_checkpointing = false;
   bool tf32 = false;                // fp32 matmuls on tensor cores (torch.backends.cuda.matmul.allow_tf32)
-  int max_inflight_all_gathers = 2; // FSDP's limit_all_gathers rate limiter
-  BackwardPrefetch backward_prefetch = BackwardPrefetch::Pre;
+  // FSDP1's rate limiter (limit_all_gathers, PyTorch's default since 2.1): the
+  // CPU blocks before an all-gather while max_inflight_all_gathers frees are
+  // pending. PyTorch fixes that depth at 2 (_limiter_utils.py); another value
+  // is an explicit what-if.
+  bool limit_all_gathers = true;
+  int max_inflight_all_gathers = 2;
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::Pre;  // FSDP1 only
+  // FSDP2's reshard_after_forward: -1 true (free to the shard), 0 false (keep
+  // unsharded until backward), N > 1 reshard to N GPUs (backward all-gathers
+  // over them).
+  int reshard_after_forward = -1;
+  ReduceScatterGroup reduce_scatter_group = ReduceScatterGroup::Shared;
+  HostCost host;
+  // The caching allocator's reserve beyond the allocated peak, as a fraction of
+  // it: torchtitan's published H100 runs show peak reserved minus peak
+  // allocated of 8-14 GiB (issue 11's survey, not vendored in validation/data),
+  // about 0.15 of their allocated peak.
+  double allocator_fragmentation = 0.15;
 };
 
 }  // namespace tagcsim::sim

@@ -217,8 +217,11 @@ TEST_CASE("activations: 34*s*b*h bytes per GPT-2 block in bf16, the block input 
   TrainingShape shape;  // b = 1, s = 1024, 2 bytes
   auto blocks = fsdp_units(m, WrapPolicy::Block, shape);
   CHECK(blocks[1].activation_bytes == doctest::Approx(34.0 * 1024 * 768));  // 26,738,688
-  // Outside the blocks: embedding output h, final norm input and output 2h, logits V.
-  CHECK(blocks[0].activation_bytes == doctest::Approx(1024.0 * (3 * 768 + 50257) * 2));
+  // Outside the blocks: embedding output h, final norm input and output 2h (bf16), and the fp32
+  // log-softmax of the logits the loss keeps (4V bytes per token).
+  CHECK(blocks[0].activation_bytes == doctest::Approx(1024.0 * (3 * 768 * 2 + 4 * 50257)));
+  // Its backward holds the fp32 gradients of the log-softmax and the logits on top: 8V bytes per token.
+  CHECK(blocks[0].backward_transient_bytes == doctest::Approx(1024.0 * 8 * 50257));
 
   shape.activation_bytes = 4;  // fp32 doubles everything
   CHECK(fsdp_units(m, WrapPolicy::Block, shape)[1].activation_bytes == doctest::Approx(68.0 * 1024 * 768));

@@ -1,0 +1,77 @@
+// Internal to sim/schedule*.cpp: building a schedule the way the CPU thread
+// issues it.
+//
+// The FSDP builders walk the training loop as the host runs it: a hook costs
+// host time, a kernel is issued at the host's current position (it cannot
+// start before), `stream.wait_stream(other)` and `wait_event` become a
+// dependency of the stream's next task, and `event.synchronize()` blocks the
+// host until a GPU task is done. Host time accumulates into one host task
+// between two such waits; a GPU task records how far into it the host issued
+// it (Task::issued_after, issue_delay), so the host costs one task per wait,
+// not one per kernel.
+#pragma once
+
+#include "sim/compute.hpp"
+#include "sim/schedule.hpp"
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace tagcsim::sim::detail {
+
+class Program {
+ public:
+  explicit Program(Schedule& s);
+
+  // The host spends `seconds` (hook Python, kernel issue).
+  void host(const std::string& what, double seconds);
+  // The host blocks until GPU task `task` is done (CUDA event.synchronize()).
+  void sync(int task);
+  // Stream `waiter`'s next task waits for task `task` (wait_stream / wait_event); -1 is ignored.
+  void wait(Stream waiter, int task);
+  // Issues a GPU task at the host's current position, after the stream's pending waits.
+  int issue(Task t);
+  // Ends the host's current task (at a wait, and at the end of the step).
+  void flush();
+  // Last task added to stream `s`, -1 if none.
+  int last(Stream s) const { return last_[int(s)]; }
+  // Tasks added straight to the schedule (by a gradient reduction) from index
+  // `from` on: the streams' last tasks follow them. Returns the last of them on
+  // `stream`, or `fallback` when none is.
+  int adopt(std::size_t from, Stream stream, int fallback);
+  void buffer(MemoryKind kind, double bytes, int from, int to, bool from_end = false, bool to_start = false);
+  Schedule& schedule() { return s_; }
+
+ private:
+  Schedule& s_;
+  std::array<int, kStreams> last_;
+  std::array<std::vector<int>, kStreams> waits_;
+  int host_last_ = -1;
+  std::string pending_name_;  // the first host cost of the pending task
+  bool pending_more_ = false;
+  double pending_s_ = 0;
+  std::vector<int> pending_after_;
+};
+
+// What the FSDP builders share.
+struct Costs {
+  std::vector<UnitCompute> units;
+  double hook_s = 0;
+  double hbm_rate = 0;  // bytes/s of copies and casts
+};
+Costs costs_of(const StepSetup& setup);
+
+Task compute_task(const StepSetup& setup, int u, Category c, double seconds);
+Task copy_task(const std::string& name, int u, Stream stream, double bytes, double hbm_rate);
+Task all_gather_task(const StepSetup& setup, int u, const Group& group, const char* phase);
+Task optimizer_task(const StepSetup& setup);
+// The unit whose forward and backward compute sit at the ends of the passes
+// although its hooks run first and last: the root wrapper of block and size
+// wraps; -1 under torchtitan's layout, which has none.
+int root_unit(const StepSetup& setup);
+
+Schedule build_fsdp1(const StepSetup& setup, const GradientReduction& reduce);
+Schedule build_fsdp2(const StepSetup& setup, const GradientReduction& reduce);
+
+}  // namespace tagcsim::sim::detail

@@ -1,0 +1,204 @@
+// FSDP as PyTorch and its frameworks run it: the scenario keys that choose
+// the API and its settings, each framework's defaults, torchtitan's fully_shard
+// layout, and what the units tell the host and the memory estimate
+// (docs/fsdp-semantics.md).
+#include "models/model.hpp"
+#include "scenarios/report.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/schedule.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace tagcsim;
+using namespace tagcsim::sim;
+
+namespace {
+
+const char* kBase = R"(name: t
+model: llama3.1-8b
+cluster: {preset: dgx-h100-ib400, nodes: 2}
+training:
+  micro_batch: 1
+  seq_len: 2048
+)";
+
+scenarios::Scenario parse(const std::string& training_lines) {
+  return scenarios::parse_scenario(std::string(kBase) + training_lines, "t.yaml");
+}
+
+const Training& training(const scenarios::Scenario& s) { return s.points.at(0).setup.training; }
+
+int count(const Schedule& s, Category c) {
+  int n = 0;
+  for (const auto& t : s.tasks) n += t.category == c;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("fix 7: torchtitan's fully_shard layout of Llama-3.1 8B") {
+  // apply_fsdp: fully_shard(tok_embeddings), each of the 32 blocks, [norm, output], then the model,
+  // whose own fully_shard is left without parameters: 34 units, no root unit.
+  const auto m = models::preset("llama3.1-8b");
+  const auto units = models::fsdp_units(m, models::WrapPolicy::Torchtitan, {});
+  REQUIRE(units.size() == 34);
+  CHECK(units[0].name == "tok_embeddings");
+  CHECK(units[0].kind == models::UnitKind::Embedding);
+  CHECK(units[0].params == 128256LL * 4096);  // 525,336,576
+  for (int i = 1; i <= 32; ++i) {
+    CAPTURE(i);
+    CHECK(units[std::size_t(i)].name == "layers." + std::to_string(i - 1));
+    // wq 4096^2 + wk, wv 4096 x 1024 + wo 4096^2 + w1, w2, w3 3 x 4096 x 14336 + two RMSNorms.
+    CHECK(units[std::size_t(i)].params == 2LL * 4096 * 4096 + 2LL * 4096 * 1024 + 3LL * 4096 * 14336 + 2 * 4096);
+  }
+  CHECK(units[33].name == "norm+output");
+  CHECK(units[33].kind == models::UnitKind::LmHead);
+  CHECK(units[33].params == 128256LL * 4096 + 4096);  // 525,340,672
+  std::int64_t total = 0;
+  for (const auto& u : units) total += u.params;
+  CHECK(total == models::parameter_count(m));  // 8,030,261,248
+}
+
+TEST_CASE("fix 7: torchtitan keeps [norm, output] unsharded from forward to backward") {
+  // framework: torchtitan picks fully_shard and its layout. Forward all-gathers all 34 units; the
+  // backward all-gathers the embedding and the 32 blocks again, not the head (its
+  // reshard_after_forward is false); every unit reduce-scatters once.
+  const auto s = parse("  framework: torchtitan\n");
+  const auto& t = training(s);
+  CHECK(t.api == Api::Fsdp2);
+  CHECK(t.wrap == models::WrapPolicy::Torchtitan);
+  CHECK_FALSE(t.no_sync);
+  const auto schedule = build_step(s.points[0].setup);
+  CHECK(count(schedule, Category::AllGather) == 34 + 33);
+  CHECK(count(schedule, Category::ReduceScatter) == 34);
+  for (const auto& task : schedule.tasks) CHECK(task.name != "all-gather bwd norm+output");
+}
+
+TEST_CASE("fix 7: reshard_after_forward: 8 keeps a node's shard, so backward all-gathers stay in the node") {
+  // 2 nodes x 8 GPUs: forward all-gathers span both nodes (node egress > 0); with
+  // reshard_after_forward 8 the backward ones run inside a node, over NVLink only.
+  const auto s = parse("  fsdp: 2\n  wrap: torchtitan\n  reshard_after_forward: 8\n");
+  const auto& setup = s.points[0].setup;
+  REQUIRE(setup.post_forward_group);
+  CHECK(setup.post_forward_group->ranks() == 8);
+  int forward = 0, backward = 0;
+  for (const auto& task : build_step(setup).tasks) {
+    if (task.category != Category::AllGather) continue;
+    const bool bwd = task.name.rfind("all-gather bwd", 0) == 0;
+    (bwd ? backward : forward)++;
+    if (bwd) CHECK(task.phases[0].plan.node_egress_bytes == 0);
+    else CHECK(task.phases[0].plan.node_egress_bytes > 0);
+  }
+  CHECK(forward == 34);
+  CHECK(backward == 33);
+  CHECK(training(parse("  fsdp: 2\n  reshard_after_forward: false\n")).reshard_after_forward == 0);
+  CHECK(training(parse("  fsdp: 2\n  sharding: shard_grad_op\n")).reshard_after_forward == 0);
+}
+
+TEST_CASE("fix 3: gradient accumulation defaults to what the framework does, and the report says it") {
+  // Plain FSDP1 loops call no_sync(); torchtitan and Composer reduce every micro-batch.
+  CHECK(training(parse("  grad_accumulation: 4\n")).no_sync);
+  CHECK_FALSE(training(parse("  grad_accumulation: 4\n  framework: composer\n")).no_sync);
+  CHECK_FALSE(training(parse("  grad_accumulation: 4\n  framework: torchtitan\n")).no_sync);
+  CHECK_FALSE(training(parse("  grad_accumulation: 4\n  fsdp: 2\n")).no_sync);
+  CHECK(training(parse("  grad_accumulation: 4\n  framework: composer\n  no_sync: true\n")).no_sync);
+  // Composer's FSDPConfig: BACKWARD_POST, limit_all_gathers true.
+  const auto composer = parse("  grad_accumulation: 4\n  framework: composer\n");
+  CHECK(training(composer).backward_prefetch == BackwardPrefetch::Post);
+  CHECK(training(composer).limit_all_gathers);
+  const std::string report = scenarios::format_results(composer, scenarios::run(composer), scenarios::Format::Table);
+  CHECK(report.find("fsdp1 (composer)") != std::string::npos);
+  CHECK(report.find("gradients reduced after every micro-batch") != std::string::npos);
+  const auto plain = parse("  grad_accumulation: 4\n");
+  CHECK(scenarios::format_results(plain, scenarios::run(plain), scenarios::Format::Table)
+            .find("no_sync() on all but the last micro-batch") != std::string::npos);
+}
+
+TEST_CASE("fix 5: limit_all_gathers is PyTorch's bool, the depth an explicit override") {
+  CHECK(training(parse("")).limit_all_gathers);
+  CHECK(training(parse("")).max_inflight_all_gathers == 2);
+  CHECK_FALSE(training(parse("  limit_all_gathers: false\n")).limit_all_gathers);
+  CHECK(training(parse("  max_inflight_all_gathers: 3\n")).max_inflight_all_gathers == 3);
+  CHECK_THROWS_WITH_AS(parse("  limit_all_gathers: 2\n"),
+                       doctest::Contains("t.yaml:7: training.limit_all_gathers: expected true or false, got '2': "
+                                         "PyTorch's limit_all_gathers is a bool"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse("  limit_all_gathers: false\n  max_inflight_all_gathers: 3\n"),
+                       doctest::Contains("t.yaml:8: training.max_inflight_all_gathers: only meaningful with "
+                                         "limit_all_gathers: true"),
+                       InputError);
+}
+
+TEST_CASE("bad input: settings of the other FSDP API, or of no API") {
+  CHECK_THROWS_WITH_AS(parse("  fsdp: 2\n  backward_prefetch: post\n"),
+                       doctest::Contains("t.yaml:8: training.backward_prefetch: an FSDP1 setting"), InputError);
+  CHECK_THROWS_WITH_AS(parse("  reshard_after_forward: false\n"),
+                       doctest::Contains("t.yaml:7: training.reshard_after_forward: a fully_shard (fsdp: 2) setting"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse("  wrap: torchtitan\n"),
+                       doctest::Contains("t.yaml:7: training.wrap: torchtitan's layout leaves the root module"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse("  framework: torchtitan\n  fsdp: 1\n"),
+                       doctest::Contains("t.yaml:8: training.fsdp: torchtitan runs fully_shard"), InputError);
+  CHECK_THROWS_WITH_AS(parse("  fsdp: 2\n  api: FullyShardedDataParallel\n"),
+                       doctest::Contains("t.yaml:8: training.api: contradicts fsdp"), InputError);
+  CHECK_THROWS_WITH_AS(parse("  fsdp: 2\n  reshard_after_forward: 3\n"),
+                       doctest::Contains("t.yaml:8: training.reshard_after_forward: 3 must divide the shard group's "
+                                         "16 GPUs"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse("  fsdp: 2\n  reshard_after_forward: maybe\n"),
+                       doctest::Contains("t.yaml:8: training.reshard_after_forward: expected true, false or a number"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(
+      scenarios::parse_scenario("model: gpt2-124m\ncluster: tagc-2x1-1g\ntraining:\n  framework: torchtitan\n",
+                                "t.yaml"),
+      doctest::Contains("t.yaml:4: training.framework: model 'gpt2-124m' ties its embedding"), InputError);
+  CHECK_THROWS_WITH_AS(parse("  host: {kernel_issue: -1 us}\n"),
+                       doctest::Contains("t.yaml:7: training.host.kernel_issue: expected a non-negative time"),
+                       InputError);
+}
+
+TEST_CASE("fix 6: the host's costs are scenario keys, and units count the kernels they launch") {
+  const auto& t = training(parse("  host: {kernel_issue: 2 us, hook: 50 us}\n  allocator_fragmentation: 0.2\n"));
+  CHECK(t.host.kernel_issue_s == doctest::Approx(2e-6));
+  CHECK(t.host.hook_s == doctest::Approx(50e-6));
+  CHECK(t.allocator_fragmentation == doctest::Approx(0.2));
+  // A Llama block: q (GEMM, ln_1, rotary), k (GEMM, rotary), v, o (GEMM, attention, residual),
+  // gate (GEMM, ln_2, silu), up (GEMM, product), down (GEMM, residual): 16 forward kernels;
+  // backward two per GEMM and one per element-wise op: 23. Checkpointing adds the forward again.
+  models::TrainingShape shape;
+  const auto block = models::fsdp_units(models::preset("llama3.1-8b"), models::WrapPolicy::Block, shape)[1];
+  CHECK(block.forward_kernels == 16);
+  CHECK(block.backward_kernels == 23);
+  shape.activation_checkpointing = true;
+  const auto ckpt = models::fsdp_units(models::preset("llama3.1-8b"), models::WrapPolicy::Block, shape)[1];
+  CHECK(ckpt.backward_kernels == 23 + 16);
+}
+
+TEST_CASE("fix 8: a checkpointed block's backward holds its recomputed activations") {
+  models::TrainingShape shape;  // b = 1, s = the model's
+  const auto m = models::preset("gpt2-124m");
+  const auto plain = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  shape.activation_checkpointing = true;
+  const auto ckpt = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  CHECK(plain[1].backward_transient_bytes == 0);
+  CHECK(ckpt[1].backward_transient_bytes == doctest::Approx(plain[1].activation_bytes));  // 34*s*b*h
+  // Under the size policy each piece of the block carries the whole block's recomputation: its
+  // backwards run one at a time, so the peak sees it once.
+  const auto size = models::fsdp_units(m, models::WrapPolicy::Size, shape);
+  for (const auto& u : size)
+    if (u.layer == 0) CHECK(u.backward_transient_bytes == doctest::Approx(plain[1].activation_bytes));
+}
+
+TEST_CASE("fix 8: allocated and reserved memory are reported apart") {
+  const auto s = parse("  allocator_fragmentation: 0.1\n");
+  const auto r = scenarios::run(s);
+  const auto& mem = r.at(0).step.memory;
+  CHECK(mem.fragmentation_bytes == doctest::Approx(0.1 * mem.allocated_bytes()));
+  CHECK(mem.peak_bytes() == doctest::Approx(mem.allocated_bytes() * 1.1 + mem.workspace_bytes));
+  const std::string json = scenarios::format_results(s, r, scenarios::Format::Json);
+  CHECK(json.find("\"allocated\": ") != std::string::npos);
+  CHECK(json.find("\"reserved\": ") != std::string::npos);
+}
