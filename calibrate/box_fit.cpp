@@ -1,0 +1,299 @@
+#include "calibrate/box_fit.hpp"
+
+#include "calibrate/unit_work.hpp"
+#include "common/input.hpp"
+#include "sim/compute.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+namespace tagcsim::calibrate {
+namespace {
+
+bool contains(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
+
+// Dense tensor-core FLOP per clock per SM for 16-bit inputs, and plain FP32 FLOP per clock per SM,
+// by compute capability (NVIDIA's architecture whitepapers: A100 312 TFLOP/s = 108 SMs x 1.41 GHz
+// x 2048; H100 SXM 989.4 = 132 x 1.83 GHz x 4096; Ada and GA10x 1024).
+std::pair<double, double> per_sm_rates(int sm) {
+  if (sm >= 100) return {8192, 256};
+  if (sm >= 90) return {4096, 256};
+  if (sm == 80) return {2048, 128};
+  if (sm >= 86) return {1024, 256};
+  if (sm >= 70) return {1024, 128};  // Volta/Turing: 8 tensor cores x 64 FMA
+  return {0, 128};
+}
+
+}  // namespace
+
+LatencyBandwidthFit fit_latency_bandwidth(const std::vector<double>& x, const std::vector<double>& t,
+                                          const std::string& what) {
+  if (x.size() != t.size() || x.size() < 2)
+    throw InputError(fmt::format("{}: expected at least 2 measurements to fit a floor and a rate, got {}", what,
+                                 x.size()));
+  // Minimise sum ((a + b x - t) / t)^2 over (a, b = 1 / rate): 2 x 2 normal equations.
+  double s11 = 0, s12 = 0, s22 = 0, r1 = 0, r2 = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double w = 1 / (t[i] * t[i]);
+    s11 += w, s12 += w * x[i], s22 += w * x[i] * x[i];
+    r1 += w * t[i], r2 += w * x[i] * t[i];
+  }
+  const double det = s11 * s22 - s12 * s12;
+  if (!(std::abs(det) > 0)) throw InputError(fmt::format("{}: the sizes do not vary; cannot fit a rate", what));
+  LatencyBandwidthFit f;
+  double a = (r1 * s22 - r2 * s12) / det, b = (s11 * r2 - s12 * r1) / det;
+  if (a < 0) {  // a floor below zero is not physical: fit the rate alone
+    a = 0;
+    b = r2 / s22;
+  }
+  if (!(b > 0)) throw InputError(fmt::format("{}: the times do not grow with size; cannot fit a rate", what));
+  f.intercept_s = a;
+  f.rate = 1 / b;
+  f.points = int(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double e = std::abs((a + b * x[i]) / t[i] - 1);
+    f.mean_abs_error += e / double(x.size());
+    f.max_abs_error = std::max(f.max_abs_error, e);
+  }
+  return f;
+}
+
+std::string device_preset_for(const std::string& name, double memory_bytes) {
+  if (contains(name, "H200")) return "h200-sxm";
+  if (contains(name, "H100") && !contains(name, "PCIe") && !contains(name, "NVL")) return "h100-sxm";
+  if (contains(name, "A100") && !contains(name, "PCIe")) return memory_bytes > 50e9 ? "a100-80gb" : "a100-40gb";
+  if (contains(name, "V100")) return "v100-32gb";
+  if (name == "NVIDIA L4" || contains(name, " L4")) return "l4";
+  return {};
+}
+
+topologies::Cluster box_base_cluster(const BoxMeasurements& m, const std::vector<int>& gpus) {
+  if (m.box.gpus.empty()) throw InputError("box measurements: no GPU listed");
+  const BoxGpu& g = m.box.gpus[std::size_t(gpus.empty() ? 0 : gpus.front())];
+  topologies::Cluster c;
+  c.name = fmt::format("box-{}-{}gpu", gpu_slug(g.name), std::max<std::size_t>(1, gpus.size()));
+  c.nodes = 1;
+  c.gpus_per_node = int(std::max<std::size_t>(1, gpus.size()));
+  const std::string preset = device_preset_for(g.name, g.memory_bytes);
+  if (!preset.empty()) {
+    c.gpu = topologies::device(preset);
+    c.gpu.source += fmt::format(" (preset '{}' for the box's '{}')", preset, g.name);
+  } else {
+    const auto [tensor, fp32] = per_sm_rates(g.sm);
+    const double clock = g.sm_clock_mhz * 1e6;
+    c.gpu.name = g.name;
+    c.gpu.peak_flops_bf16 = g.sms * clock * tensor;
+    c.gpu.peak_flops_fp32 = g.sms * clock * fp32;
+    c.gpu.peak_flops_tf32 = c.gpu.peak_flops_bf16 / 2;
+    c.gpu.memory_bandwidth = 2 * g.memory_clock_mhz * 1e6 * g.bus_width_bits / 8;
+    c.gpu.source = fmt::format(
+        "no preset for '{}': peaks computed as {} SMs x {:g} MHz (cudaDevAttrClockRate) x {:g} dense 16-bit "
+        "tensor-core FLOP/clock/SM for sm_{} (NVIDIA architecture whitepapers), TF32 half of that; memory "
+        "bandwidth 2 x {:g} MHz x {} bits (cudaDevAttrMemoryClockRate, bus width)",
+        g.name, g.sms, g.sm_clock_mhz, tensor, g.sm, g.memory_clock_mhz, g.bus_width_bits);
+  }
+  c.gpu.memory_bytes = g.memory_bytes;
+  // The link: NVLink between every pair (NVSwitch board, or a pair bridged), else PCIe. Line
+  // rates per direction from the datasheets of each NVLink generation / PCIe generation.
+  const bool nvlink = m.box.nvlink_pair_fraction() == 1.0;
+  if (nvlink) {
+    c.intra.kind = c.gpus_per_node > 2 ? "nvswitch" : "nvlink";
+    c.intra.bandwidth = g.sm >= 100 ? 900e9 : g.sm >= 90 ? 450e9 : 300e9;
+    c.intra.latency = 0.5e-6;
+  } else {
+    c.intra.kind = "pcie";
+    c.intra.bandwidth = g.sm >= 90 ? 63e9 : 31.5e9;
+    c.intra.latency = 1e-6;
+  }
+  c.intra.efficiency = 0.8;
+  c.nics = {};
+  // NCCL latencies to start the fit from: the H100 board's fitted step latency, 5 us launch.
+  c.collectives = {.step_latency_intra = 0.3e-6, .step_latency_inter = 2e-6, .launch_latency = 5e-6};
+  c.source = fmt::format(
+      "this box, measured by tagcsim calibrate box ({}): {} x {}, driver {}, CUDA {}, NCCL {}. Intra-node link: {} "
+      "({} GB/s per direction, {} line rate; latency {} us assumed)",
+      m.box.date, c.gpus_per_node, g.name, m.box.driver, m.box.cuda_runtime, m.box.nccl, c.intra.kind,
+      c.intra.bandwidth / 1e9,
+      nvlink ? (g.sm >= 100 ? "NVLink5" : g.sm >= 90 ? "NVLink4" : "NVLink3") : (g.sm >= 90 ? "PCIe 5.0 x16" : "PCIe 4.0 x16"),
+      c.intra.latency * 1e6);
+  return c;
+}
+
+std::vector<Point> nccl_points(const BoxMeasurements& m) {
+  std::vector<Point> out;
+  for (std::size_t i = 0; i < m.nccl.size(); ++i) {
+    const auto& s = m.nccl[i];
+    std::string gpus;
+    for (std::size_t j = 0; j < s.ranks.size(); ++j) gpus += fmt::format("{}{}", j ? "," : "", s.ranks[j]);
+    if (s.wrong != 0)
+      throw InputError(fmt::format("measurements nccl[{}] ({} of {} bytes on GPUs {}): {} wrong results; fix the "
+                                   "system before calibrating against it",
+                                   i, s.op, s.bytes, gpus, s.wrong));
+    Point p;
+    p.op_name = s.op;
+    p.op = sim::parse_collective_op(s.op);
+    p.nodes = 1;
+    p.gpus_per_node = int(s.ranks.size());
+    p.bytes = s.bytes;
+    p.time_s = s.time_s;
+    p.algbw = s.bytes / s.time_s;
+    p.busbw = p.algbw * sim::bus_factor(*p.op, p.ranks());
+    p.where = fmt::format("{} GPUs {}", s.op, gpus);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+namespace {
+
+// The GEMM efficiency that makes sim::unit_compute reproduce the measured GEMM + attention time of
+// the scenario's units: unit_compute is linear in 1 / gemm_efficiency once memory traffic is
+// taken out, so efficiency = predicted time at efficiency 1 / measured time.
+void fit_gemm(BoxFit& f) {
+  auto& d = f.device;
+  const auto& m = f.measured;
+  const auto& gpu = f.base.gpu;
+  std::map<std::tuple<double, double, double>, double> bf16;
+  for (const auto& s : m.gemm)
+    if (s.dtype == "bf16") bf16[{s.m, s.n, s.k}] = s.seconds;
+  if (bf16.empty()) {
+    f.notes.push_back("no bf16 GEMM measured: the device's GEMM efficiency stays at its preset value");
+    d.gemm_efficiency = gpu.gemm_efficiency;
+    d.gemm_basis = "preset (not measured)";
+    return;
+  }
+  double predicted1 = 0, measured = 0, gemm_only = 0, attn_meas = 0, attn_model = 0;
+  int units = 0;
+  if (f.scenario) {
+    auto ideal = gpu;
+    ideal.gemm_efficiency = 1;
+    ideal.memory_bandwidth = 1e30;  // take the element-wise traffic out
+    const auto& sc = *f.scenario;
+    for (const auto& u : sc.units) {
+      const auto w = unit_work(sc.model, u, sc.training);
+      double meas = 0;
+      bool complete = true;
+      for (const auto* list : {&w.forward, &w.backward})
+        for (const auto& g : *list) {
+          auto it = bf16.find({g.m, g.n, g.k});
+          if (it == bf16.end()) complete = false;
+          else meas += it->second, gemm_only += it->second;
+        }
+      if (w.attention) {
+        double fwd = 0, bwd = 0;
+        for (const auto& a : m.attention)
+          if (a.origin == "scenario" && a.batch_heads == w.attention->batch_heads && a.seq == w.attention->seq)
+            (a.direction == "fwd" ? fwd : bwd) = a.seconds;
+        if (fwd > 0 && bwd > 0) {
+          const int passes = w.recompute ? 2 : 1;
+          meas += passes * fwd + bwd;
+          attn_meas += passes * fwd + bwd;
+        } else {
+          complete = false;
+        }
+      }
+      if (!complete || meas <= 0) continue;
+      const auto uc = sim::unit_compute(u, ideal, sc.training.param_dtype, sc.training.tf32);
+      predicted1 += uc.forward_seconds + uc.backward_seconds;
+      measured += meas;
+      ++units;
+    }
+    (void)attn_model;
+  }
+  if (units > 0) {
+    d.gemm_efficiency = std::min(1.0, predicted1 / measured);
+    d.gemm_basis = fmt::format("the scenario's {} units: the simulator's roofline at efficiency 1 predicts {:.3f} ms "
+                               "of GEMM and attention, measured {:.3f} ms (GEMMs {:.3f} ms, attention {:.3f} ms)",
+                               units, predicted1 * 1e3, measured * 1e3, gemm_only * 1e3, attn_meas * 1e3);
+    if (attn_meas > 0 && gemm_only > 0) {
+      double gf = 0, af = 0;
+      for (const auto& a : m.attention)
+        if (a.origin == "scenario") af += a.flops();
+      double at = 0;
+      for (const auto& a : m.attention)
+        if (a.origin == "scenario") at += a.seconds;
+      for (const auto& s : m.gemm)
+        if (s.dtype == "bf16" && s.origin.rfind("scenario", 0) == 0) gf += s.flops();
+      double gt = 0;
+      for (const auto& s : m.gemm)
+        if (s.dtype == "bf16" && s.origin.rfind("scenario", 0) == 0) gt += s.seconds;
+      if (at > 0 && gt > 0 && gf > 0) d.attention_vs_gemm = (af / at) / (gf / gt);
+    }
+    return;
+  }
+  // No scenario (or an incomplete one): the large square GEMMs, where the model's size factor is 1.
+  std::vector<double> eff;
+  for (const auto& [shape, t] : bf16) {
+    const auto [mm, nn, kk] = shape;
+    if (mm == nn && nn == kk && mm >= 8192) eff.push_back(2 * mm * nn * kk / t / gpu.peak_flops_bf16);
+  }
+  if (eff.empty()) {
+    d.gemm_efficiency = gpu.gemm_efficiency;
+    d.gemm_basis = "preset: neither the scenario's shapes nor a square bf16 GEMM of 8192 or more was measured";
+    f.notes.push_back("GEMM efficiency not fitted: " + d.gemm_basis);
+    return;
+  }
+  std::sort(eff.begin(), eff.end());
+  d.gemm_efficiency = std::min(1.0, eff[eff.size() / 2]);
+  d.gemm_basis = fmt::format("median rate / peak of the {} square bf16 GEMMs of 8192 and more", eff.size());
+}
+
+void fit_memory(BoxFit& f) {
+  auto& d = f.device;
+  std::vector<double> x, t;
+  for (const auto& s : f.measured.memory)
+    if (s.kernel != "norm") x.push_back(s.bytes), t.push_back(s.seconds);
+  if (x.size() < 2) {
+    d.memory_efficiency = f.base.gpu.memory_efficiency;
+    f.notes.push_back("memory efficiency not fitted: fewer than 2 streaming-kernel measurements");
+    return;
+  }
+  d.memory = fit_latency_bandwidth(x, t, "memory-bound kernels");
+  d.memory_efficiency = d.memory.rate / f.base.gpu.memory_bandwidth;
+  if (d.memory_efficiency > 1) {
+    d.memory_note = fmt::format("at bound: the streaming rate {:.0f} GB/s exceeds the datasheet's {:.0f} GB/s (data "
+                                "held in L2?); efficiency held at 1",
+                                d.memory.rate / 1e9, f.base.gpu.memory_bandwidth / 1e9);
+    d.memory_efficiency = 1;
+  }
+}
+
+}  // namespace
+
+BoxFit fit_box(const BoxMeasurements& m, const std::optional<ScenarioShapes>& scenario) {
+  BoxFit f;
+  f.measured = m;
+  f.scenario = scenario;
+  // The GPUs the all-GPU sweeps ran over (the widest NCCL sample), else every GPU of the box.
+  for (const auto& s : m.nccl)
+    if (s.ranks.size() > f.gpus.size()) f.gpus = s.ranks;
+  if (f.gpus.empty())
+    for (const auto& g : m.box.gpus) f.gpus.push_back(g.index);
+  f.base = box_base_cluster(m, f.gpus);
+  f.cluster = f.base;
+
+  const auto points = nccl_points(m);
+  const bool any_pair = std::any_of(points.begin(), points.end(), [](const Point& p) { return p.ranks() >= 2; });
+  if (!any_pair) {
+    f.nccl_skipped = points.empty() ? "no NCCL sample" : "one GPU: NCCL over one GPU exchanges nothing, so there is "
+                                                         "no NVLink/PCIe bandwidth or NCCL latency to fit";
+    f.notes.push_back("NCCL fit skipped: " + f.nccl_skipped + "; the cluster file keeps the starting values");
+  } else {
+    f.nccl = fit(points, f.base);
+    f.cluster = f.nccl->cluster;
+    f.cluster.nodes = 1;
+    f.cluster.gpus_per_node = f.base.gpus_per_node;
+  }
+  fit_gemm(f);
+  fit_memory(f);
+  f.cluster.gpu.gemm_efficiency = f.device.gemm_efficiency;
+  f.cluster.gpu.memory_efficiency = f.device.memory_efficiency;
+  for (const auto& n : m.notes) f.notes.push_back(n);
+  return f;
+}
+
+}  // namespace tagcsim::calibrate

@@ -1,0 +1,165 @@
+// The device kernel profile of a measured box, in the compute-fidelity format
+// (format tagcsim-device-profile/1: docs/compute-model.md and sim/kernel_profile.cpp of that work).
+// Written against that format as it stands; the one place to reconcile once it is on main.
+//
+// What the format cannot hold yet, and where it goes instead:
+//   - TF32 GEMMs (the format takes bf16/fp16 points): in the comment block below the header and in
+//     report.txt;
+//   - fp16 next to bf16 of the same shape (the loader rejects a shape measured twice): bf16 only,
+//     fp16 runs at the same tensor-core rate and is in measurements.yaml.
+// The loader's monotonicity rules (attention: time per token does not fall as seq grows; memory:
+// more bytes never take less time) are enforced here by clamping, and each clamp is noted.
+#include "calibrate/box_fit.hpp"
+
+#include "common/json.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace tagcsim::calibrate {
+namespace {
+
+std::string q(const std::string& s) { return json_string(s); }
+
+std::string family_of(int sm) {
+  if (sm >= 100) return "blackwell";
+  if (sm >= 90) return "hopper";
+  if (sm >= 89) return "ada";
+  if (sm >= 80) return "ampere";
+  if (sm >= 75) return "turing";
+  return "volta";
+}
+
+std::string us(double s) { return fmt::format("{:.4g} us", s * 1e6); }
+std::string tflops(double f) { return fmt::format("{:.6g} TFLOP/s", f / 1e12); }
+
+}  // namespace
+
+std::string device_profile_yaml(const BoxFit& f) {
+  const auto& m = f.measured;
+  const auto& b = m.box;
+  const BoxGpu& g = b.gpus[std::size_t(f.gpus.empty() ? 0 : f.gpus.front())];
+  const std::string slug = gpu_slug(g.name);
+  const std::string stamp = fmt::format("measured: tagcsim calibrate box, {}", b.date);
+  std::vector<std::string> clamps;
+
+  std::string out = fmt::format(
+      "# Kernel profile of {} measured on this box by `tagcsim calibrate box` ({}).\n"
+      "# Format and interpolation: docs/compute-model.md (tagcsim-device-profile/1). Raw data: measurements.yaml.\n",
+      g.name, b.date);
+  // TF32 GEMMs: the format has no place for them yet.
+  std::string tf32;
+  for (const auto& s : m.gemm)
+    if (s.dtype == "tf32")
+      tf32 += fmt::format("#   {:g} x {:g} x {:g}: {:.4g} s, {:.1f} TFLOP/s ({})\n", s.m, s.n, s.k, s.seconds,
+                          s.flops() / s.seconds / 1e12, s.origin);
+  if (!tf32.empty()) out += "# TF32 GEMMs (cuBLASLt, CUBLAS_COMPUTE_32F_FAST_TF32), not yet a field of the format:\n" + tf32;
+
+  out += fmt::format("format: tagcsim-device-profile/1\nname: {}\ngpu: {}\nfamily: {}\n", q("device-" + slug + "-box"),
+                     q(f.base.gpu.name), family_of(g.sm));
+  out += fmt::format(
+      "metadata:\n  gpu_name: {}\n  sms: {}\n  clocks: {}\n  driver: {}\n  cuda: {}\n  cublas: {}\n  cudnn: {}\n"
+      "  measured_by: {}\n  notes: {}\n",
+      q(g.name), g.sms,
+      q(fmt::format("SM {:g} MHz, memory {:g} MHz (peak: cudaDevAttrClockRate, cudaDevAttrMemoryClockRate)",
+                    g.sm_clock_mhz, g.memory_clock_mhz)),
+      q(b.driver), q(fmt::format("runtime {} (static), driver supports {}", b.cuda_runtime, b.cuda_driver)),
+      q("cuBLASLt " + b.cublaslt), q(b.cudnn + " (not used: attention runs as math-blocked, see notes)"),
+      q(fmt::format("{} on GPUs of this box; NCCL {}", m.command, b.nccl)),
+      q("attention: math-blocked (cuBLASLt batched GEMMs + softmax, masked key blocks skipped), not cuDNN's fused "
+        "SDPA (needs cudnn-frontend); host: " + b.host));
+  out += fmt::format("peak: {{bf16: {}, tf32: {}, fp32: {}, source: {}}}\n", tflops(f.base.gpu.peak_flops_bf16),
+                     tflops(f.base.gpu.peak_flops_tf32), tflops(f.base.gpu.peak_flops_fp32), q(f.base.gpu.source));
+
+  // GEMM points: bf16 (fp16 where no bf16 was measured for the shape), one per shape.
+  std::map<std::tuple<double, double, double>, const GemmSample*> pts;
+  for (const auto& s : m.gemm)
+    if (s.dtype == "bf16") pts[{s.m, s.n, s.k}] = &s;
+  for (const auto& s : m.gemm)
+    if (s.dtype == "fp16") pts.try_emplace({s.m, s.n, s.k}, &s);
+  out += fmt::format(
+      "gemm:\n  tile: [128, 256]\n  k_overhead: 192\n  k_overhead_source: {}\n",
+      q("not fitted here: the tile and k overhead of the shipped device profiles (TileLang fp16 GEMMs on H800, "
+        "gemm-h800-tilelang-fp16-8192x8192x*); the measured points below correct the model where they are"));
+  out += pts.empty() ? "  points: []\n" : "  points:\n";
+  for (const auto& [shape, s] : pts)
+    out += fmt::format("    - {{m: {:g}, n: {:g}, k: {:g}, dtype: {}, seconds: {:.6g}, source: {}}}\n", s->m, s->n,
+                       s->k, s->dtype, s->seconds, q(stamp + ", " + s->origin));
+
+  // Attention: one curve per (direction, causal, head dim), ascending seq.
+  std::map<std::tuple<std::string, bool, double>, std::map<double, const AttentionSample*>> curves;
+  for (const auto& s : m.attention) {
+    auto& c = curves[{s.direction, s.causal, s.head_dim}];
+    if (s.origin == "sweep" || !c.count(s.seq)) c[s.seq] = &s;
+  }
+  double ratio_sum = 0;
+  int ratio_n = 0;
+  for (const auto& [key, c] : curves) {
+    const auto& [dir, causal, hd] = key;
+    if (dir != "bwd") continue;
+    auto fwd = curves.find({"fwd", causal, hd});
+    if (fwd == curves.end()) continue;
+    for (const auto& [seq, s] : c)
+      if (auto it = fwd->second.find(seq); it != fwd->second.end())
+        ratio_sum += (s->flops() / s->seconds) / (it->second->flops() / it->second->seconds), ++ratio_n;
+  }
+  out += fmt::format("attention:\n  bwd_fwd_rate_ratio: {:.4g}\n  bwd_fwd_source: {}\n",
+                     ratio_n ? ratio_sum / ratio_n : 0.85,
+                     q(ratio_n ? fmt::format("{}: mean backward / forward TFLOP/s over {} sequence lengths", stamp, ratio_n)
+                               : "not measured: 0.85 assumed"));
+  out += curves.empty() ? "  curves: []\n" : "  curves:\n";
+  for (const auto& [key, c] : curves) {
+    const auto& [dir, causal, hd] = key;
+    out += fmt::format("    - kernel: math\n      direction: {}\n      causal: {}\n      head_dim: {:g}\n      note: {}\n"
+                       "      points:\n",
+                       dir, causal ? "true" : "false", hd,
+                       q("math-blocked on cuBLASLt (calibrate/box/attention.cu), flash-attention FLOP convention"));
+    double last_seq = 0, last_rate = 0;
+    for (const auto& [seq, s] : c) {
+      double rate = s->flops() / s->seconds / 1e12;
+      // The loader's rule: time per token (seq / rate) must not fall as seq grows.
+      if (last_seq > 0 && seq / rate < last_seq / last_rate) {
+        clamps.push_back(fmt::format("attention {} hd {:g} seq {:g}: {:.1f} TFLOP/s clamped to {:.1f}", dir, hd, seq,
+                                     rate, last_rate * seq / last_seq));
+        rate = last_rate * seq / last_seq;
+      }
+      out += fmt::format("        - {{seq: {:g}, tflops: {:.6g}, source: {}}}\n", seq, rate,
+                         q(fmt::format("{}, batch x heads {:g} ({})", stamp, s->batch_heads, s->origin)));
+      last_seq = seq, last_rate = rate;
+    }
+  }
+
+  // Memory: the copy kernel by bytes moved; seconds never fall as bytes grow.
+  std::map<double, double> copy;
+  for (const auto& s : m.memory)
+    if (s.kernel == "copy") copy[s.bytes] = s.seconds;
+  out += copy.empty() ? "memory:\n  points: []\n" : "memory:\n  points:\n";
+  double last = 0;
+  for (const auto& [bytes, secs] : copy) {
+    double t = secs;
+    if (t < last) {
+      clamps.push_back(fmt::format("memory {:g} bytes: {:.4g} s raised to {:.4g} s", bytes, t, last));
+      t = last;
+    }
+    out += fmt::format("    - {{bytes: {:g}, GBps: {:.6g}, source: {}}}\n", bytes, bytes / t / 1e9,
+                       q(stamp + ", device-to-device copy kernel (read + write bytes)"));
+    last = t;
+  }
+  out += fmt::format("launch: {{min_kernel_seconds: {}, source: {}}}\n", us(m.empty_kernel_s),
+                     q(stamp + ": an empty kernel launched back to back on one stream, GPU time per launch"));
+  out += fmt::format("host: {{issue_seconds: {}, hook_seconds: 30 us, source: {}}}\n", us(m.issue_s),
+                     q(stamp + ": issue_seconds is the CPU time of one cudaLaunchKernel on this host (eager PyTorch "
+                               "adds its dispatcher on top, not measured here); hook_seconds assumed (no measurement "
+                               "of FSDP's Python hooks)"));
+  if (!clamps.empty()) {
+    out += "# Clamped to the format's monotonicity rules:\n";
+    for (const auto& c : clamps) out += "#   " + c + "\n";
+  }
+  return out;
+}
+
+}  // namespace tagcsim::calibrate
