@@ -216,6 +216,8 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   auto* val = cal->add_subcommand("validate", "Model vs every published nccl-tests table, before and after fitting");
   val->add_option("--data", o->data, "Published measurements YAML (default: the shipped validation/data/published_measurements.yaml)");
   val->callback([o, &exit_code] { exit_code = run_validate(*o); });
+
+  add_calibrate_box_commands(cal, exit_code);  // box, check (app/calibrate_box_cmd.cpp)
 }
 
 }  // namespace tagcsim::app

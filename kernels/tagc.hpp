@@ -196,6 +196,11 @@ struct EngineOptions {
   // Test hook: the k-th device resource the engine's constructor acquires
   // (1 stream, 2 scratch, 3 pinned word) fails with CudaError (0: none).
   int fail_acquisition = 0;
+  // The GPU the engine runs on, and a stream of that GPU to enqueue its work on instead of its
+  // own (nullptr: its own). `tagcsim calibrate check` runs TAGC's kernels on each GPU's compute
+  // stream, ordered with the step's other kernels by that stream.
+  int device = 0;
+  void* stream = nullptr;
 };
 std::unique_ptr<Engine> make_engine(Backend, const EngineOptions&);
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <map>
 
@@ -181,6 +182,29 @@ DeviceProfile Reader::device(const Input& in, const DeviceProfile& base, bool ha
   return d;
 }
 
+// `file: PATH` in a cluster map: a YAML file holding a cluster map (or one under `cluster:`),
+// relative to the file that names it. Files may name files, up to a small depth (no cycles).
+Cluster load_cluster_file(const Input& v) {
+  static thread_local int depth = 0;
+  const std::string name = v.as_string();
+  std::filesystem::path path(name);
+  if (path.is_relative() && std::filesystem::exists(v.file()))
+    path = std::filesystem::path(v.file()).parent_path() / path;
+  if (!std::filesystem::exists(path))
+    v.fail(fmt::format("no such cluster file '{}' (looked for {})", name, path.string()));
+  if (depth >= 8) v.fail("cluster files name each other more than 8 deep (a cycle?)");
+  ++depth;
+  try {
+    const Input doc = Input::load_file(path.string());
+    Cluster c = load_cluster(doc.is_map() && doc.has("cluster") ? doc["cluster"] : doc);
+    --depth;
+    return c;
+  } catch (...) {
+    --depth;
+    throw;
+  }
+}
+
 }  // namespace
 
 std::string fabric_kind_name(Fabric::Kind kind) {
@@ -230,13 +254,16 @@ Cluster load_cluster(const Input& in) {
   }
   if (!in.is_map())
     in.fail(fmt::format("expected a cluster preset name or a map; presets: {}", join(preset_names())));
-  in.expect_keys({"preset", "name", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric",
+  in.expect_keys({"preset", "file", "name", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric",
                   "collectives", "source"});
 
   Reader r(in);
   Cluster c;
   auto p = in.find("preset");
-  const bool has_preset = p.has_value();
+  auto file = in.find("file");
+  if (p && file) file->fail("expected either 'preset' or 'file' as the base of a cluster, not both");
+  const bool has_preset = p.has_value() || file.has_value();
+  if (file) c = load_cluster_file(*file);  // a cluster file (e.g. `tagcsim calibrate box`'s) as the base
   if (p) {
     auto name = p->as_string();
     auto names = preset_names();

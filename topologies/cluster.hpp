@@ -101,7 +101,8 @@ DeviceProfile load_device(const Input& in, const DeviceProfile& base);
 std::vector<std::string> preset_names();
 Cluster preset(const std::string& name);
 // `cluster:` in a scenario: a preset name, or { preset: dgx-h100-ib400, nodes: 4, ... overrides },
-// or a full description. Checks ranges (positive bandwidths, nodes divisible into leaves, ...).
+// or { file: box.yaml, ... overrides } (a cluster file, e.g. `tagcsim calibrate box`'s, relative to the
+// file naming it), or a full description. Checks ranges (positive bandwidths, nodes divisible into leaves, ...).
 Cluster load_cluster(const Input& in);
 // Throws InputError "<what>: <field>: <problem>" for a cluster built in code. load_cluster runs
 // the same checks but blames the YAML key (file:line) that caused the problem.

@@ -108,8 +108,8 @@ struct EventPair {
 class CudaEngine final : public Engine {
  public:
   explicit CudaEngine(const EngineOptions& o)
-      : prop_(device_properties()), res_(sizeof(Scratch), sizeof(unsigned long long), o.fail_acquisition) {
-    ctx_.stream = res_.stream();
+      : prop_(device_properties(o.device)), res_(sizeof(Scratch), sizeof(unsigned long long), o.fail_acquisition) {
+    ctx_.stream = o.stream ? static_cast<cudaStream_t>(o.stream) : res_.stream();
     ctx_.sms = prop_.multiProcessorCount;
     ctx_.max_blocks = o.max_blocks;
     ctx_.histogram = o.topk_histogram;
@@ -117,8 +117,8 @@ class CudaEngine final : public Engine {
     ctx_.pinned = static_cast<unsigned long long*>(res_.pinned());
     TAGC_CUDA(cudaMemset(ctx_.scratch, 0, sizeof(Scratch)));
     int clock_khz = 0, bus_bits = 0;
-    if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, 0) == cudaSuccess &&
-        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0) == cudaSuccess)
+    if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, o.device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, o.device) == cudaSuccess)
       peak_bw_ = 2.0 * clock_khz * 1e3 * bus_bits / 8.0;  // double data rate
     cudaGetLastError();
   }
@@ -211,10 +211,10 @@ class CudaEngine final : public Engine {
   void accumulate(float* acc, const float* x, std::size_t n) override { cuda::accumulate(ctx_, acc, x, n); }
 
  private:
-  static cudaDeviceProp device_properties() {
+  static cudaDeviceProp device_properties(int device) {
     cudaDeviceProp p{};
-    TAGC_CUDA(cudaSetDevice(0));
-    TAGC_CUDA(cudaGetDeviceProperties(&p, 0));
+    TAGC_CUDA(cudaSetDevice(device));
+    TAGC_CUDA(cudaGetDeviceProperties(&p, device));
     return p;
   }
 
