@@ -48,8 +48,7 @@ std::string cluster_yaml(const BoxFit& f) {
 
   const auto& g = c.gpu;
   out += fmt::format("cluster:\n  name: {}\n  nodes: 1\n  gpus_per_node: {}\n", q(c.name), c.gpus_per_node);
-  const std::string preset = b.gpus.empty() ? "" : device_preset_for(g.name == b.gpus.front().name ? g.name : b.gpus.front().name,
-                                                                    g.memory_bytes);
+  const std::string preset = b.gpus.empty() ? "" : device_preset_for(b.gpus.front().name, g.memory_bytes);
   if (!preset.empty() && topologies::device(preset).name == g.name) {
     out += fmt::format("  gpu: {{preset: {}, memory_bytes: {:.0f}, gemm_efficiency: {:.4f}, memory_efficiency: {:.4f}}}\n",
                        preset, g.memory_bytes, g.gemm_efficiency, g.memory_efficiency);
@@ -62,6 +61,13 @@ std::string cluster_yaml(const BoxFit& f) {
   }
   out += fmt::format("  intra_node: {{kind: {}, bandwidth: {}, latency: {}, efficiency: {:.4f}}}\n", c.intra.kind,
                      gbs(c.intra.bandwidth), us(c.intra.latency), c.intra.efficiency);
+  out += fmt::format("  nics: {{count: {}, bandwidth: {}, latency: {}, efficiency: {:.4f}}}  # not measured: see source\n",
+                     c.nics.count, gbs(c.nics.bandwidth), us(c.nics.latency), c.nics.efficiency);
+  out += fmt::format("  fabric: {{kind: {}{}{}, oversubscription: {:g}, switch_latency: {}}}\n",
+                     topologies::fabric_kind_name(c.fabric.kind),
+                     c.fabric.nodes_per_leaf > 0 ? fmt::format(", nodes_per_leaf: {}", c.fabric.nodes_per_leaf) : "",
+                     c.fabric.leaves_per_pod > 0 ? fmt::format(", leaves_per_pod: {}", c.fabric.leaves_per_pod) : "",
+                     c.fabric.oversubscription, us(c.fabric.switch_latency));
   out += fmt::format("  collectives: {{step_latency_intra: {}, step_latency_inter: {}, launch_latency: {}}}\n",
                      us(c.collectives.step_latency_intra), us(c.collectives.step_latency_inter),
                      us(c.collectives.launch_latency));

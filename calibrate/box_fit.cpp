@@ -110,16 +110,23 @@ topologies::Cluster box_base_cluster(const BoxMeasurements& m, const std::vector
     c.intra.latency = 1e-6;
   }
   c.intra.efficiency = 0.8;
-  c.nics = {};
+  // One box has no inter-node traffic, so its NICs and fabric are not measured: those of the DGX
+  // preset of its generation stand in (datasheet values), so that `nodes:` on top of this cluster
+  // asks about a cluster of such boxes.
+  const auto dgx = topologies::preset(g.sm >= 90 ? "dgx-h100-ib400" : "dgx-a100-ib200");
+  c.nics = dgx.nics;
+  c.fabric = dgx.fabric;
   // NCCL latencies to start the fit from: the H100 board's fitted step latency, 5 us launch.
-  c.collectives = {.step_latency_intra = 0.3e-6, .step_latency_inter = 2e-6, .launch_latency = 5e-6};
+  c.collectives = {.step_latency_intra = 0.3e-6, .step_latency_inter = dgx.collectives.step_latency_inter,
+                   .launch_latency = 5e-6};
   c.source = fmt::format(
       "this box, measured by tagcsim calibrate box ({}): {} x {}, driver {}, CUDA {}, NCCL {}. Intra-node link: {} "
-      "({} GB/s per direction, {} line rate; latency {} us assumed)",
+      "({} GB/s per direction, {} line rate; latency {} us assumed). NICs and fabric not measured (one node): "
+      "those of the {} preset stand in",
       m.box.date, c.gpus_per_node, g.name, m.box.driver, m.box.cuda_runtime, m.box.nccl, c.intra.kind,
       c.intra.bandwidth / 1e9,
       nvlink ? (g.sm >= 100 ? "NVLink5" : g.sm >= 90 ? "NVLink4" : "NVLink3") : (g.sm >= 90 ? "PCIe 5.0 x16" : "PCIe 4.0 x16"),
-      c.intra.latency * 1e6);
+      c.intra.latency * 1e6, dgx.name);
   return c;
 }
 

@@ -81,10 +81,15 @@ std::string device_profile_yaml(const BoxFit& f) {
     if (s.dtype == "bf16") pts[{s.m, s.n, s.k}] = &s;
   for (const auto& s : m.gemm)
     if (s.dtype == "fp16") pts.try_emplace({s.m, s.n, s.k}, &s);
+  // The GEMM model's tiles, split-k limit and k overhead are not fitted here: the shipped device
+  // profiles' values (CUTLASS's default SM80/SM90 tile shapes; TileLang's k overhead on H800).
   out += fmt::format(
-      "gemm:\n  tile: [128, 256]\n  k_overhead: 192\n  k_overhead_source: {}\n",
-      q("not fitted here: the tile and k overhead of the shipped device profiles (TileLang fp16 GEMMs on H800, "
-        "gemm-h800-tilelang-fp16-8192x8192x*); the measured points below correct the model where they are"));
+      "gemm:\n  tiles: [[256, 128], [128, 256], [128, 128], [128, 64], [64, 128]]\n  max_split_k: 8\n"
+      "  tiles_source: {}\n  k_overhead: 192\n  k_overhead_source: {}\n",
+      q("not fitted here: the CTA tile shapes of CUTLASS's default SM80/SM90 tensor-core GEMM configurations, as in "
+        "the shipped device profiles; the measured points below correct the model where they are"),
+      q("not fitted here: the shipped device profiles' value (TileLang fp16 GEMMs 8192 x 8192 x k on H800, "
+        "gemm-h800-tilelang-fp16-8192x8192x*)"));
   out += pts.empty() ? "  points: []\n" : "  points:\n";
   for (const auto& [shape, s] : pts)
     out += fmt::format("    - {{m: {:g}, n: {:g}, k: {:g}, dtype: {}, seconds: {:.6g}, source: {}}}\n", s->m, s->n,

@@ -1,0 +1,457 @@
+// `tagcsim calibrate box` and `calibrate check` on the CPU: the plan, the fits (on measurements the
+// model itself generated, with noise), the files they write and that the simulator loads, the
+// check's comparison from a synthetic measured step, the TAGC stages behind compression tasks, and
+// every kind of bad input.
+#include "calibrate/box/runtime.hpp"
+#include "calibrate/box_fit.hpp"
+#include "calibrate/check_compare.hpp"
+#include "calibrate/check_stages.hpp"
+#include "calibrate/unit_work.hpp"
+#include "common/input.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/compute.hpp"
+
+#if __has_include("sim/kernel_profile.hpp")
+#include "sim/kernel_profile.hpp"  // the compute-fidelity loader, once it is on main
+#define TAGCSIM_HAVE_KERNEL_PROFILE 1
+#endif
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace tagcsim;
+using namespace tagcsim::calibrate;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Deterministic noise in [-amp, amp].
+struct Noise {
+  std::uint64_t s = 12345;
+  double operator()(double amp) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return amp * (double((s >> 11) & 0xfffff) / double(0xfffff) * 2 - 1);
+  }
+};
+
+fs::path temp_dir(const std::string& name) {
+  const auto p = fs::temp_directory_path() / fmt::format("tagcsim-box-{}-{}", name, ::getpid());
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A box of `n` H100s on an NVSwitch board, as the CUDA side would describe it.
+BoxMeasurements h100_box(int n) {
+  BoxMeasurements m;
+  m.command = "tagcsim calibrate box (synthetic)";
+  m.box.driver = "580.159.03";
+  m.box.cuda_driver = "13.0";
+  m.box.cuda_runtime = "13.0";
+  m.box.nccl = "2.28.9";
+  m.box.cublaslt = "13.0.0";
+  m.box.cudnn = "9.19.0";
+  m.box.host = "synthetic";
+  m.box.date = "2026-01-01T00:00:00Z";
+  for (int i = 0; i < n; ++i)
+    m.box.gpus.push_back({i, "NVIDIA H100 80GB HBM3", 90, 132, 85e9, 1980, 2619, 5120, fmt::format("0000:{:02x}:00.0", i)});
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) m.box.links.push_back({a, b, true, 18, 0});
+  return m;
+}
+
+// NCCL times from the collective model itself at known parameters, with +-3% noise.
+void add_nccl(BoxMeasurements& m, const topologies::Cluster& truth, Noise& noise) {
+  const int n = int(m.box.gpus.size());
+  std::vector<std::vector<int>> groups = {{}, {0, 1}};
+  for (int i = 0; i < n; ++i) groups[0].push_back(i);
+  for (const auto& g : groups)
+    for (const char* op : {"all_gather", "reduce_scatter", "all_reduce"})
+      for (double s = 8; s <= 2.2e9; s *= 4) {
+        auto c = truth;
+        c.gpus_per_node = int(g.size());
+        const double t = sim::plan_collective(c, sim::parse_collective_op(op), s, sim::whole_cluster(c)).seconds();
+        m.nccl.push_back({op, g, s, t * (1 + noise(0.03)), t, 20, 0});
+      }
+}
+
+ScenarioShapes shapes(const std::string& yaml) {
+  const auto sc = scenarios::parse_scenario(yaml, "inline.yaml");
+  const auto& p = sc.points.front();
+  return {"inline.yaml", p.setup.model, p.setup.units, p.setup.training};
+}
+
+const char* kSmall = R"(
+name: small
+model: {layers: 2, hidden: 256, heads: 4, kv_heads: 4, ffn: 1024, vocab: 1024, seq_len: 128, norm: rmsnorm, gated_mlp: true}
+cluster: {preset: dgx-h100-ib400, nodes: 1, gpus_per_node: 2}
+training: {micro_batch: 1, seq_len: 128}
+policies: [fsdp, tagc, tagc-batched, lhc]
+)";
+
+}  // namespace
+
+TEST_CASE("box fit: recovers NCCL launch and step latency and NVLink efficiency from the model's own noisy times") {
+  auto m = h100_box(8);
+  auto truth = box_base_cluster(m, {0, 1, 2, 3, 4, 5, 6, 7});
+  truth.collectives.launch_latency = 6e-6;
+  truth.collectives.step_latency_intra = 0.8e-6;
+  truth.intra.efficiency = 0.75;
+  Noise noise;
+  add_nccl(m, truth, noise);
+  const auto f = fit_box(m);
+  REQUIRE(f.nccl);
+  const auto& p = f.nccl->params;
+  CHECK(p[int(Param::IntraEfficiency)].status == ParamFit::Status::Fitted);
+  CHECK(p[int(Param::LaunchLatency)].status == ParamFit::Status::Fitted);
+  CHECK(p[int(Param::StepLatencyIntra)].status == ParamFit::Status::Fitted);
+  // Base values were 0.8, 5 us and 0.3 us: the fit must move to the truth.
+  CHECK(f.cluster.intra.efficiency == doctest::Approx(0.75).epsilon(0.03));
+  CHECK(f.cluster.collectives.launch_latency == doctest::Approx(6e-6).epsilon(0.15));
+  CHECK(f.cluster.collectives.step_latency_intra == doctest::Approx(0.8e-6).epsilon(0.25));
+  CHECK(f.nccl->error.mean_abs < 0.03);
+  // The box: one node of 8 H100s on NVSwitch at NVLink4's 450 GB/s.
+  CHECK(f.cluster.nodes == 1);
+  CHECK(f.cluster.gpus_per_node == 8);
+  CHECK(f.cluster.intra.kind == "nvswitch");
+  CHECK(f.cluster.intra.bandwidth == 450e9);
+  CHECK(f.cluster.gpu.name == "H100-SXM5-80GB");
+}
+
+TEST_CASE("box fit: floor and rate of memory-bound kernels, from t = 3 us + bytes / 3.2 TB/s with 2% noise") {
+  Noise noise;
+  std::vector<double> x, t;
+  for (double b = 65536; b <= 1.1e9; b *= 4) x.push_back(b), t.push_back((3e-6 + b / 3.2e12) * (1 + noise(0.02)));
+  const auto f = fit_latency_bandwidth(x, t, "memory");
+  CHECK(f.rate == doctest::Approx(3.2e12).epsilon(0.03));
+  CHECK(f.intercept_s == doctest::Approx(3e-6).epsilon(0.1));
+  CHECK(f.max_abs_error < 0.04);
+  // Exact data: exact answer (the hand check of the normal equations).
+  const auto e = fit_latency_bandwidth({1e6, 3e6}, {2e-6 + 1e6 / 1e12, 2e-6 + 3e6 / 1e12}, "exact");
+  CHECK(e.rate == doctest::Approx(1e12));
+  CHECK(e.intercept_s == doctest::Approx(2e-6));
+  CHECK_THROWS_WITH_AS(fit_latency_bandwidth({1e6}, {1e-6}, "memory"),
+                       "memory: expected at least 2 measurements to fit a floor and a rate, got 1", InputError);
+}
+
+TEST_CASE("unit_work: the units' GEMM and attention FLOPs add up to the model's (block, size, torchtitan, checkpointing)") {
+  struct Case {
+    const char* model;
+    const char* training;
+  } cases[] = {
+      {"llama2-7b", "{wrap: block, micro_batch: 2, seq_len: 4096}"},
+      {"gpt2-124m", "{wrap: size, micro_batch: 4, seq_len: 1024}"},
+      {"llama3.1-8b", "{framework: torchtitan, micro_batch: 1, seq_len: 8192}"},
+      {"llama2-13b", "{wrap: block, micro_batch: 1, seq_len: 4096, activation_checkpointing: true}"},
+  };
+  for (const auto& c : cases) {
+    const auto s = shapes(fmt::format("name: x\nmodel: {}\ncluster: {{preset: dgx-h100-ib400, nodes: 1}}\ntraining: {}\n"
+                                      "policies: [fsdp]\n",
+                                      c.model, c.training));
+    for (const auto& u : s.units) {
+      CAPTURE(c.model);
+      CAPTURE(u.name);
+      const auto w = unit_work(s.model, u, s.training);
+      double fwd = 0, bwd = 0;
+      for (const auto& g : w.forward) fwd += g.flops();
+      for (const auto& g : w.backward) bwd += g.flops();
+      CHECK(fwd == doctest::Approx(u.forward_flops * u.gemm_fraction).epsilon(1e-9));
+      CHECK(bwd == doctest::Approx(u.backward_flops * u.backward_gemm_fraction).epsilon(1e-9));
+      double attn = 0;
+      if (w.attention) attn = 4 * w.attention->batch_heads * w.attention->seq * w.attention->seq * w.attention->head_dim * 0.5;
+      CHECK(attn == doctest::Approx(u.forward_flops * (1 - u.gemm_fraction)).epsilon(1e-9));
+    }
+  }
+  // Llama-2 7B at 2 x 4096 tokens: q is 8192 x 4096 x 4096; its weight gradient 4096 x 4096 x 8192.
+  const auto s = shapes("name: x\nmodel: llama2-7b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
+                        "training: {micro_batch: 2, seq_len: 4096}\npolicies: [fsdp]\n");
+  const auto w = unit_work(s.model, s.units[1], s.training);
+  CHECK(w.forward.front().m == 8192);
+  CHECK(w.forward.front().n == 4096);
+  CHECK(w.backward[1].op == "attn.q wgrad");
+  CHECK(w.backward[1].k == 8192);
+  CHECK(distinct_gemms(s.model, s.units, s.training).size() == 9);
+}
+
+TEST_CASE("box fit: the GEMM efficiency makes the simulator's roofline reproduce the measured scenario time") {
+  // Llama-2 70B (hidden 8192: the roofline's size factor is 1). Measured times are the roofline's
+  // at efficiency 0.62 with 2% noise; the fit must find 0.62.
+  const auto sc = shapes("name: x\nmodel: llama2-70b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
+                         "training: {micro_batch: 1, seq_len: 4096}\npolicies: [fsdp]\n");
+  auto m = h100_box(1);
+  const double peak = topologies::device("h100-sxm").peak_flops_bf16, eff = 0.62;
+  Noise noise;
+  for (const auto& g : distinct_gemms(sc.model, sc.units, sc.training))
+    m.gemm.push_back({g.m, g.n, g.k, "bf16", g.flops() / (peak * eff) * (1 + noise(0.02)), "scenario: " + g.op});
+  const double bh = sc.model.heads, seq = 4096, hd = double(sc.model.hidden) / sc.model.heads;
+  for (const char* dir : {"fwd", "bwd"}) {
+    AttentionSample a{"math-blocked", dir, true, bh, seq, hd, 0, "scenario"};
+    a.seconds = a.flops() / (peak * eff * 0.75);  // the roofline's attention rate
+    m.attention.push_back(a);
+  }
+  const auto f = fit_box(m, sc);
+  CHECK(f.device.gemm_efficiency == doctest::Approx(eff).epsilon(0.02));
+  CHECK(f.device.gemm_basis.find("scenario's") != std::string::npos);
+  CHECK(f.device.attention_vs_gemm == doctest::Approx(0.75).epsilon(0.03));
+  CHECK(f.cluster.gpu.gemm_efficiency == f.device.gemm_efficiency);
+}
+
+TEST_CASE("box files: a recorded box loads and drives a scenario through cluster: {file: ...}") {
+  auto m = h100_box(2);
+  auto truth = box_base_cluster(m, {0, 1});
+  truth.intra.efficiency = 0.7;
+  Noise noise;
+  add_nccl(m, truth, noise);
+  for (double b = 65536; b <= 1.1e9; b *= 4) {
+    m.memory.push_back({"copy", b, 4e-6 + b / 2.9e12});
+    m.memory.push_back({"add", b, 4e-6 + b / 2.9e12});
+  }
+  for (double s : {8192.0, 16384.0}) m.gemm.push_back({s, s, s, "bf16", 2 * s * s * s / 600e12, "grid: square"});
+  m.gemm.push_back({8192, 8192, 8192, "tf32", 2 * 8192.0 * 8192 * 8192 / 300e12, "grid: square"});
+  for (double seq : {1024.0, 4096.0})
+    for (const char* dir : {"fwd", "bwd"}) {
+      AttentionSample a{"math-blocked", dir, true, 131072 / seq, seq, 128, 0, "sweep"};
+      a.seconds = a.flops() / (dir[0] == 'f' ? 300e12 : 250e12);
+      m.attention.push_back(a);
+    }
+  m.empty_kernel_s = 2.5e-6;
+  m.issue_s = 3.1e-6;
+
+  // measurements.yaml round trip: what the CUDA side writes is what the fit reads.
+  const auto again = parse_measurements(measurements_yaml(m), "m.yaml");
+  CHECK(measurements_yaml(again) == measurements_yaml(m));
+
+  const auto dir = temp_dir("files");
+  const auto f = fit_box(again);
+  BoxPlanOptions po{.visible = 2, .out_dir = dir.string(), .gpu_name = m.box.gpus[0].name};
+  const auto plan = make_box_plan(po);
+  write_box_files(f, plan, dir.string());
+  for (const char* name : {"measurements.yaml", "device-h100-80gb-hbm3.yaml", "cluster-h100-80gb-hbm3-2gpu.yaml",
+                           "report.txt"})
+    CHECK(fs::exists(dir / name));
+  CHECK(f.device.memory_efficiency == doctest::Approx(2.9e12 / 3.35e12).epsilon(1e-6));
+
+  // The cluster file drives a scenario; keys beside `file` override it.
+  std::ofstream(dir / "s.yaml") << "name: s\nmodel: gpt2-124m\ncluster: {file: cluster-h100-80gb-hbm3-2gpu.yaml}\n"
+                                   "training: {micro_batch: 4, seq_len: 1024}\npolicies: [fsdp]\n";
+  const auto sc = scenarios::load_scenario((dir / "s.yaml").string());
+  const auto& c = sc.points[0].setup.cluster;
+  CHECK(c.gpus() == 2);
+  CHECK(c.intra.efficiency == doctest::Approx(f.cluster.intra.efficiency).epsilon(1e-4));
+  CHECK(c.gpu.memory_efficiency == doctest::Approx(f.device.memory_efficiency).epsilon(1e-4));
+  CHECK(c.gpu.gemm_efficiency == doctest::Approx(600e12 / 989.4e12).epsilon(1e-3));
+  const auto r = scenarios::run(sc);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].step.step_time_s > 0);
+  std::ofstream(dir / "t.yaml") << "name: t\nmodel: gpt2-124m\ncluster: {file: cluster-h100-80gb-hbm3-2gpu.yaml, "
+                                   "gpus_per_node: 1}\ntraining: {micro_batch: 4, seq_len: 1024}\npolicies: [fsdp]\n";
+  CHECK(scenarios::load_scenario((dir / "t.yaml").string()).points[0].setup.cluster.gpus() == 1);
+
+  // The device profile, in the compute-fidelity format.
+  const std::string profile = read(dir / "device-h100-80gb-hbm3.yaml");
+  const Input doc = Input::load_string(profile, "device.yaml");
+  CHECK(doc["format"].as_string() == "tagcsim-device-profile/1");
+  CHECK(doc["gpu"].as_string() == "H100-SXM5-80GB");
+  CHECK(doc["family"].as_string() == "hopper");
+  CHECK(doc["metadata"]["driver"].as_string() == "580.159.03");
+  CHECK(doc["gemm"]["points"].size() == 2);  // bf16 only; the TF32 GEMM is in the header comment
+  CHECK(profile.find("# TF32 GEMMs") != std::string::npos);
+  CHECK(doc["attention"]["curves"].size() == 2);
+  CHECK(doc["launch"]["min_kernel_seconds"].as_seconds() == doctest::Approx(2.5e-6));
+  CHECK(doc["host"]["issue_seconds"].as_seconds() == doctest::Approx(3.1e-6));
+#ifdef TAGCSIM_HAVE_KERNEL_PROFILE
+  const auto kp = sim::parse_kernel_profile(profile, "device.yaml");  // the compute-fidelity loader
+  CHECK(kp.gemm_seconds(8192, 8192, 8192) == doctest::Approx(2 * 8192.0 * 8192 * 8192 / 600e12).epsilon(0.01));
+#endif
+  const std::string report = read(dir / "report.txt");
+  CHECK(report.find("== NCCL") != std::string::npos);
+  CHECK(report.find("residuals: mean |error|") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("box fit: one GPU skips the NCCL fit with a note, and a wrong NCCL result stops the fit") {
+  auto m = h100_box(1);
+  m.nccl.push_back({"all_reduce", {0}, 1 << 20, 5e-6, 5e-6, 20, 0});
+  const auto f = fit_box(m);
+  CHECK_FALSE(f.nccl);
+  CHECK(f.nccl_skipped.find("one GPU") != std::string::npos);
+  CHECK(cluster_yaml(f).find("# NCCL fit skipped: one GPU") != std::string::npos);
+  auto bad = h100_box(2);
+  bad.nccl.push_back({"all_gather", {0, 1}, 1 << 20, 5e-6, 5e-6, 20, 3});
+  CHECK_THROWS_WITH_AS(fit_box(bad),
+                       "measurements nccl[0] (all_gather of 1048576 bytes on GPUs 0,1): 3 wrong results; fix the "
+                       "system before calibrating against it",
+                       InputError);
+}
+
+TEST_CASE("box plan: NCCL over all GPUs and pairs, the scenario's GEMM shapes, one GPU plans no pairs") {
+  const auto sc = shapes("name: x\nmodel: llama2-7b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
+                         "training: {micro_batch: 2, seq_len: 4096}\npolicies: [fsdp]\n");
+  auto p = make_box_plan({.visible = 8, .scenario = sc});
+  CHECK(p.gpus.size() == 8);
+  CHECK(p.nccl.size() == 5 + 3 + 27);  // 5 collectives on 8 GPUs, 3 on pair 0-1, all_reduce on the other 27 pairs
+  CHECK(p.nccl[0].sizes.size() == 15);  // 8 B .. 2 GiB, x4
+  // 9 scenario shapes x 3 dtypes; 18 token-scaled bf16 neighbours less 3 that coincide (lm_head wgrad
+  // at half the tokens is lm_head fwd at half; q wgrad and gate wgrad likewise); 6 squares x 3
+  // dtypes less the bf16 4096 square (q fwd at half the tokens).
+  CHECK(p.gemms.size() == 27 + 15 + 17);
+  CHECK(p.attention.front().batch_heads == 64);
+  CHECK(plan_text(p).find("8192 x   4096 x   4096 bf16") != std::string::npos);
+  const auto q = make_box_plan({.gpus = {0}, .visible = 1, .quick = true});
+  CHECK(q.nccl.size() == 5);
+  CHECK(plan_text(q).find("one GPU: no pairs") != std::string::npos);
+}
+
+TEST_CASE("check: the report compares a synthetic measured step with the prediction task by task") {
+  const auto sc = scenarios::parse_scenario(kSmall, "small.yaml");
+  const auto& setup = sc.points[0].setup;
+  const auto pred = sim::simulate(setup, sc.points[0].policies[0]);
+  // Measured: every compute-stream task 25% longer than predicted, the rest as predicted.
+  MeasuredRun m;
+  m.policy = "fsdp";
+  m.gpus = 2;
+  m.box = "synthetic";
+  double compute_pred = 0;
+  for (std::size_t i = 0; i < pred.schedule.tasks.size(); ++i) {
+    auto t = pred.replay.timings[i];
+    if (pred.schedule.tasks[i].stream == sim::Stream::Compute) {
+      compute_pred += t.end - t.start;
+      t.end = t.start + 1.25 * (t.end - t.start);
+    }
+    m.timings.push_back(t);
+  }
+  m.step_times = {1.30 * pred.step_time_s, 1.20 * pred.step_time_s, 1.25 * pred.step_time_s};
+  // Written and read back as the executor's file.
+  const auto back = parse_measured_run(measured_run_json(m, pred.schedule), "measured-fsdp.json", pred.schedule);
+  const auto c = compare(pred, back);
+  CHECK(c.measured_step == doctest::Approx(1.25 * pred.step_time_s));  // the median step
+  CHECK(c.error() == doctest::Approx(1 / 1.25 - 1));
+  const auto& cs = c.streams[std::size_t(sim::Stream::Compute)];
+  CHECK(cs.predicted_busy == doctest::Approx(compute_pred));
+  CHECK(cs.measured_busy == doctest::Approx(1.25 * compute_pred));
+  const auto& fwd = c.categories[std::size_t(sim::Category::Forward)];
+  CHECK(fwd.measured == doctest::Approx(1.25 * fwd.predicted));
+  const auto& ag = c.categories[std::size_t(sim::Category::AllGather)];
+  CHECK(ag.measured == doctest::Approx(ag.predicted));
+  for (const auto& t : c.tasks)
+    if (pred.schedule.tasks[std::size_t(t.task)].stream == sim::Stream::Compute)
+      CHECK(t.measured_s == doctest::Approx(1.25 * t.predicted_s));
+  const std::string report = comparison_report({c}, {pred});
+  CHECK(report.find("-20.0%") != std::string::npos);
+  CHECK(report.find("tasks furthest from their prediction") != std::string::npos);
+  const std::string trace = measured_trace(pred, back, "measured");
+  CHECK(trace.find(pred.schedule.tasks[0].name) != std::string::npos);
+  // A trace of another schedule (another policy's) is refused.
+  const auto tagc = sim::simulate(setup, sc.points[0].policies[1]);
+  CHECK_THROWS_WITH_AS(parse_measured_run(measured_run_json(m, pred.schedule), "measured-fsdp.json", tagc.schedule),
+                       doctest::Contains("belongs to another schedule"), InputError);
+}
+
+TEST_CASE("check: every compression-kernel task maps to TAGC stages, and they run on the CPU engine") {
+  const auto sc = scenarios::parse_scenario(kSmall, "small.yaml");
+  const auto& setup = sc.points[0].setup;
+  auto engine = kernels::make_engine(kernels::Backend::Cpu);
+  std::size_t biggest = 0;
+  for (const auto& u : setup.units) biggest = std::max(biggest, std::size_t(u.params));
+  StageBuffers buffers(*engine, biggest, setup.shard_size());
+  for (const auto& p : sc.points[0].policies) {
+    if (p.kind == sim::PolicyKind::Fsdp) continue;
+    const auto s = sim::build_policy_step(setup, p, sim::kernel_profile_for(setup.cluster.gpu));
+    int seen = 0;
+    for (const auto& t : s.tasks) {
+      if (t.category != sim::Category::CompressionKernel) continue;
+      CAPTURE(t.name);
+      CHECK_FALSE(compression_stages(setup, p, t).empty());
+      if (seen++ < 3) CHECK(run_compression_task(*engine, buffers, setup, p, t));
+    }
+    CHECK(seen > 0);
+  }
+  // TAGC as published, N = 2 shards: the second task runs 1 more sparsify+index and 2 read+compress.
+  const auto tagc = sim::build_policy_step(setup, sc.points[0].policies[1], sim::kernel_profile_for(setup.cluster.gpu));
+  for (const auto& t : tagc.tasks)
+    if (t.name.rfind("tagc kernels x2 shards", 0) == 0) {
+      const auto calls = compression_stages(setup, sc.points[0].policies[1], t);
+      REQUIRE(calls.size() == 4);
+      CHECK(calls[0].kind == StageCall::Kind::Sparsify);
+      CHECK(calls[0].repeat == 1);
+      CHECK(calls[3].kind == StageCall::Kind::Compress);
+      CHECK(calls[3].repeat == 2);
+      CHECK(calls[3].elements == double(setup.units[std::size_t(t.unit)].params) / 2);
+      break;
+    }
+}
+
+TEST_CASE("bad input: a GPU index out of range, an unwritable output folder, a scenario larger than the box") {
+  CHECK_THROWS_WITH_AS(make_box_plan({.gpus = {0, 5}, .visible = 2}),
+                       "--gpus: GPU 5 is out of range: this box has 2 GPU(s), indices 0..1", InputError);
+  CHECK_THROWS_WITH_AS(make_box_plan({.gpus = {1, 1}, .visible = 2}), "--gpus: GPU 1 is listed twice", InputError);
+  CHECK_THROWS_WITH_AS(check_writable_dir("/proc/tagcsim-no-such-dir", "--out"),
+                       doctest::Contains("--out: cannot create the output folder '/proc/tagcsim-no-such-dir'"),
+                       InputError);
+  const auto dir = temp_dir("bad");
+  std::ofstream(dir / "file") << "x";
+  CHECK_THROWS_WITH_AS(check_writable_dir((dir / "file").string(), "--out"),
+                       doctest::Contains("cannot create the output folder"), InputError);
+  const auto q = scenarios::load_scenario("scenarios/quickstart.yaml");
+  CHECK_THROWS_WITH_AS(check_fits_box(q.points[0].setup, 1, "scenarios/quickstart.yaml"),
+                       doctest::Contains("scenarios/quickstart.yaml: the scenario needs 4 node(s) x 8 GPUs, this box "
+                                         "has 1 GPU(s) in one node; run it on the box with --cluster"),
+                       InputError);
+  // Malformed measurements and a missing cluster file name file, line and key.
+  CHECK_THROWS_WITH_AS(parse_measurements("format: tagcsim-box-measurements/1\ncommand: x\nquick: false\n", "m.yaml"),
+                       doctest::Contains("m.yaml:1: missing required key 'box'"), InputError);
+  std::ofstream(dir / "s.yaml") << "name: s\nmodel: gpt2-124m\ncluster: {file: nowhere.yaml}\npolicies: [fsdp]\n";
+  CHECK_THROWS_WITH_AS(scenarios::load_scenario((dir / "s.yaml").string()),
+                       doctest::Contains("s.yaml:3: cluster.file: no such cluster file 'nowhere.yaml'"), InputError);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("bad input on the command line: no GPU and an unwritable folder exit 2 with one line") {
+  std::string why;
+  if (calibrate::box::visible_gpus(why) > 0) {
+    MESSAGE("SKIPPED: this machine has a GPU; the no-GPU error cannot be shown here");
+    return;
+  }
+  auto run = [](const std::string& args) {
+    const std::string cmd = std::string(TAGCSIM_BINARY) + " " + args + " 2>&1";
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    char buf[4096];
+    while (p && fgets(buf, sizeof buf, p)) out += buf;
+    const int rc = p ? pclose(p) : -1;
+    return std::make_pair(WEXITSTATUS(rc), out);
+  };
+  const auto dir = temp_dir("cli");
+  auto [rc, out] = run("calibrate box --quick --out " + (dir / "out").string());
+  CHECK(rc == 2);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+  CHECK(out.find("calibrate box: no GPU to measure: ") != std::string::npos);
+  std::tie(rc, out) = run("calibrate box --out /proc/tagcsim-nope");
+  CHECK(rc == 2);
+  CHECK(out.find("--out: cannot create the output folder '/proc/tagcsim-nope'") != std::string::npos);
+  std::tie(rc, out) = run("calibrate check scenarios/quickstart.yaml --policies fsdp --out " + (dir / "c").string());
+  CHECK(rc == 2);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+  CHECK(out.find("calibrate check: no GPU to run the step on: ") != std::string::npos);
+  std::tie(rc, out) = run("calibrate check scenarios/quickstart.yaml --policies nope --dry-run");
+  CHECK(rc == 2);
+  CHECK(out.find("--policies: 'nope' is not a policy of scenarios/quickstart.yaml (it has: fsdp, tagc, tagc-batched)") !=
+        std::string::npos);
+  std::tie(rc, out) = run("calibrate box --dry-run --gpus 0,1");
+  CHECK(rc == 0);
+  CHECK(out.find("GPUs: 0,1 (2)") != std::string::npos);
+  fs::remove_all(dir);
+}
