@@ -40,7 +40,7 @@ TEST_CASE("bad scenario input exits with code 2 and one line naming file, line a
   CHECK(o.code == 2);
   CHECK(o.output == "tagcsim: error: " + path +
                         ":2: cluster.nodez: unknown key (did you mean 'nodes'?); expected one of: "
-                        "preset, name, nodes, gpus_per_node, gpu, intra_node, nics, fabric, collectives, source\n");
+                        "preset, file, name, nodes, gpus_per_node, gpu, intra_node, nics, fabric, collectives, source\n");
 }
 
 TEST_CASE("every kind of bad input exits with code 2 and one line naming file:line and the key path") {

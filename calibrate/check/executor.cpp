@@ -121,6 +121,7 @@ class Rank {
                 ? GemmType::Tf32
                 : sh.setup.training.param_dtype == sim::Dtype::FP16 ? GemmType::Fp16 : GemmType::Bf16;
     allocate();
+    base_ = std::make_unique<Event>();  // events belong to this GPU: made after cudaSetDevice
     for (std::size_t i = 0; i < sh.s.tasks.size(); ++i) start_.emplace_back(), end_.emplace_back();
   }
 
@@ -130,8 +131,8 @@ class Rank {
     const auto& tasks = sh_.s.tasks;
     std::vector<char> synced(tasks.size(), 0);
     std::vector<sim::TaskTiming> host(tasks.size());
-    base_.record(stream(sim::Stream::Compute));
-    BOX_CUDA(cudaEventSynchronize(base_.get()));
+    base_->record(stream(sim::Stream::Compute));
+    BOX_CUDA(cudaEventSynchronize(base_->get()));
     const auto t0 = Clock::now();
     auto seg_start = t0;
     auto sync = [&](int d) {
@@ -164,7 +165,7 @@ class Rank {
     out.assign(tasks.size(), {});
     double last = 0;
     for (std::size_t i = 0; i < tasks.size(); ++i) {
-      out[i] = is_gpu(tasks[i]) ? sim::TaskTiming{start_[i].since(base_), end_[i].since(base_)} : host[i];
+      out[i] = is_gpu(tasks[i]) ? sim::TaskTiming{start_[i].since(*base_), end_[i].since(*base_)} : host[i];
       last = std::max(last, out[i].end);
     }
     return last;
@@ -299,7 +300,7 @@ class Rank {
   std::array<DeviceBuffer, sim::kStreams> send_, recv_;
   std::unique_ptr<kernels::Engine> engine_;
   std::unique_ptr<StageBuffers> stages_;
-  Event base_;
+  std::unique_ptr<Event> base_;
   std::vector<Event> start_, end_;
 };
 
