@@ -80,7 +80,8 @@ int run_box(const BoxOptions& o) {
     const auto plan = make_box_plan(po);
     write_box_files(fit, plan, o.out);
     fmt::print("tagcsim calibrate box: refitted {} into {}/\n", o.from, o.out);
-    for (const auto& f : plan.files) fmt::print("  {}\n", f.name);
+    for (const auto& f : plan.files)
+      if (std::filesystem::exists(std::filesystem::path(o.out) / f.name)) fmt::print("  {}\n", f.name);
     return 0;
   }
 
