@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <span>
 #include <sstream>
 
 namespace tagcsim {
@@ -19,11 +20,13 @@ struct UnitScale {
 };
 
 constexpr UnitScale kBandwidthUnits[] = {
-    {"B/s", 1},        {"KB/s", 1e3},       {"MB/s", 1e6},       {"GB/s", 1e9},
-    {"TB/s", 1e12},    {"KiB/s", 1024.0},   {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
-    {"b/s", 0.125},    {"bps", 0.125},      {"Kb/s", 125.0},     {"Kbps", 125.0},
-    {"Mb/s", 1.25e5},  {"Mbps", 1.25e5},    {"Gb/s", 1.25e8},    {"Gbps", 1.25e8},
-    {"Gbit/s", 1.25e8}, {"GbE", 1.25e8},    {"Tb/s", 1.25e11},   {"Tbps", 1.25e11},
+    {"B/s", 1},         {"KB/s", 1e3},       {"MB/s", 1e6},        {"GB/s", 1e9},     {"TB/s", 1e12},
+    {"KiB/s", 1024.0},  {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
+    {"MBps", 1e6},      {"GBps", 1e9},       {"TBps", 1e12},
+    {"b/s", 0.125},     {"bps", 0.125},      {"Kb/s", 125.0},      {"Kbps", 125.0},
+    {"Mb/s", 1.25e5},   {"Mbps", 1.25e5},    {"Mbit/s", 1.25e5},
+    {"Gb/s", 1.25e8},   {"Gbps", 1.25e8},    {"Gbit/s", 1.25e8},   {"GbE", 1.25e8},
+    {"Tb/s", 1.25e11},  {"Tbps", 1.25e11},   {"Tbit/s", 1.25e11},
 };
 constexpr UnitScale kTimeUnits[] = {
     {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"µs", 1e-6}, {"ns", 1e-9},
@@ -37,6 +40,21 @@ constexpr UnitScale kFlopUnits[] = {
     {"FLOP/s", 1}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15},
     {"GFLOPS", 1e9}, {"TFLOPS", 1e12}, {"PFLOPS", 1e15},
 };
+
+struct Kind {
+  std::span<const UnitScale> units;
+  std::string_view what;     // "bandwidth"
+  std::string_view example;  // "400 Gb/s"
+};
+Kind kind_of(Quantity q) {
+  switch (q) {
+    case Quantity::Bandwidth: return {kBandwidthUnits, "bandwidth", "400 Gb/s"};
+    case Quantity::Time: return {kTimeUnits, "time", "0.5 us"};
+    case Quantity::Bytes: return {kByteUnits, "size", "80 GiB"};
+    case Quantity::FlopRate: return {kFlopUnits, "FLOP rate", "989 TFLOP/s"};
+  }
+  return {kTimeUnits, "time", "0.5 us"};
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -55,26 +73,38 @@ std::optional<double> parse_number(std::string_view s) {
   return v;
 }
 
-// "400 Gb/s" -> 5e10 with the table's scale. A bare number means scale 1.
-template <std::size_t N>
-std::optional<double> parse_quantity(std::string_view text, const UnitScale (&units)[N]) {
-  text = trim(text);
-  if (auto v = parse_number(text)) return v;
-  for (const auto& u : units) {
-    if (text.size() > u.name.size() && text.substr(text.size() - u.name.size()) == u.name) {
-      if (auto v = parse_number(text.substr(0, text.size() - u.name.size()))) return *v * u.scale;
-    }
-  }
+// "400 Gb/s" -> (400, "Gb/s"); "fast" -> (nullopt, "fast"); "400" -> (400, "").
+struct Split {
+  std::optional<double> number;
+  std::string unit;
+};
+Split split_quantity(std::string_view text) {
+  const std::string s(trim(text));
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || errno != 0 || !std::isfinite(v)) return {std::nullopt, s};
+  return {v, std::string(trim(std::string_view(end)))};
+}
+
+std::optional<double> scale_of(std::span<const UnitScale> units, std::string_view unit) {
+  for (const auto& u : units)
+    if (u.name == unit) return u.scale;
   return std::nullopt;
 }
 
-template <std::size_t N>
-std::string unit_list(const UnitScale (&units)[N]) {
+std::string unit_list(std::span<const UnitScale> units) {
   std::string out;
   for (const auto& u : units) {
     if (!out.empty()) out += ", ";
     out += u.name;
   }
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -94,32 +124,184 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 template <class Range>
-std::string join(const Range& r) {
+std::string join(const Range& r, std::string_view sep = ", ") {
   std::string out;
   for (const auto& s : r) {
-    if (!out.empty()) out += ", ";
+    if (!out.empty()) out += sep;
     out += s;
   }
   return out;
 }
 
+// The units a mistyped one probably meant: the same letters in another case ("gb/s": Gb/s or
+// GB/s), the rate of a size ("Gbit": Gbit/s), or a near miss.
+std::vector<std::string> units_meant(std::span<const UnitScale> units, std::string_view unit) {
+  std::vector<std::string> out;
+  const std::string u = lower(unit);
+  for (const auto& c : units)
+    if (lower(c.name) == u || lower(c.name) == u + "/s") out.emplace_back(c.name);
+  if (!out.empty()) return out;
+  std::size_t best = 3;
+  for (const auto& c : units) {
+    const std::size_t d = edit_distance(u, lower(c.name));
+    if (d < best) best = d, out = {std::string(c.name)};
+  }
+  return out;
+}
+
+std::string number_text(double v) { return fmt::format("{}", v); }
+
+// A bare number's likely meaning. Large numbers are in the base unit already (1e9 bytes/s);
+// small ones were written in the unit people use for that key (400: NIC Gb/s, 450: NVLink GB/s).
+std::string bare_suggestion(double v, Quantity q, std::string_view key) {
+  switch (q) {
+    case Quantity::Bandwidth:
+      if (v >= 1e6) return format_quantity(v, q, v >= 1e9 ? "GB/s" : "MB/s");
+      return fmt::format("{} {}", number_text(v), key.find("nic") != std::string_view::npos ? "Gb/s" : "GB/s");
+    case Quantity::Time:
+      if (v < 1e-3) return format_quantity(v, q, v >= 1e-6 ? "us" : "ns");
+      return fmt::format("{} us", number_text(v));
+    case Quantity::Bytes:
+      if (v >= 1e6) return format_quantity(v, q, std::fmod(v, 1073741824.0) == 0 ? "GiB" : v >= 1e9 ? "GB" : "MB");
+      return fmt::format("{} GiB", number_text(v));
+    case Quantity::FlopRate:
+      if (v >= 1e9) return format_quantity(v, q, "TFLOP/s");
+      return fmt::format("{} TFLOP/s", number_text(v));
+  }
+  return "";
+}
+
+std::string_view base_unit(Quantity q) { return kind_of(q).units.front().name; }
+
+// Reads one quantity. Returns the value, or the complaint (without its location).
+struct Reading {
+  double value = 0;
+  std::string error;
+};
+Reading read_quantity_text(std::string_view text, Quantity q, std::string_view key, bool allow_zero,
+                           bool allow_bare) {
+  const Kind k = kind_of(q);
+  const auto [number, unit] = split_quantity(text);
+  const std::string units = fmt::format("units: {}", unit_list(k.units));
+  const std::string bits = q == Quantity::Bandwidth ? " b is bits, B is bytes" : "";
+  if (!number)
+    return {0, fmt::format("expected a {} such as '{}', got '{}'; {}", k.what, k.example, text, units)};
+  double v = *number;
+  if (unit.empty()) {
+    if (!(v == 0 || allow_bare))
+      return {0, fmt::format("expected a {} with a unit, got '{}' (did you mean '{}'? a bare number would be {} {}); {}",
+                             k.what, text, bare_suggestion(v, q, key), number_text(v), base_unit(q), units)};
+  } else if (auto scale = scale_of(k.units, unit)) {
+    v *= *scale;
+  } else {
+    std::vector<std::string> meant;
+    for (const auto& m : units_meant(k.units, unit)) meant.push_back(fmt::format("'{} {}'", number_text(*number), m));
+    const std::string hint = meant.empty() ? "" : fmt::format(" (did you mean {}?{})", join(meant, " or "), bits);
+    return {0, fmt::format("expected a {}, got '{}': unknown unit '{}'{}; {}", k.what, text, unit, hint, units)};
+  }
+  if (v < 0 || (!allow_zero && v == 0))
+    return {0, fmt::format("expected a {} {}, got '{}'", allow_zero ? "non-negative" : "positive", k.what, text)};
+  return {v, ""};
+}
+
+// Plain-language advice for a YAML syntax error reported at `line` (1-based).
+std::string yaml_hint(const std::string& text, int& line, const std::string& msg) {
+  std::stringstream ss(text);
+  int n = 0;
+  for (std::string l; std::getline(ss, l);) {
+    ++n;
+    const auto indent = l.find_first_not_of(" \t");
+    if (l.substr(0, indent == std::string::npos ? l.size() : indent).find('\t') != std::string::npos) {
+      line = n;
+      return "this line is indented with a tab; YAML indents with spaces only";
+    }
+    if (n >= line) break;
+  }
+  if (msg.find("flow") != std::string::npos || msg.find("unmatched") != std::string::npos ||
+      msg.find("end of sequence") != std::string::npos)
+    return "a '{' or '[' is not closed, or a ',' is missing between its items";
+  if (msg.find("end of map not found") != std::string::npos)
+    return "this key is indented less than the keys above it but more than their parent; the keys of one "
+           "map start in the same column";
+  if (msg.find("illegal map value") != std::string::npos)
+    return "this key is indented more than the keys above it (the keys of one map start in the same column), "
+           "or a value contains ': ' and needs quotes";
+  if (msg.find("escape") != std::string::npos) return "a backslash in double quotes starts an escape; use single quotes";
+  return "check the indentation (spaces, the keys of one map in one column) and the quoting on this line";
+}
+
 }  // namespace
 
-std::string did_you_mean(std::string_view word, const std::vector<std::string>& choices) {
-  if (word.size() >= 3)
+InputError::InputError(std::string file, int line, std::string key, std::string problem)
+    : std::runtime_error(key.empty() ? fmt::format("{}:{}: {}", file, line, problem)
+                                     : fmt::format("{}:{}: {}: {}", file, line, key, problem)),
+      file_(std::move(file)),
+      key_(std::move(key)),
+      problem_(std::move(problem)),
+      line_(line) {}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& choices, const Aliases& aliases) {
+  auto say = [](std::string_view c) { return fmt::format(" (did you mean '{}'?)", c); };
+  const std::string w = lower(word);
+  for (const auto& [alias, target] : aliases)
+    if (lower(alias) == w) return say(target);
+  if (w.size() >= 3) {
     for (const auto& c : choices)
-      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) return fmt::format(" (did you mean '{}'?)", c);
+      if (c.size() > w.size() && lower(c).compare(0, w.size(), w) == 0) return say(c);
+    // The shortest choice that contains the word ("p4de": aws-p4de), or whose alias does.
+    std::string best;
+    for (const auto& c : choices)
+      if (lower(c).find(w) != std::string::npos && (best.empty() || c.size() < best.size())) best = c;
+    for (const auto& [alias, target] : aliases)
+      if (best.empty() && lower(alias).find(w) != std::string::npos) best = target;
+    if (!best.empty()) return say(best);
+    // Every part of the word in one choice: "llama3-8b" -> "llama3.1-8b", "h100-dgx" -> "dgx-h100-ib400".
+    std::vector<std::string> parts;
+    std::string part;
+    for (char ch : w + "-") {
+      if (ch == '-' || ch == '_' || ch == '.' || ch == ' ') {
+        if (!part.empty()) parts.push_back(part);
+        part.clear();
+      } else {
+        part += ch;
+      }
+    }
+    if (parts.size() >= 2)
+      for (const auto& c : choices) {
+        const std::string lc = lower(c);
+        if (std::all_of(parts.begin(), parts.end(), [&](const std::string& p) { return lc.find(p) != std::string::npos; }))
+          return say(c);
+      }
+  }
   std::string best;
   std::size_t best_d = 3;  // near misses only
   for (const auto& c : choices) {
-    const std::size_t d = edit_distance(word, c);
+    const std::size_t d = edit_distance(w, lower(c));
     if (d < best_d) best_d = d, best = c;
   }
-  return best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+  return best.empty() ? "" : say(best);
 }
 
-std::string unknown_name(std::string_view kind, std::string_view name, const std::vector<std::string>& choices) {
-  return fmt::format("unknown {} '{}'{}; expected one of: {}", kind, name, did_you_mean(name, choices), join(choices));
+std::string unknown_name(std::string_view kind, std::string_view name, const std::vector<std::string>& choices,
+                         const Aliases& aliases) {
+  return fmt::format("unknown {} '{}'{}; expected one of: {}", kind, name, did_you_mean(name, choices, aliases),
+                     join(choices));
+}
+
+std::string format_quantity(double value, Quantity q, std::string_view unit) {
+  const Kind k = kind_of(q);
+  auto exact = [&](const std::string& text) {
+    const auto r = read_quantity_text(text, q, "", true, false);
+    return r.error.empty() && r.value == value;
+  };
+  if (auto scale = scale_of(k.units, unit)) {
+    const double v = value / *scale;
+    for (const char* f : {"{} {}", "{:.15g} {}", "{:.16g} {}", "{:.17g} {}"}) {
+      std::string text = fmt::format(fmt::runtime(f), v, unit);
+      if (exact(text)) return text;
+    }
+  }
+  return fmt::format("{} {}", value, base_unit(q));  // the shortest text that reads back exactly
 }
 
 Input::Input(YAML::Node node, std::shared_ptr<const std::string> file, std::string path,
@@ -139,7 +321,9 @@ Input Input::load_string(const std::string& text, const std::string& source_name
   try {
     return Input(YAML::Load(text), file, "", 1);
   } catch (const YAML::Exception& e) {
-    throw InputError(fmt::format("{}:{}: not valid YAML: {}", source_name, e.mark.line + 1, e.msg));
+    int line = e.mark.line + 1;
+    const std::string hint = yaml_hint(text, line, e.msg);
+    throw InputError(source_name, line, "", fmt::format("not valid YAML ({}): {}", e.msg, hint));
   }
 }
 
@@ -154,7 +338,13 @@ bool Input::is_null() const { return !node_.IsDefined() || node_.IsNull(); }
 
 int Input::line() const {
   auto m = node_.Mark();
-  return m.line >= 0 ? m.line + 1 : parent_line_;
+  if (m.line >= 0) return m.line + 1;
+  // A map built in code (a sweep turning `cluster: name` into {preset: name, nodes: 4}):
+  // where its first element came from, if that is in the file.
+  if (node_.IsMap())
+    for (const auto& kv : node_)
+      if (kv.second.Mark().line >= 0) return kv.second.Mark().line + 1;
+  return parent_line_;
 }
 
 std::string Input::where() const {
@@ -162,7 +352,7 @@ std::string Input::where() const {
                        : fmt::format("{}:{}: {}", *file_, line(), path_);
 }
 
-void Input::fail(const std::string& what) const { throw InputError(fmt::format("{}: {}", where(), what)); }
+void Input::fail(const std::string& what) const { throw InputError(*file_, line(), path_, what); }
 
 const Input& Input::expect_keys(std::initializer_list<std::string_view> allowed) const {
   return expect_keys(std::vector<std::string>(allowed.begin(), allowed.end()));
@@ -176,8 +366,8 @@ const Input& Input::expect_keys(const std::vector<std::string>& allowed) const {
       std::string p = path_.empty() ? key : path_ + "." + key;
       // A key added by a sweep has no place in the file; then the map's own line stands in.
       const int at = kv.first.Mark().line >= 0 ? kv.first.Mark().line + 1 : line();
-      throw InputError(fmt::format("{}:{}: {}: unknown key{}; expected one of: {}", *file_, at, p,
-                                   did_you_mean(key, allowed), join(allowed)));
+      throw InputError(*file_, at, p, fmt::format("unknown key{}; expected one of: {}", did_you_mean(key, allowed),
+                                                  join(allowed)));
     }
   }
   return *this;
@@ -277,22 +467,17 @@ double Input::as_fraction() const {
 }
 
 namespace {
-template <std::size_t N>
-double read_quantity(const Input& in, const std::string& text, const UnitScale (&units)[N],
-                     std::string_view what, bool allow_zero) {
-  auto v = parse_quantity(text, units);
-  if (!v) in.fail(fmt::format("expected a {} (a number, or a number with one of: {}), got '{}'", what,
-                              unit_list(units), text));
-  if (*v < 0 || (!allow_zero && *v == 0))
-    in.fail(fmt::format("expected a {} {}, got '{}'", allow_zero ? "non-negative" : "positive", what, text));
-  return *v;
+double read_quantity(const Input& in, const std::string& text, Quantity q, bool allow_zero) {
+  const auto r = read_quantity_text(text, q, in.path(), allow_zero, false);
+  if (!r.error.empty()) in.fail(r.error);
+  return r.value;
 }
 }  // namespace
 
-double Input::as_bandwidth() const { return read_quantity(*this, scalar_text(), kBandwidthUnits, "bandwidth", false); }
-double Input::as_seconds() const { return read_quantity(*this, scalar_text(), kTimeUnits, "time", true); }
-double Input::as_bytes() const { return read_quantity(*this, scalar_text(), kByteUnits, "size in bytes", false); }
-double Input::as_flop_rate() const { return read_quantity(*this, scalar_text(), kFlopUnits, "FLOP rate", false); }
+double Input::as_bandwidth() const { return read_quantity(*this, scalar_text(), Quantity::Bandwidth, false); }
+double Input::as_seconds() const { return read_quantity(*this, scalar_text(), Quantity::Time, true); }
+double Input::as_bytes() const { return read_quantity(*this, scalar_text(), Quantity::Bytes, false); }
+double Input::as_flop_rate() const { return read_quantity(*this, scalar_text(), Quantity::FlopRate, false); }
 
 std::string Input::as_choice(std::initializer_list<std::string_view> choices) const {
   auto s = scalar_text();
@@ -303,25 +488,19 @@ std::string Input::as_choice(std::initializer_list<std::string_view> choices) co
 }
 
 namespace {
-template <std::size_t N>
-double parse_flag(std::string_view text, std::string_view what, const UnitScale (&units)[N],
-                  std::string_view kind) {
-  auto v = parse_quantity(text, units);
-  if (!v || *v <= 0)
-    throw InputError(fmt::format("{}: expected a positive {} (a number, or with one of: {}), got '{}'", what,
-                                 kind, unit_list(units), text));
-  return *v;
+double parse_flag(std::string_view text, std::string_view what, Quantity q, bool allow_bare) {
+  const auto r = read_quantity_text(text, q, what, false, allow_bare);
+  if (!r.error.empty()) throw InputError(fmt::format("{}: {}", what, r.error));
+  return r.value;
 }
 }  // namespace
 
 double parse_bandwidth(std::string_view text, std::string_view what) {
-  return parse_flag(text, what, kBandwidthUnits, "bandwidth");
+  return parse_flag(text, what, Quantity::Bandwidth, false);
 }
-double parse_bytes(std::string_view text, std::string_view what) {
-  return parse_flag(text, what, kByteUnits, "size in bytes");
-}
+double parse_bytes(std::string_view text, std::string_view what) { return parse_flag(text, what, Quantity::Bytes, true); }
 double parse_seconds(std::string_view text, std::string_view what) {
-  return parse_flag(text, what, kTimeUnits, "time");
+  return parse_flag(text, what, Quantity::Time, false);
 }
 
 }  // namespace tagcsim
