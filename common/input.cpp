@@ -154,19 +154,23 @@ std::string number_text(double v) { return fmt::format("{}", v); }
 // A bare number's likely meaning. Large numbers are in the base unit already (1e9 bytes/s);
 // small ones were written in the unit people use for that key (400: NIC Gb/s, 450: NVLink GB/s).
 std::string bare_suggestion(double v, Quantity q, std::string_view key) {
+  auto in = [&](double scale, std::string_view unit) { return fmt::format("{:.6g} {}", v / scale, unit); };
   switch (q) {
     case Quantity::Bandwidth:
-      if (v >= 1e6) return format_quantity(v, q, v >= 1e9 ? "GB/s" : "MB/s");
-      return fmt::format("{} {}", number_text(v), key.find("nic") != std::string_view::npos ? "Gb/s" : "GB/s");
+      if (v >= 1e9) return in(1e9, "GB/s");
+      if (v >= 1e6) return in(1e6, "MB/s");
+      return in(1, key.find("nic") != std::string_view::npos ? "Gb/s" : "GB/s");
     case Quantity::Time:
-      if (v < 1e-3) return format_quantity(v, q, v >= 1e-6 ? "us" : "ns");
-      return fmt::format("{} us", number_text(v));
+      if (v < 1e-6) return in(1e-9, "ns");
+      if (v < 1e-3) return in(1e-6, "us");
+      return in(1, "us");
     case Quantity::Bytes:
-      if (v >= 1e6) return format_quantity(v, q, std::fmod(v, 1073741824.0) == 0 ? "GiB" : v >= 1e9 ? "GB" : "MB");
-      return fmt::format("{} GiB", number_text(v));
+      if (v >= 1e9) return std::fmod(v, 1073741824.0) == 0 ? in(1073741824.0, "GiB") : in(1e9, "GB");
+      if (v >= 1e6) return in(1e6, "MB");
+      return in(1, "GiB");
     case Quantity::FlopRate:
-      if (v >= 1e9) return format_quantity(v, q, "TFLOP/s");
-      return fmt::format("{} TFLOP/s", number_text(v));
+      if (v >= 1e9) return in(1e12, "TFLOP/s");
+      return in(1, "TFLOP/s");
   }
   return "";
 }
@@ -354,6 +358,14 @@ std::string Input::where() const {
 
 void Input::fail(const std::string& what) const { throw InputError(*file_, line(), path_, what); }
 
+// A map's key as text; a list or a map standing as a key (`- {a: 1} :`) is refused where it is.
+std::string Input::key_text(const YAML::Node& key) const {
+  if (key.IsScalar()) return key.Scalar();
+  const int at = key.Mark().line >= 0 ? key.Mark().line + 1 : line();
+  throw InputError(*file_, at, path_,
+                   "a key must be a single word, not a list or a map (is a ':' misplaced, or a value missing quotes?)");
+}
+
 const Input& Input::expect_keys(std::initializer_list<std::string_view> allowed) const {
   return expect_keys(std::vector<std::string>(allowed.begin(), allowed.end()));
 }
@@ -361,7 +373,7 @@ const Input& Input::expect_keys(std::initializer_list<std::string_view> allowed)
 const Input& Input::expect_keys(const std::vector<std::string>& allowed) const {
   if (!node_.IsMap()) fail(fmt::format("expected a map with keys from: {}", join(allowed)));
   for (const auto& kv : node_) {
-    auto key = kv.first.as<std::string>();
+    auto key = key_text(kv.first);
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string p = path_.empty() ? key : path_ + "." + key;
       // A key added by a sweep has no place in the file; then the map's own line stands in.
@@ -402,7 +414,7 @@ Input Input::at(std::size_t i) const {
 std::vector<std::string> Input::keys() const {
   if (!node_.IsMap()) fail("expected a map");
   std::vector<std::string> out;
-  for (const auto& kv : node_) out.push_back(kv.first.as<std::string>());
+  for (const auto& kv : node_) out.push_back(key_text(kv.first));
   return out;
 }
 

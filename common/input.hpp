@@ -100,6 +100,7 @@ class Input {
  private:
   Input(YAML::Node node, std::shared_ptr<const std::string> file, std::string path, int parent_line);
   std::string scalar_text() const;
+  std::string key_text(const YAML::Node& key) const;
   YAML::Node node_;
   std::shared_ptr<const std::string> file_;
   std::string path_;

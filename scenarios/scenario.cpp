@@ -102,10 +102,11 @@ void check_sweep_key(const Input& doc, const std::string& key, const Input& at) 
   static const std::vector<std::string> parts_swept = {"model", "cluster", "training", "compression", "policies",
                                                        "policy"};
   if (std::find(parts_swept.begin(), parts_swept.end(), parts[0]) == parts_swept.end()) {
-    std::string hint = did_you_mean(parts[0], parts_swept);
+    std::string hint;
     for (const auto& [block, keys] : block_keys())
       if (hint.empty() && std::find(keys.begin(), keys.end(), parts[0]) != keys.end())
         hint = fmt::format(" (did you mean '{}.{}'?)", block, key);
+    if (hint.empty()) hint = did_you_mean(parts[0], parts_swept);
     at.fail(fmt::format("a sweep key starts with model, cluster, training, compression or policies{}", hint));
   }
   if (parts.size() > 1 && (parts[0] == "model" || parts[0] == "cluster") && !doc.has(parts[0]))
