@@ -166,7 +166,7 @@ std::size_t check_in_process(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("mutated scenarios load or stop with one input-error line; tagcsim run exits 0 or 2, one line") {
+TEST_CASE("mutated scenarios load or stop with one input-error line, and tagcsim run exits 0 or 2 with one line") {
   // TAGCSIM_FUZZ_SEED and TAGCSIM_FUZZ_COUNT explore further; the defaults are the test.
   const char* seed = std::getenv("TAGCSIM_FUZZ_SEED");
   const char* count = std::getenv("TAGCSIM_FUZZ_COUNT");

@@ -253,7 +253,7 @@ TEST_CASE("bad input: a key that slipped out of its block, a sweep with nothing 
                        InputError);
 }
 
-TEST_CASE("nics.per_node is a node's total; overriding only the per-NIC bandwidth of a multi-NIC preset warns") {
+TEST_CASE("nics.per_node is a node's total, and overriding only the per-NIC bandwidth of a multi-NIC preset warns") {
   // dgx-h100-ib400 has 8 NICs: 800 Gb/s per node is 100 Gb/s = 12.5 GB/s per NIC.
   const auto s = parse_scenario(
       "model: llama2-7b\ncluster:\n  preset: dgx-h100-ib400\n  nics: {per_node: 800 Gb/s}\n", "t.yaml");
@@ -424,7 +424,7 @@ TEST_CASE("plots: the metric chosen, y from 0, marked points, one colour per ser
   const auto g = gnuplot_script(s, results, "out.svg", PlotMetric::ScalingEfficiency);
   CHECK(g.find("set terminal svg") != std::string::npos);
   CHECK(g.find("set yrange [0:*]") != std::string::npos);
-  CHECK(g.find("set key below") != std::string::npos);
+  CHECK(g.find("set key below Left reverse") != std::string::npos);
   CHECK(g.find("title \"scaling efficiency\"") != std::string::npos);
   // fsdp's first point is its own base: efficiency 1 at x = 0.
   CHECK(g.find("0 \"1\" 1\n") != std::string::npos);
