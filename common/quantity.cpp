@@ -132,7 +132,7 @@ std::string_view base_unit(Quantity q) { return kind_of(q).units.front().name; }
 }  // namespace
 
 QuantityReading read_quantity_text(std::string_view text, Quantity q, std::string_view key, bool allow_zero,
-                           bool allow_bare) {
+                                   bool allow_bare) {
   const Kind k = kind_of(q);
   const auto [number, unit] = split_quantity(text);
   const std::string units = fmt::format("units: {}", unit_list(k.units));
