@@ -120,7 +120,7 @@ std::vector<sim::Policy> load_policies(const Input& doc) {
       if (auto v = e.find("label")) p.label = v->as_string();
       for (const auto& k : e.keys()) {
         if (k == "name" || k == "label" || k == "reduce_dtype") continue;
-        const YAML::Node& v = e[k].raw();
+        const YAML::Node v = e[k].raw();  // a copy: e[k] is a temporary
         std::string text;
         if (v.IsScalar()) {
           text = v.Scalar();
