@@ -54,13 +54,17 @@ int run(const CollectiveOptions& o) {
   const auto group = sim::whole_cluster(c);
   std::string out;
   if (o.format == "table") {
-    out += fmt::format("# {} on {} ({} nodes x {} GPUs = {} ranks), {}\n", sim::to_string(op), c.name, c.nodes,
-                       c.gpus_per_node, c.gpus(), c.gpu.name);
+    out += fmt::format("# {} on {}: {} nodes x {} GPUs = {} GPUs ({}), {}{}\n", sim::to_string(op), c.name,
+                       c.nodes, c.gpus_per_node, c.gpus(), o.gpus > 0 ? "--gpus" : "the preset's size; --gpus N to change",
+                       c.gpu.name,
+                       c.nodes > 1 ? fmt::format(", {} x {:g} Gb/s NICs per node", c.nics.count, c.nics.bandwidth * 8 / 1e9)
+                                   : "");
     out += fmt::format("# {:>12} {:>6} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11}\n", "size (B)", "algo",
                        "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us", "latency us");
   } else {
-    out += fmt::format("{{\"op\": \"{}\", \"cluster\": \"{}\", \"ranks\": {}, \"points\": [", sim::to_string(op),
-                       c.name, c.gpus());
+    out += fmt::format("{{\"op\": \"{}\", \"cluster\": \"{}\", \"nodes\": {}, \"gpus_per_node\": {}, \"ranks\": {}, "
+                       "\"points\": [",
+                       sim::to_string(op), c.name, c.nodes, c.gpus_per_node, c.gpus());
   }
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const auto plan = sim::plan_collective(c, op, sizes[i], group, algorithm);

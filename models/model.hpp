@@ -37,6 +37,8 @@ struct TransformerConfig {
 // llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, llama3.1-405b,
 // mpt-125m, mpt-350m, mpt-760m, mpt-1b, mpt-3b, mpt-7b, mpt-13b, mpt-30b, mpt-70b.
 std::vector<std::string> preset_names();
+// Other names users type for them ("llama3-8b" for llama3.1-8b); preset() takes them too.
+const Aliases& preset_aliases();
 // Throws InputError naming the preset list when `name` is unknown.
 TransformerConfig preset(const std::string& name);
 

@@ -49,8 +49,12 @@ TEST_CASE("every device preset is complete and cites its efficiency derivation")
     CHECK(d.memory_efficiency <= 1);
     CHECK(!d.source.empty());
   }
-  CHECK_THROWS_AS(device("h100"), InputError);
-  CHECK_THROWS_AS(preset("dgx-h100"), InputError);
+  CHECK_THROWS_AS(device("h99"), InputError);
+  CHECK_THROWS_AS(preset("dgx-h99"), InputError);
+  // What users type for them: aliases.
+  CHECK(device("h100").name == device("h100-sxm").name);
+  CHECK(preset("dgx-h100").name == "dgx-h100-ib400");
+  CHECK(preset("p4de").name == "aws-p4de");
 }
 
 TEST_CASE("device presets match the datasheets and the published GEMM / STREAM rates") {
@@ -116,7 +120,7 @@ cluster:
   name: lab
   nodes: 2
   gpus_per_node: 4
-  gpu: {name: X, peak_flops_bf16: 989 TFLOP/s, peak_flops_fp32: 60e12, memory_bytes: 80 GiB, memory_bandwidth: 3 TB/s}
+  gpu: {name: X, peak_flops_bf16: 989 TFLOP/s, peak_flops_fp32: 60 TFLOP/s, memory_bytes: 80 GiB, memory_bandwidth: 3 TB/s}
   intra_node: {kind: pcie, bandwidth: 50 GB/s, latency: 1 us}
   nics: {count: 1, bandwidth: 400 Gb/s, latency: 1.5 us, efficiency: 0.5}
   collectives: {step_latency_intra: 2 us, step_latency_inter: 5 us, launch_latency: 0.01 ms}
@@ -269,16 +273,16 @@ TEST_CASE("errors: fabric geometry and NICs, blamed on the key the user wrote") 
 
 TEST_CASE("errors: unknown presets and missing keys") {
   CHECK_THROWS_WITH_AS(
-      load("cluster: dgx-h100\n"),
-      Contains("t.yaml:1: cluster: unknown cluster preset 'dgx-h100' (did you mean 'dgx-h100-ib400'?)"),
+      load("cluster: dgx-h10\n"),
+      Contains("t.yaml:1: cluster: unknown cluster preset 'dgx-h10' (did you mean 'dgx-h100-ib400'?)"),
       InputError);
   CHECK_THROWS_WITH_AS(
       load("cluster:\n  preset: aws-p6\n"),
       Contains("t.yaml:2: cluster.preset: unknown cluster preset 'aws-p6' (did you mean 'aws-p5'?)"),
       InputError);
   CHECK_THROWS_WITH_AS(
-      load("cluster:\n  preset: aws-p5\n  gpu: h100\n"),
-      Contains("t.yaml:3: cluster.gpu: unknown device preset 'h100' (did you mean 'h100-sxm'?)"), InputError);
+      load("cluster:\n  preset: aws-p5\n  gpu: h10\n"),
+      Contains("t.yaml:3: cluster.gpu: unknown device preset 'h10' (did you mean 'h100-sxm'?)"), InputError);
   CHECK_THROWS_WITH_AS(load("cluster:\n  preset: aws-p5\n  gpu: {preset: b200}\n"),
                        Contains("t.yaml:3: cluster.gpu.preset: unknown device preset 'b200'"), InputError);
   CHECK_THROWS_WITH_AS(load("cluster:\n  nodes: 1\n"),

@@ -132,10 +132,10 @@ class Reader {
 };
 
 DeviceProfile preset_device(const Input& name_in) {
-  auto name = name_in.as_string();
+  auto name = canonical_device_name(name_in.as_string());
   auto names = device_names();
   if (std::find(names.begin(), names.end(), name) == names.end())
-    name_in.fail(unknown_name("device preset", name, names));
+    name_in.fail(unknown_name("device preset", name, names, device_aliases()));
   return topologies::device(name);
 }
 
@@ -222,10 +222,10 @@ DeviceProfile load_device(const Input& in, const DeviceProfile& base) {
 
 Cluster load_cluster(const Input& in) {
   if (in.is_scalar()) {
-    auto name = in.as_string();
+    auto name = canonical_preset_name(in.as_string());
     auto names = preset_names();
     if (std::find(names.begin(), names.end(), name) == names.end())
-      in.fail(unknown_name("cluster preset", name, names));
+      in.fail(unknown_name("cluster preset", name, names, preset_aliases()));
     return preset(name);
   }
   if (!in.is_map())
@@ -238,10 +238,10 @@ Cluster load_cluster(const Input& in) {
   auto p = in.find("preset");
   const bool has_preset = p.has_value();
   if (p) {
-    auto name = p->as_string();
+    auto name = canonical_preset_name(p->as_string());
     auto names = preset_names();
     if (std::find(names.begin(), names.end(), name) == names.end())
-      p->fail(unknown_name("cluster preset", name, names));
+      p->fail(unknown_name("cluster preset", name, names, preset_aliases()));
     c = preset(name);
   }
   r.opt(in, "name", "name", [&](const Input& v) { c.name = v.as_string(); });
@@ -264,12 +264,21 @@ Cluster load_cluster(const Input& in) {
     r.opt(*m, "efficiency", "intra_node.efficiency",
           [&](const Input& v) { c.intra.efficiency = v.as_double(); });
   }
-  if (!has_preset && c.nodes > 1) (void)in["nics"]["count"], (void)in["nics"]["bandwidth"];
+  if (!has_preset && c.nodes > 1) {
+    (void)in["nics"]["count"];
+    if (!in["nics"].has("per_node")) (void)in["nics"]["bandwidth"];
+  }
   if (auto m = in.find("nics")) {
-    m->expect_keys({"count", "bandwidth", "latency", "efficiency"});
+    m->expect_keys({"count", "bandwidth", "per_node", "latency", "efficiency"});
     r.opt(*m, "count", "nics.count",
           [&](const Input& v) { c.nics.count = v.as_int_between(0, 1024); });
     r.opt(*m, "bandwidth", "nics.bandwidth", [&](const Input& v) { c.nics.bandwidth = v.as_bandwidth(); });
+    // A node's total over its NICs, as instance tables quote it ("400 Gb/s" for 4 x 100 Gb/s).
+    r.opt(*m, "per_node", "nics.per_node", [&](const Input& v) {
+      if (m->has("bandwidth")) v.fail("give nics.bandwidth (per NIC) or nics.per_node (all NICs of a node), not both");
+      if (c.nics.count < 1) v.fail("a per-node bandwidth needs nics.count >= 1");
+      c.nics.bandwidth = v.as_bandwidth() / c.nics.count;
+    });
     r.opt(*m, "latency", "nics.latency", [&](const Input& v) { c.nics.latency = v.as_seconds(); });
     r.opt(*m, "efficiency", "nics.efficiency", [&](const Input& v) { c.nics.efficiency = v.as_double(); });
   }

@@ -88,6 +88,7 @@ struct Cluster {
 
 // Device presets: a100-40gb, a100-80gb, h100-sxm, h200-sxm, v100-32gb, l4, ...
 std::vector<std::string> device_names();
+const Aliases& device_aliases();  // "h100" for h100-sxm, ...; device() takes them too
 DeviceProfile device(const std::string& name);  // InputError on unknown name
 // `gpu:` in a cluster: a preset name, or { preset: h100-sxm, gemm_efficiency: 0.6 }, or a full map.
 DeviceProfile load_device(const Input& in);
@@ -99,7 +100,11 @@ DeviceProfile load_device(const Input& in, const DeviceProfile& base);
 // tagc-2x1-1g, tagc-2x1-10g, tagc-2x1-25g, tagc-2x1-100g.
 // A preset's node count is a default; scenarios usually override `nodes`.
 std::vector<std::string> preset_names();
+const Aliases& preset_aliases();  // "p4de" for aws-p4de, "dgx-h100" for dgx-h100-ib400, ...; preset() takes them too
 Cluster preset(const std::string& name);
+// A preset's own name for `name` (itself, or what the alias stands for).
+std::string canonical_device_name(const std::string& name);
+std::string canonical_preset_name(const std::string& name);
 // `cluster:` in a scenario: a preset name, or { preset: dgx-h100-ib400, nodes: 4, ... overrides },
 // or a full description. Checks ranges (positive bandwidths, nodes divisible into leaves, ...).
 Cluster load_cluster(const Input& in);

@@ -215,12 +215,6 @@ const std::vector<Cluster>& preset_table() {
   return table;
 }
 
-std::string join_names(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 }  // namespace
 
 std::vector<std::string> device_names() {
@@ -229,11 +223,23 @@ std::vector<std::string> device_names() {
   return out;
 }
 
+const Aliases& device_aliases() {
+  static const Aliases aliases = {{"a100", "a100-80gb"}, {"a100-40g", "a100-40gb"}, {"a100-80g", "a100-80gb"},
+                                  {"h100", "h100-sxm"},  {"h100-sxm5", "h100-sxm"}, {"h200", "h200-sxm"},
+                                  {"v100", "v100-32gb"}};
+  return aliases;
+}
+
+std::string canonical_device_name(const std::string& name) {
+  for (const auto& [alias, target] : device_aliases())
+    if (alias == name) return target;
+  return name;
+}
+
 DeviceProfile device(const std::string& name) {
   for (const auto& [n, d] : device_table())
-    if (n == name) return d;
-  throw InputError(
-      fmt::format("unknown device preset '{}'; expected one of: {}", name, join_names(device_names())));
+    if (n == canonical_device_name(name)) return d;
+  throw InputError(unknown_name("device preset", name, device_names(), device_aliases()));
 }
 
 std::vector<std::string> preset_names() {
@@ -242,11 +248,25 @@ std::vector<std::string> preset_names() {
   return out;
 }
 
+const Aliases& preset_aliases() {
+  static const Aliases aliases = {
+      {"p4de", "aws-p4de"},        {"p4de.24xlarge", "aws-p4de"}, {"aws-p4de.24xlarge", "aws-p4de"},
+      {"p5", "aws-p5"},            {"p5.48xlarge", "aws-p5"},     {"aws-p5.48xlarge", "aws-p5"},
+      {"dgx-h100", "dgx-h100-ib400"}, {"dgx-a100", "dgx-a100-ib200"},
+  };
+  return aliases;
+}
+
+std::string canonical_preset_name(const std::string& name) {
+  for (const auto& [alias, target] : preset_aliases())
+    if (alias == name) return target;
+  return name;
+}
+
 Cluster preset(const std::string& name) {
   for (const auto& c : preset_table())
-    if (c.name == name) return c;
-  throw InputError(
-      fmt::format("unknown cluster preset '{}'; expected one of: {}", name, join_names(preset_names())));
+    if (c.name == canonical_preset_name(name)) return c;
+  throw InputError(unknown_name("cluster preset", name, preset_names(), preset_aliases()));
 }
 
 }  // namespace tagcsim::topologies
