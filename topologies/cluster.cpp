@@ -8,8 +8,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
+#include <numeric>
+
+#ifndef TAGCSIM_SOURCE_DIR
+#define TAGCSIM_SOURCE_DIR "."
+#endif
 
 namespace tagcsim::topologies {
 namespace {
@@ -53,6 +61,9 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (!in_unit_interval(c.intra.efficiency))
     fail({"intra_node.efficiency"}, fraction_msg(c.intra.efficiency));
   if (c.intra.latency < 0) fail({"intra_node.latency"}, "expected a non-negative time");
+  if (!(c.intra.nvls_efficiency >= 0 && c.intra.nvls_efficiency <= 1))
+    fail({"intra_node.nvls_efficiency"},
+         fmt::format("expected a fraction in [0, 1] (0: no NVLink SHARP), got {:g}", c.intra.nvls_efficiency));
 
   // NICs only matter with several nodes; a single node is valid with any network description.
   if (c.nodes > 1) {
@@ -66,6 +77,21 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (c.nics.count < 0) fail({"nics.count"}, fmt::format("expected an integer >= 0, got {}", c.nics.count));
   if (!in_unit_interval(c.nics.efficiency)) fail({"nics.efficiency"}, fraction_msg(c.nics.efficiency));
   if (c.nics.latency < 0) fail({"nics.latency"}, "expected a non-negative time");
+  // Rails: every GPU maps to one NIC group, every NIC to one GPU group.
+  if (c.nics.rails < 0) fail({"nics.rails"}, fmt::format("expected an integer >= 1, got {}", c.nics.rails));
+  if (c.nics.rails > c.gpus_per_node)
+    fail({"nics.rails", "gpus_per_node"},
+         fmt::format("{} rails need at least {} GPUs per node (each rail is some GPUs' NICs), got {}", c.nics.rails,
+                     c.nics.rails, c.gpus_per_node));
+  if (c.nics.count > 0 && c.nics.rails > 0) {
+    const int r = c.rails();
+    if (r > c.nics.count)
+      fail({"nics.rails", "nics.count"}, fmt::format("{} rails need at least {} NICs, got {}", r, r, c.nics.count));
+    if (c.nics.count % r != 0 || c.gpus_per_node % r != 0)
+      fail({"nics.rails", "nics.count", "gpus_per_node"},
+           fmt::format("{} NICs and {} GPUs per node do not split evenly into {} rails", c.nics.count,
+                       c.gpus_per_node, r));
+  }
 
   const Fabric& f = c.fabric;
   if (!(f.oversubscription >= 1))
@@ -73,8 +99,10 @@ void check_cluster(const Cluster& c, const Blame& fail) {
          fmt::format("expected a downlink:uplink ratio >= 1, got {:g}", f.oversubscription));
   if (f.switch_latency < 0) fail({"fabric.switch_latency"}, "expected a non-negative time");
   const auto& cl = c.collectives;
-  if (cl.step_latency_intra < 0 || cl.step_latency_inter < 0 || cl.launch_latency < 0)
-    fail({"collectives"}, "expected non-negative latencies");
+  if (cl.step_latency_intra < 0 || cl.step_latency_inter < 0 || cl.launch_latency < 0 || cl.latency_scale < 0 ||
+      cl.host_launch < 0 || cl.ring_depth < 0 || cl.tree_depth < 0 || cl.nvls_depth < 0 || cl.nvls_chunk_overhead < 0)
+    fail({"collectives"}, "expected non-negative latencies, scales and depths");
+  if (c.nics.transport.latency < 0) fail({"nics.transport"}, "expected a non-negative transport latency");
   // One node never touches the fabric, so any fabric description is fine for it.
   if (f.kind == Fabric::Kind::SingleSwitch || c.nodes == 1) return;
 
@@ -206,6 +234,196 @@ int Cluster::leaves_in_pod() const {
 }
 int Cluster::pods() const { return leaves() / std::max(1, leaves_in_pod()); }
 
+int Cluster::rails() const {
+  if (nics.rails > 0) return nics.rails;
+  // One rail per GPU with a NIC or more each, one per NIC when GPUs share them; otherwise the
+  // largest grouping that splits both evenly.
+  return std::max(1, std::gcd(std::max(0, nics.count), std::max(1, gpus_per_node)));
+}
+
+int Cluster::rail_of_gpu(int local_gpu) const {
+  const int r = rails();
+  return std::clamp(int(std::int64_t(local_gpu) * r / std::max(1, gpus_per_node)), 0, r - 1);
+}
+
+int Cluster::rails_of_gpus(int first, int count) const {
+  if (count <= 0) return 0;
+  if (count >= gpus_per_node) return rails();
+  return rail_of_gpu(first + count - 1) - rail_of_gpu(first) + 1;
+}
+
+// ---- transports ----
+
+namespace {
+
+std::vector<std::string> profile_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("TAGCSIM_DATA_DIR"); env && *env) dirs.emplace_back(env);
+  dirs.push_back(std::string(TAGCSIM_SOURCE_DIR) + "/calibrate/profiles");
+  return dirs;
+}
+
+Transport read_transport(const Input& m) {
+  m.expect_keys({"name", "kind", "latency", "efficiency", "source"});
+  Transport t;
+  t.name = m["name"].as_string();
+  t.kind = m["kind"].as_choice({"ib", "roce", "efa", "tcpx", "tcpxo", "socket"});
+  t.latency = m["latency"].as_seconds();
+  if (t.latency < 0) m["latency"].fail("expected a non-negative time");
+  t.efficiency = m["efficiency"].as_double();
+  if (!in_unit_interval(t.efficiency)) m["efficiency"].fail(fraction_msg(t.efficiency));
+  t.source = m["source"].as_string();
+  return t;
+}
+
+Transport transport_file(const std::string& path) {
+  const Input doc = Input::load_file(path);
+  if (!doc.is_map()) doc.fail("expected a transport profile: a map with a 'transport:' key");
+  doc.expect_keys({"transport"});
+  return read_transport(doc["transport"]);
+}
+
+}  // namespace
+
+std::vector<std::string> transport_names() {
+  std::vector<std::string> names;
+  for (const auto& dir : profile_dirs()) {
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string stem = f.path().stem().string();
+      if (f.path().extension() == ".yaml" && stem.rfind("transport-", 0) == 0) names.push_back(stem.substr(10));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+Transport load_transport(const std::string& name_or_path) {
+  if (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml") {
+    if (!std::filesystem::exists(name_or_path))
+      throw InputError(fmt::format("{}: transport profile not found", name_or_path));
+    return transport_file(name_or_path);
+  }
+  for (const auto& dir : profile_dirs()) {
+    const std::string path = dir + "/transport-" + name_or_path + ".yaml";
+    if (std::filesystem::exists(path)) return transport_file(path);
+  }
+  throw InputError(unknown_name("transport profile", name_or_path, transport_names()));
+}
+
+Transport load_transport(const Input& in) {
+  if (in.is_map()) return read_transport(in);
+  const std::string name = in.as_string();
+  std::string path = name;
+  // A relative path is relative to the file that names it.
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".yaml" && !std::filesystem::path(name).is_absolute())
+    path = (std::filesystem::path(in.file()).parent_path() / name).string();
+  else if (name.find('/') == std::string::npos) {
+    auto names = transport_names();
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      in.fail(unknown_name("transport profile", name, names));
+  }
+  try {
+    return load_transport(path);
+  } catch (const InputError& e) {
+    // The profile's own error names its file:line; say which key pulled it in.
+    if (std::string(e.what()).find(".yaml:") != std::string::npos) throw;
+    in.fail(e.what());
+  }
+}
+
+// ---- NCCL pins ----
+
+namespace {
+
+std::string lower(std::string_view w) {
+  std::string out(w);
+  for (auto& ch : out) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+// NCCL_ALGO / NCCL_PROTO style: one word, a list, or "^a,b" for all but those.
+unsigned read_mask(const Input& v, unsigned all, unsigned (*parse)(std::string_view), const char* what,
+                   const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, Input>> words;
+  bool negate = false;
+  if (v.is_sequence()) {
+    for (std::size_t i = 0; i < v.size(); ++i) words.emplace_back(v.at(i).as_string(), v.at(i));
+  } else {
+    std::string text = v.as_string();
+    if (!text.empty() && text.front() == '^') negate = true, text.erase(0, 1);
+    std::string cur;
+    for (char ch : text + ",") {
+      if (ch == ',') {
+        if (!cur.empty()) words.emplace_back(cur, v);
+        cur.clear();
+      } else if (ch != ' ') {
+        cur += ch;
+      }
+    }
+  }
+  if (words.empty()) v.fail(fmt::format("expected at least one {}; expected one of: {}", what, join(names)));
+  unsigned mask = 0;
+  for (const auto& [w, where] : words) {
+    const unsigned bit = parse(w);
+    if (!bit) where.fail(unknown_name(what, w, names));
+    mask |= bit;
+  }
+  return negate ? (all & ~mask) : mask;
+}
+
+}  // namespace
+
+unsigned parse_nccl_algo(std::string_view word) {
+  const std::string w = lower(word);
+  if (w == "ring") return NcclPins::Ring;
+  if (w == "tree") return NcclPins::Tree;
+  if (w == "nvls") return NcclPins::Nvls;
+  if (w == "nvls_tree" || w == "nvlstree") return NcclPins::NvlsTree;
+  return 0;
+}
+
+unsigned parse_nccl_proto(std::string_view word) {
+  const std::string w = lower(word);
+  if (w == "ll") return NcclPins::LL;
+  if (w == "ll128") return NcclPins::LL128;
+  if (w == "simple") return NcclPins::Simple;
+  return 0;
+}
+
+NcclPins load_nccl_pins(const Input& in) {
+  in.expect_keys({"algo", "proto", "channels", "source"});
+  NcclPins p;
+  if (auto a = in.find("algo"))
+    p.algos = read_mask(*a, 15, parse_nccl_algo, "NCCL algorithm", {"ring", "tree", "nvls", "nvls_tree"});
+  if (auto pr = in.find("proto"))
+    p.protos = read_mask(*pr, 7, parse_nccl_proto, "NCCL protocol", {"ll", "ll128", "simple"});
+  if (auto ch = in.find("channels")) p.channels = ch->as_int_between(1, 64);
+  if (auto src = in.find("source")) p.source = src->as_string();
+  if (in.has("algo") && p.algos == 0) in["algo"].fail("excludes every algorithm");
+  if (in.has("proto") && p.protos == 0) in["proto"].fail("excludes every protocol");
+  return p;
+}
+
+std::string describe(const NcclPins& pins) {
+  auto list = [](unsigned mask, std::initializer_list<std::pair<unsigned, const char*>> names) {
+    std::string out;
+    for (const auto& [bit, name] : names)
+      if (mask & bit) out += (out.empty() ? "" : ",") + std::string(name);
+    return out;
+  };
+  std::string out;
+  if (pins.algos)
+    out += "algo " + list(pins.algos, {{NcclPins::Ring, "ring"}, {NcclPins::Tree, "tree"}, {NcclPins::Nvls, "nvls"},
+                                       {NcclPins::NvlsTree, "nvls_tree"}});
+  if (pins.protos)
+    out += std::string(out.empty() ? "" : "; ") + "proto " +
+           list(pins.protos, {{NcclPins::LL, "ll"}, {NcclPins::LL128, "ll128"}, {NcclPins::Simple, "simple"}});
+  if (pins.channels) out += fmt::format("{}channels {}", out.empty() ? "" : "; ", pins.channels);
+  return out;
+}
+
 DeviceProfile load_device(const Input& in) { return load_device(in, DeviceProfile{}); }
 
 DeviceProfile load_device(const Input& in, const DeviceProfile& base) {
@@ -231,7 +449,7 @@ Cluster load_cluster(const Input& in) {
   if (!in.is_map())
     in.fail(fmt::format("expected a cluster preset name or a map; presets: {}", join(preset_names())));
   in.expect_keys({"preset", "name", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric",
-                  "collectives", "source"});
+                  "collectives", "nccl", "source"});
 
   Reader r(in);
   Cluster c;
@@ -254,7 +472,7 @@ Cluster load_cluster(const Input& in) {
   // Without a preset, the links a cluster of this shape uses must be described.
   if (!has_preset && c.gpus_per_node > 1) (void)in["intra_node"]["bandwidth"];
   if (auto m = in.find("intra_node")) {
-    m->expect_keys({"kind", "bandwidth", "latency", "efficiency"});
+    m->expect_keys({"kind", "bandwidth", "latency", "efficiency", "nvls_efficiency"});
     r.opt(*m, "kind", "intra_node.kind", [&](const Input& v) {
       c.intra.kind = v.as_choice({"nvswitch", "nvlink", "pcie"});
     });
@@ -263,18 +481,26 @@ Cluster load_cluster(const Input& in) {
     r.opt(*m, "latency", "intra_node.latency", [&](const Input& v) { c.intra.latency = v.as_seconds(); });
     r.opt(*m, "efficiency", "intra_node.efficiency",
           [&](const Input& v) { c.intra.efficiency = v.as_double(); });
+    r.opt(*m, "nvls_efficiency", "intra_node.nvls_efficiency",
+          [&](const Input& v) { c.intra.nvls_efficiency = v.as_double(); });
   }
   if (!has_preset && c.nodes > 1) (void)in["nics"]["count"], (void)in["nics"]["bandwidth"];
   if (auto m = in.find("nics")) {
-    m->expect_keys({"count", "bandwidth", "latency", "efficiency"});
+    m->expect_keys({"count", "bandwidth", "latency", "efficiency", "transport", "rails"});
     r.opt(*m, "count", "nics.count",
           [&](const Input& v) { c.nics.count = v.as_int_between(0, 1024); });
     r.opt(*m, "bandwidth", "nics.bandwidth", [&](const Input& v) { c.nics.bandwidth = v.as_bandwidth(); });
     r.opt(*m, "latency", "nics.latency", [&](const Input& v) { c.nics.latency = v.as_seconds(); });
+    // The transport brings its achievable efficiency; an explicit `efficiency` overrides it.
+    r.opt(*m, "transport", "nics.transport", [&](const Input& v) {
+      c.nics.transport = load_transport(v);
+      c.nics.efficiency = c.nics.transport.efficiency;
+    });
     r.opt(*m, "efficiency", "nics.efficiency", [&](const Input& v) { c.nics.efficiency = v.as_double(); });
+    r.opt(*m, "rails", "nics.rails", [&](const Input& v) { c.nics.rails = v.as_int_between(1, 1024); });
   }
   if (auto m = in.find("fabric")) {
-    m->expect_keys({"kind", "nodes_per_leaf", "leaves_per_pod", "oversubscription", "switch_latency"});
+    m->expect_keys({"kind", "nodes_per_leaf", "leaves_per_pod", "oversubscription", "switch_latency", "rail_optimized"});
     r.opt(*m, "kind", "fabric.kind", [&](const Input& v) {
       auto k = v.as_choice({"single_switch", "fat_tree_2", "fat_tree_3"});
       c.fabric.kind = k == "fat_tree_2"   ? Fabric::Kind::FatTree2
@@ -289,9 +515,12 @@ Cluster load_cluster(const Input& in) {
           [&](const Input& v) { c.fabric.oversubscription = v.as_double(); });
     r.opt(*m, "switch_latency", "fabric.switch_latency",
           [&](const Input& v) { c.fabric.switch_latency = v.as_seconds(); });
+    r.opt(*m, "rail_optimized", "fabric.rail_optimized",
+          [&](const Input& v) { c.fabric.rail_optimized = v.as_bool(); });
   }
   if (auto m = in.find("collectives")) {
-    m->expect_keys({"step_latency_intra", "step_latency_inter", "launch_latency"});
+    m->expect_keys({"step_latency_intra", "step_latency_inter", "launch_latency", "latency_scale", "host_launch",
+                    "ring_depth", "tree_depth", "nvls_depth", "nvls_chunk_overhead"});
     auto& cl = c.collectives;
     r.opt(*m, "step_latency_intra", "collectives.step_latency_intra",
           [&](const Input& v) { cl.step_latency_intra = v.as_seconds(); });
@@ -299,7 +528,17 @@ Cluster load_cluster(const Input& in) {
           [&](const Input& v) { cl.step_latency_inter = v.as_seconds(); });
     r.opt(*m, "launch_latency", "collectives.launch_latency",
           [&](const Input& v) { cl.launch_latency = v.as_seconds(); });
+    r.opt(*m, "latency_scale", "collectives.latency_scale",
+          [&](const Input& v) { cl.latency_scale = v.as_non_negative(); });
+    r.opt(*m, "host_launch", "collectives.host_launch", [&](const Input& v) { cl.host_launch = v.as_seconds(); });
+    for (auto [key, field] : {std::pair{"ring_depth", &CollectiveParams::ring_depth},
+                              std::pair{"tree_depth", &CollectiveParams::tree_depth},
+                              std::pair{"nvls_depth", &CollectiveParams::nvls_depth}})
+      r.opt(*m, key, std::string("collectives.") + key, [&](const Input& v) { cl.*field = v.as_non_negative(); });
+    r.opt(*m, "nvls_chunk_overhead", "collectives.nvls_chunk_overhead",
+          [&](const Input& v) { cl.nvls_chunk_overhead = v.as_seconds(); });
   }
+  r.opt(in, "nccl", "nccl", [&](const Input& v) { c.nccl = load_nccl_pins(v); });
   const bool own_source = r.opt(in, "source", "source", [&](const Input& v) { c.source = v.as_string(); });
   if (c.name.empty()) c.name = "custom";
   if (!own_source) {
