@@ -173,13 +173,12 @@ struct Ctx {
   int gpus_per_process;
 };
 
-// A channel is one thread block: it moves at most ~10 GB/s (NCCL's graph search gives NVLink rings
-// 10-12 GB/s each), so `nc` channels reach min(rate, nc x per-channel rate) of a link.
+// A channel is one thread block: it moves ~10 GB/s of payload (NCCL's graph search gives NVLink
+// rings 10-12 GB/s each), or its share of the link when that is more. `nc` channels of a link that
+// delivers `full` bytes/s with every channel running reach min(full, nc x per-channel rate).
 constexpr double kChannelRate = 10e9;
-double channel_fraction(const Ctx& x, int nc, double rate) {
-  if (!(rate > 0)) return 1;
-  const double per_channel = std::max(rate / x.nch, kChannelRate);
-  return std::min(1.0, nc * per_channel / rate);
+double channel_rate(const Ctx& x, double full, int nc) {
+  return std::min(full, nc * std::max(full / x.nch, kChannelRate));
 }
 
 int channels_for(const Ctx& x, int p, int a) {
@@ -193,8 +192,8 @@ int channels_for(const Ctx& x, int p, int a) {
 double intra_hop(const Ctx& x, int a, int p) {
   const double table = (x.nvlink ? kHwNvlink : kHwPcie)[a][p];
   double lat = x.scale * table * us + x.alpha_intra_extra;
-  // Inter-node rings still post a network operation per step (getNetOverhead: 1 us, x3 for Simple).
-  if (x.n > 1 && a == kRing) lat = std::max(lat, x.scale * (p == kSimple ? 3.0 : 1.0) * us);
+  // Inter-node rings still post a network operation per step (NCCL's getNetOverhead, x3 for Simple).
+  if (x.n > 1 && a == kRing) lat = std::max(lat, x.c.nics.transport.overhead * (p == kSimple ? 3.0 : 1.0));
   return lat;
 }
 
@@ -218,14 +217,15 @@ double chunk_time(const CollectivePlan& p, double chunk, double data_per_channel
 }
 
 // Latency, pipeline fill and the host's launch floor.
-void finish(const Ctx& x, Candidate& cand, double base_latency, double chunk, double fill) {
+void finish(const Ctx& x, Candidate& cand, double base_latency, double chunk, double fill, int channels) {
   auto& p = cand.plan;
   const auto& cl = x.c.collectives;
   p.chunk_bytes = chunk;
   p.fill_seconds = fill;
   p.latency_seconds = cl.launch_latency + base_latency + p.fill_seconds;
-  // A CPU thread driving several GPUs launches their kernels one after another.
-  const double floor = cl.host_launch * x.gpus_per_process;
+  // A CPU thread launches its GPUs' kernels one after another, each with a work descriptor per
+  // channel to prepare: no collective runs faster than that.
+  const double floor = (cl.host_launch + cl.host_launch_per_channel * channels) * x.gpus_per_process;
   if (p.seconds() < floor) p.latency_seconds += floor - p.seconds();
   cand.total = p.seconds();
 }
@@ -244,15 +244,13 @@ Candidate ring(const Ctx& x, int p) {
   const int inter_steps = x.n == 1 ? 0 : chain ? x.n - 1 : (allreduce ? 2 : 1) * (x.n - 1);
   plan.nvlink_bytes = per_link * nvl_share;
   plan.node_egress_bytes = x.n > 1 ? x.lanes * per_link / f : 0;
-  const double cf_nvl = channel_fraction(x, nc, x.nvl_rate), cf_net = channel_fraction(x, nc, x.net_rate);
-  plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / (x.nvl_rate * f * cf_nvl) : 0;
-  plan.network_seconds = x.n > 1 ? plan.node_egress_bytes / (x.net_rate * cf_net) : 0;
-  const double cf = x.k > 1 ? cf_nvl : cf_net;
-  // Protocol ceilings on the ring's bus bandwidth (per GPU).
+  plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / channel_rate(x, x.nvl_rate * f, nc) : 0;
+  plan.network_seconds = x.n > 1 ? plan.node_egress_bytes * f / channel_rate(x, x.net_rate * f, nc) : 0;
+  // Protocol ceilings on the ring's bus bandwidth (per GPU), NCCL's llMaxBw and LL128 per channel.
   double cap = std::numeric_limits<double>::infinity();
   if (p == kLL) cap = (x.n == 1 ? kLlMaxOneNode[x.gen] : kLlMaxNet[std::min(x.n, 3) - 1]) * GBps;
   if (p == kLL128) cap = x.nch * kPerChRingLL128[x.gen][std::min(x.n, 3) - 1] * GBps;
-  plan.nvlink_seconds = std::max(plan.nvlink_seconds, per_link / (cap * cf));
+  if (std::isfinite(cap)) plan.nvlink_seconds = std::max(plan.nvlink_seconds, per_link / channel_rate(x, cap, nc));
   // A chain's links take turns: S crosses each, one after the other, so the fabric carries
   // (n-1)/n of S per node on average.
   if (chain && x.n > 1) plan.node_egress_bytes *= double(x.n - 1) / x.n;
@@ -263,14 +261,14 @@ Candidate ring(const Ctx& x, int p) {
     lat *= x.gen >= 1 ? 1.4 : 1.9;
   // Each step moves S/R per rank over nc channels, in chunks of at most kRingChunk. A ring's steps
   // run one after another, so the bandwidth term already holds them; what is left is the pipeline
-  // between steps: a chunk forwarded to the next rank waits for its slices to arrive. `ring_depth`
-  // chunk-times once chunks are full and several steps depend on each other, vanishing as the
-  // buffer shrinks below a chunk per step and channel, and with a single step (2-rank all-gather).
+  // between steps: a rank forwards a chunk once its first slice has arrived, so each step after the
+  // first starts `ring_depth` chunk-times late (NCCL slices a Simple chunk in two: 0.5). The delay
+  // vanishes as chunks shrink below full size.
   const double step_data = x.S / (double(x.R) * nc);
   const double chunk = std::min(kRingChunk[p], step_data);
-  const double fill = x.c.collectives.ring_depth * chunk_time(plan, chunk, plan.steps * step_data) *
-                      std::min(1.0, step_data / kRingChunk[p]) * (plan.steps - 1) / std::max(1, plan.steps);
-  finish(x, cand, lat, chunk, fill);
+  const double fill = x.c.collectives.ring_depth * (plan.steps - 1) * chunk_time(plan, chunk, plan.steps * step_data) *
+                      std::min(1.0, step_data / kRingChunk[p]);
+  finish(x, cand, lat, chunk, fill, nc);
   plan.channels = nc;
   return cand;
 }
@@ -279,8 +277,6 @@ Candidate tree(const Ctx& x, int p) {
   Candidate cand{kTree, p};
   auto& plan = cand.plan;
   const int nc = channels_for(x, p, kTree);
-  const double cf_nvl = channel_fraction(x, nc, x.nvl_rate), cf_net = channel_fraction(x, nc, x.net_rate);
-  const double cf = x.k > 1 ? cf_nvl : cf_net;
   double f = kTreeFraction[p];
   if (p == kLL128 && x.n == 1) f = 0.92 * 7.0 / 9;
   if (const int ls = log2i(x.S / 64); x.S >= 64 && ls < 23) f *= kTreeCorrection[p][ls];
@@ -290,19 +286,19 @@ Candidate tree(const Ctx& x, int p) {
   plan.steps = 2 * (x.k - 1) + 2 * levels;
   plan.nvlink_bytes = x.k > 1 ? 2 * x.S : 0;
   plan.node_egress_bytes = x.n > 1 ? x.lanes * 2.0 * (x.n - 1) / x.n * x.S / kRingFraction[p] : 0;
-  plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / (x.nvl_rate * f * cf_nvl) : 0;
+  plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / channel_rate(x, x.nvl_rate * f, nc) : 0;
   plan.network_seconds =
-      x.n > 1 ? x.lanes * 2.0 * (x.n - 1) / x.n * x.S / (x.net_rate * f * cf_net) : 0;
+      x.n > 1 ? x.lanes * 2.0 * (x.n - 1) / x.n * x.S / channel_rate(x, x.net_rate * f, nc) : 0;
   double cap = x.nch * kPerChTree[x.gen][std::min(x.n, 3) - 1] * GBps;
   if (p == kLL) cap = std::min(cap, (x.n == 1 ? kLlMaxOneNode[x.gen] : kLlMaxNet[std::min(x.n, 3) - 1]) * GBps);
   if (p == kLL128) cap = std::min(cap, x.nch * kPerChTreeLL128[x.gen][std::min(x.n, 3) - 1] * GBps);
-  plan.nvlink_seconds = std::max(plan.nvlink_seconds, 2 * x.S / (cap * cf));
+  plan.nvlink_seconds = std::max(plan.nvlink_seconds, 2 * x.S / channel_rate(x, cap * f / 0.92, nc));
   const double lat = x.scale * kBase[kTree][p] * us +
                      2 * ((x.k - 1) * intra_hop(x, kTree, p) + levels * inter_hop(x, kTree, p));
   // A chunk climbs the chain and the tree of nodes and comes back down, stage after stage: with few
   // chunks per channel little of that overlaps. `tree_depth` chunk-times of the slowest link.
   const double chunk = std::min(kTreeChunk[p], x.S / nc);
-  finish(x, cand, lat, chunk, x.c.collectives.tree_depth * chunk_time(plan, chunk, x.S / nc));
+  finish(x, cand, lat, chunk, x.c.collectives.tree_depth * chunk_time(plan, chunk, x.S / nc), nc);
   plan.channels = nc;
   return cand;
 }
@@ -344,7 +340,7 @@ Candidate nvls(const Ctx& x, bool across_nodes) {
   }
   double lat = x.scale * kHwNvlink[cand.a][kSimple] * us;
   if (across_nodes) lat += 2 * log2i(x.n) * inter_hop(x, kNvlsTree, kSimple);
-  finish(x, cand, lat, c, x.c.collectives.nvls_depth * chunk_time(plan, c, x.S / x.nvls_ch));
+  finish(x, cand, lat, c, x.c.collectives.nvls_depth * chunk_time(plan, c, x.S / x.nvls_ch), x.nvls_ch);
   plan.channels = x.nvls_ch;
   return cand;
 }
@@ -413,8 +409,12 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         .nch = communicator_channels(c, k),
         .nvls_ch = c.gpu.sm >= 100 ? (n > 1 ? 32 : 24) : 16,
         .scale = cl.latency_scale,
-        .alpha_intra_extra = cl.step_latency_intra + c.intra.latency,
-        .alpha_inter_extra = cl.step_latency_inter + c.nics.latency + switch_hops(c, g) * c.fabric.switch_latency,
+        // NCCL's per-hop latencies already hold a link and a switch; the fabric adds the switches
+        // beyond the first (leaf to spine and back). Without NCCL's table the links' own latencies
+        // are the hops'.
+        .alpha_intra_extra = cl.step_latency_intra + (cl.latency_scale > 0 ? 0.0 : c.intra.latency),
+        .alpha_inter_extra = cl.step_latency_inter + (cl.latency_scale > 0 ? 0.0 : c.nics.latency) +
+                             (switch_hops(c, g) - (cl.latency_scale > 0 ? 1 : 0)) * c.fabric.switch_latency,
         .transport = c.nics.transport.latency,
         .gpus_per_process = std::max(1, options.gpus_per_process)};
 

@@ -100,7 +100,7 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (f.switch_latency < 0) fail({"fabric.switch_latency"}, "expected a non-negative time");
   const auto& cl = c.collectives;
   if (cl.step_latency_intra < 0 || cl.step_latency_inter < 0 || cl.launch_latency < 0 || cl.latency_scale < 0 ||
-      cl.host_launch < 0 || cl.ring_depth < 0 || cl.tree_depth < 0 || cl.nvls_depth < 0 || cl.nvls_chunk_overhead < 0)
+      cl.host_launch < 0 || cl.host_launch_per_channel < 0 || cl.ring_depth < 0 || cl.tree_depth < 0 || cl.nvls_depth < 0 || cl.nvls_chunk_overhead < 0)
     fail({"collectives"}, "expected non-negative latencies, scales and depths");
   if (c.nics.transport.latency < 0) fail({"nics.transport"}, "expected a non-negative transport latency");
   // One node never touches the fabric, so any fabric description is fine for it.
@@ -264,12 +264,14 @@ std::vector<std::string> profile_dirs() {
 }
 
 Transport read_transport(const Input& m) {
-  m.expect_keys({"name", "kind", "latency", "efficiency", "source"});
+  m.expect_keys({"name", "kind", "latency", "overhead", "efficiency", "source"});
   Transport t;
   t.name = m["name"].as_string();
   t.kind = m["kind"].as_choice({"ib", "roce", "efa", "tcpx", "tcpxo", "socket"});
   t.latency = m["latency"].as_seconds();
   if (t.latency < 0) m["latency"].fail("expected a non-negative time");
+  t.overhead = m["overhead"].as_seconds();
+  if (t.overhead < 0) m["overhead"].fail("expected a non-negative time");
   t.efficiency = m["efficiency"].as_double();
   if (!in_unit_interval(t.efficiency)) m["efficiency"].fail(fraction_msg(t.efficiency));
   t.source = m["source"].as_string();
@@ -520,7 +522,7 @@ Cluster load_cluster(const Input& in) {
   }
   if (auto m = in.find("collectives")) {
     m->expect_keys({"step_latency_intra", "step_latency_inter", "launch_latency", "latency_scale", "host_launch",
-                    "ring_depth", "tree_depth", "nvls_depth", "nvls_chunk_overhead"});
+                    "host_launch_per_channel", "ring_depth", "tree_depth", "nvls_depth", "nvls_chunk_overhead"});
     auto& cl = c.collectives;
     r.opt(*m, "step_latency_intra", "collectives.step_latency_intra",
           [&](const Input& v) { cl.step_latency_intra = v.as_seconds(); });
@@ -531,6 +533,8 @@ Cluster load_cluster(const Input& in) {
     r.opt(*m, "latency_scale", "collectives.latency_scale",
           [&](const Input& v) { cl.latency_scale = v.as_non_negative(); });
     r.opt(*m, "host_launch", "collectives.host_launch", [&](const Input& v) { cl.host_launch = v.as_seconds(); });
+    r.opt(*m, "host_launch_per_channel", "collectives.host_launch_per_channel",
+          [&](const Input& v) { cl.host_launch_per_channel = v.as_seconds(); });
     for (auto [key, field] : {std::pair{"ring_depth", &CollectiveParams::ring_depth},
                               std::pair{"tree_depth", &CollectiveParams::tree_depth},
                               std::pair{"nvls_depth", &CollectiveParams::nvls_depth}})

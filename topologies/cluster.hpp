@@ -46,6 +46,8 @@ struct Transport {
   double latency = 0;                // s added to every network step (NCCL's net `latency` property); Simple
                                      // pays it twice (its flush), as in NCCL's tuning model
   double efficiency = 0.9;           // achievable / line rate of one NIC
+  double overhead = 0;               // s the proxy spends posting each network step (NCCL_NET_OVERHEAD; x3
+                                     // for Simple): every step of a ring that crosses nodes pays at least this
   std::string source;
 };
 // The transport profile `name` from the shipped profiles (calibrate/profiles/transport-<name>.yaml), or
@@ -93,11 +95,12 @@ struct CollectiveParams {
   double latency_scale = 0;          // x NCCL's base and per-hop latencies (src/graph/tuning.cc); 0 = none
   double host_launch = 0;            // s of CPU time to launch one GPU's kernel: a process driving k GPUs
                                      // (nccl-tests -g k) cannot run collectives faster than k of them
-  // Pipeline fill: a chunked pipeline ends `depth` chunk-times after its bandwidth term (NCCL's chunk
+  double host_launch_per_channel = 0;  // s more per channel (NCCL prepares a work descriptor for each)
+  // Pipeline fill: a chunked pipeline ends some chunk-times after its bandwidth term (NCCL's chunk
   // sizes per algorithm and protocol; one chunk-time = chunk / per-channel rate of the slowest link).
-  double ring_depth = 0;
-  double tree_depth = 0;
-  double nvls_depth = 0;
+  double ring_depth = 0;             // chunk-times each ring step after the first starts late (a slice)
+  double tree_depth = 0;             // chunk-times a tree's pipeline ends late (up the chain and back)
+  double nvls_depth = 0;             // chunk-times an NVLS pipeline ends late
   double nvls_chunk_overhead = 0;    // s per NVLS chunk of every channel: small chunks lose bandwidth
 };
 
