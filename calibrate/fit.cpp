@@ -341,10 +341,16 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
       pf.status = ParamFit::Status::Held, pf.why = "on request (--hold)";
       continue;
     }
-    if (ids[j].param == Param::LaunchLatency &&
-        std::find(opts.free.begin(), opts.free.end(), Param::LaunchLatency) == opts.free.end()) {
+    const bool freed = std::find(opts.free.begin(), opts.free.end(), ids[j].param) != opts.free.end();
+    if (ids[j].param == Param::LaunchLatency && !freed) {
       pf.status = ParamFit::Status::Held,
-      pf.why = "NCCL's base latency per algorithm and protocol stands for it (--free launch_latency to fit it)";
+      pf.why = "NCCL's base latency per algorithm and protocol stands for it (--free to fit it)";
+      continue;
+    }
+    if (ids[j].param == Param::NvlsChunkOverhead && !freed) {
+      pf.status = ParamFit::Status::Held,
+      pf.why = "the NVLS pipeline fill stands for it; NVLS trees pin it to what single nodes do not show (--free "
+               "to fit it)";
       continue;
     }
     const Range rg = range(ids[j].param);

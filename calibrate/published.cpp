@@ -137,46 +137,47 @@ std::vector<PublishedGroup> load_published(const std::string& path) {
     base.source = opt_string(src, "ref");
     // nccl-tests -g N: one process launching N GPUs (the command line, or the launch note).
     for (const std::string& text : {opt_string(setup, "command"), opt_string(setup, "launch")})
-      if (auto at = text.find("-g "); at != std::string::npos) base.gpus_per_process = std::max(1, std::atoi(text.c_str() + at + 3));
+      if (auto at = text.find("-g "); at != std::string::npos)
+        base.gpus_per_process = std::max(1, std::atoi(text.c_str() + at + 3));
     for (const Measured& m : read_measured(e["measured"], base.op, base.ranks(), base.bytes)) {
-    Point p = base;
-    p.algos = m.algos;
-    p.time_s = m.time_s;
-    p.algbw = m.algbw;
-    p.busbw = m.busbw;
-    p.time_derived = m.derived;
-    p.where = id + (m.algos ? " (NVLS off)" : "");
+      Point p = base;
+      p.algos = m.algos;
+      p.time_s = m.time_s;
+      p.algbw = m.algbw;
+      p.busbw = m.busbw;
+      p.time_derived = m.derived;
+      p.where = id + (m.algos ? " (NVLS off)" : "");
 
-    const std::string inter = opt_string(hw, "inter_node");
-    const std::string version = opt_string(setup, "nccl_version") + opt_string(hw, "software");
-    const std::string source =
-        src.has("url") ? opt_string(src, "url") : opt_string(src, "repo") + "/" + opt_string(src, "path");
-    // One table = one source, one machine, one benchmark run, one collective, one kind of column.
-    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", source, hw["gpu"].as_string(),
-                                        opt_string(hw, "intra_node"), inter, nodes, opt_string(setup, "benchmark"),
-                                        version, collective, m.column);
-    auto [it, fresh] = index.try_emplace(key, groups.size());
-    if (fresh) {
-      PublishedGroup g;
-      g.collective = collective;
-      g.gpu = hw["gpu"].as_string();
-      g.intra_node = opt_string(hw, "intra_node");
-      g.inter_node = inter;
-      g.nodes = nodes;
-      g.source = source;
-      g.source_key = p.source;
-      g.measurement = m.column;
-      groups.push_back(std::move(g));
-    }
-    PublishedGroup& g = groups[it->second];
-    for (auto k : {"algorithm_hint", "algorithm_default"}) {
-      const std::string note = opt_string(setup, k);
-      const std::string tagged = fmt::format("{}: {}", k, note);
-      if (!note.empty() && !contains(g.algorithm_note, tagged))
-        g.algorithm_note += (g.algorithm_note.empty() ? "" : "; ") + tagged;
-    }
-    g.points.push_back(std::move(p));
-    ids[it->second].push_back(id);
+      const std::string inter = opt_string(hw, "inter_node");
+      const std::string version = opt_string(setup, "nccl_version") + opt_string(hw, "software");
+      const std::string source =
+          src.has("url") ? opt_string(src, "url") : opt_string(src, "repo") + "/" + opt_string(src, "path");
+      // One table = one source, one machine, one benchmark run, one collective, one kind of column.
+      const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", source, hw["gpu"].as_string(),
+                                          opt_string(hw, "intra_node"), inter, nodes, opt_string(setup, "benchmark"),
+                                          version, collective, m.column);
+      auto [it, fresh] = index.try_emplace(key, groups.size());
+      if (fresh) {
+        PublishedGroup g;
+        g.collective = collective;
+        g.gpu = hw["gpu"].as_string();
+        g.intra_node = opt_string(hw, "intra_node");
+        g.inter_node = inter;
+        g.nodes = nodes;
+        g.source = source;
+        g.source_key = p.source;
+        g.measurement = m.column;
+        groups.push_back(std::move(g));
+      }
+      PublishedGroup& g = groups[it->second];
+      for (auto k : {"algorithm_hint", "algorithm_default"}) {
+        const std::string note = opt_string(setup, k);
+        const std::string tagged = fmt::format("{}: {}", k, note);
+        if (!note.empty() && !contains(g.algorithm_note, tagged))
+          g.algorithm_note += (g.algorithm_note.empty() ? "" : "; ") + tagged;
+      }
+      g.points.push_back(std::move(p));
+      ids[it->second].push_back(id);
     }
   }
   for (std::size_t i = 0; i < groups.size(); ++i)
@@ -191,7 +192,15 @@ std::string published_base_cluster(const PublishedGroup& g) {
   const bool efa = contains(g.inter_node, "EFA");
   if (efa && a100) return fmt::format("{{preset: aws-p4de, nodes: {}}}", g.nodes);
   if (efa && h100) return fmt::format("{{preset: aws-p5, nodes: {}}}", g.nodes);
+  if (efa && h200) return fmt::format("{{preset: aws-p5, nodes: {}, gpu: h200-sxm}}", g.nodes);  // p5e
   if (efa) return {};
+  // Other clouds' fabrics, by the transport the table names (TCPXO before TCPX: it contains it).
+  const std::string gpu = h200 ? ", gpu: h200-sxm" : "";
+  if (contains(g.inter_node, "TCPXO")) return fmt::format("{{preset: gcp-a3-mega, nodes: {}{}}}", g.nodes, gpu);
+  if (contains(g.inter_node, "TCPX")) return fmt::format("{{preset: gcp-a3-high, nodes: {}{}}}", g.nodes, gpu);
+  if (contains(g.inter_node, "RoCE") && (h100 || h200))
+    return h200 ? fmt::format("{{preset: gcp-a3-ultra, nodes: {}}}", g.nodes)
+                : fmt::format("{{preset: oci-h100-roce, nodes: {}}}", g.nodes);
   if (g.nodes == 1 || contains(g.inter_node, "InfiniBand")) {
     if (a100) return fmt::format("{{preset: dgx-a100-ib200, nodes: {}}}", g.nodes);
     if (h100) return fmt::format("{{preset: dgx-h100-ib400, nodes: {}}}", g.nodes);

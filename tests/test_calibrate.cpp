@@ -305,7 +305,7 @@ TEST_CASE("fitting every published table at once, from the priors: the presets' 
   CHECK(value("collectives.host_launch_per_channel") ==
         doctest::Approx(topologies::preset("aws-p5").collectives.host_launch_per_channel).epsilon(1e-2));
   // Residuals as measured (docs/calibration.md): in-sample, per size band.
-  CHECK(summarize(r.points, size_bands()[4]).median_abs < 0.05);   // >= 1 MiB: 4.1%
-  CHECK(summarize(r.points, size_bands()[3]).median_abs < 0.08);   // 32 KiB-1 MiB: 7.4%
-  CHECK(summarize(r.points, size_bands()[4]).p90_abs < 0.24);      // >= 1 MiB: 23.8%
+  CHECK(summarize(r.points, size_bands()[4]).median_abs < 0.05);   // >= 1 MiB: 4.3%
+  CHECK(summarize(r.points, size_bands()[3]).median_abs < 0.08);   // 32 KiB-1 MiB: 7.7%
+  CHECK(summarize(r.points, size_bands()[4]).p90_abs < 0.22);      // >= 1 MiB: 21.4%
 }

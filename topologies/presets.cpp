@@ -93,13 +93,13 @@ const DeviceTable& device_table() {
 // Intra-node fabrics. `efficiency` is NCCL's ring bus bandwidth / line rate, `nvls_efficiency` the
 // NVLS rate / line rate (see kNvlink*Src); both fitted by `tagcsim calibrate` (docs/calibration.md).
 IntraNode nvlink3() {
-  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.7828};
+  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.7833};
   i.name = "nvlink3";
   return i;
 }
 IntraNode nvlink4() {
-  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8217};
-  i.nvls_efficiency = 0.6642;
+  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8234};
+  i.nvls_efficiency = 0.6569;
   i.name = "nvlink4";
   return i;
 }
@@ -111,14 +111,14 @@ IntraNode pcie4() {
 
 constexpr const char* kNvlink3Src =
     "NVLink3 via NVSwitch: 600 GB/s bidirectional per GPU = 300 GB/s per direction (A100 datasheet). "
-    "Ring efficiency 0.7828: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
+    "Ring efficiency 0.7833: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
     "SM80_NVLINK_BW), fitted to the 8x A100 all_reduce sweep (nccl-a100-1n-mleng-allreduce, 234.89 GB/s "
     "bus bandwidth at 16 GiB; calibrate/profiles/nccl-model.yaml).";
 constexpr const char* kNvlink4Src =
     "NVLink4 via NVSwitch: 900 GB/s bidirectional per GPU = 450 GB/s per direction (H100 datasheet). "
-    "Ring efficiency 0.8217: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
+    "Ring efficiency 0.8234: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
     "SM90_NVLINK_BW), fitted (the NVLS-off all_reduce of 4-8 H200, 363-366 GB/s, nccl-h200-*-mleng). "
-    "NVLink SHARP efficiency 0.6642: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
+    "NVLink SHARP efficiency 0.6569: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
     "NCCL maintainers' 480 GB/s bus bandwidth on 8 GPUs (algbw 274 GB/s x 9/8 / 450; NVIDIA/nccl-tests#212), "
     "fitted to the H100/H200 NVLS tables (calibrate/profiles/nccl-model.yaml).";
 constexpr const char* kPcieSrc =
@@ -129,22 +129,21 @@ constexpr const char* kLatencySrc =
     "source.";
 constexpr const char* kCollSrc =
     "NCCL costs: NCCL's published latency table (tuning.cc) at scale 1, no launch latency beyond it; host "
-    "launch 5.15 us + 0.323 us per channel, ring step delay 0.256 chunk, tree and NVLS pipeline fill 1.49 "
-    "and 16 chunks (16 is the bound: NVLS yields to rings in the middle sizes) and NVLS chunk overhead "
-    "0.08 us, fitted to every shipped nccl-tests table from data-independent priors "
-    "(calibrate/profiles/nccl-model.yaml).";
+    "launch 5.16 us + 0.323 us per channel, ring step delay 0.248 chunk, tree and NVLS pipeline fill 1.38 "
+    "and 16 chunks (16 is the bound: NVLS yields to rings in the middle sizes), fitted to every shipped "
+    "nccl-tests table from data-independent priors (calibrate/profiles/nccl-model.yaml).";
 
 // NCCL's costs as fitted to the shipped nccl-tests tables (calibrate/profiles/nccl-model.yaml).
 CollectiveParams nccl_costs() {
   CollectiveParams p;
   p.latency_scale = 1.0;
   p.launch_latency = 0.0 * us;
-  p.host_launch = 5.149 * us;
-  p.host_launch_per_channel = 0.3228 * us;
-  p.ring_depth = 0.256;
-  p.tree_depth = 1.490;
+  p.host_launch = 5.158 * us;
+  p.host_launch_per_channel = 0.3232 * us;
+  p.ring_depth = 0.248;
+  p.tree_depth = 1.378;
   p.nvls_depth = 16.000;
-  p.nvls_chunk_overhead = 0.08145 * us;
+  p.nvls_chunk_overhead = 0 * us;
   return p;
 }
 
