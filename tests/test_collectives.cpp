@@ -303,3 +303,28 @@ TEST_CASE("a process driving 8 GPUs (nccl-tests -g 8) cannot beat 8 launches wit
                                      PlanOptions{.gpus_per_process = 8});
   CHECK(eight.seconds() == doctest::Approx(8 * (5e-6 + 0.3e-6)).epsilon(1e-9));
 }
+
+TEST_CASE("rail-optimized fabrics give each rail its own leaf switch and uplink") {
+  // 4 nodes, 2 per leaf, 8 rails of 50 GB/s, 8:1 oversubscribed. Two jobs of one GPU per node
+  // (rails 0 and 1), each ring pairing node i with node i+2 in the other leaf: both nodes of a
+  // leaf send 0.5 GB up per job.
+  auto c = rail_cluster(4);
+  c.fabric = {.kind = topologies::Fabric::Kind::FatTree2, .nodes_per_leaf = 2, .leaves_per_pod = 0,
+              .oversubscription = 8, .switch_latency = 0};
+  auto both = [&] {
+    Schedule s;
+    for (int gpu : {0, 1}) {
+      const Group g{.nodes = 2, .gpus_per_node = 1, .node_stride = 2, .count = 2, .first_gpu = gpu};
+      s.add(task(plan_collective(c, CollectiveOp::AllGather, 1e9, g), gpu ? Stream::ReduceScatter : Stream::AllGather));
+    }
+    return replay(s, c);
+  };
+  // One leaf switch for all NICs: its uplink, 2 x 400 / 8 = 100 GB/s, is shared by 4 flows: 25 GB/s each.
+  c.fabric.rail_optimized = false;
+  CHECK(both().timings[0].end == doctest::Approx(0.5e9 / 25e9).epsilon(1e-6));
+  // One leaf switch per rail: rail 0's uplink, 2 x 50 / 8 = 12.5 GB/s, carries only job 0's 2 flows.
+  c.fabric.rail_optimized = true;
+  const auto r = both();
+  CHECK(r.timings[0].end == doctest::Approx(0.5e9 / 6.25e9).epsilon(1e-6));
+  CHECK(r.timings[1].end == doctest::Approx(0.5e9 / 6.25e9).epsilon(1e-6));
+}
