@@ -84,6 +84,7 @@ void write_device(Map m, const topologies::DeviceProfile& d) {
   m.put("memory_bandwidth", quantity(d.memory_bandwidth, Quantity::Bandwidth, {"TB/s", "GB/s"}), "HBM, datasheet");
   m.put("gemm_efficiency", number(d.gemm_efficiency), "achieved / peak in training GEMMs");
   m.put("memory_efficiency", number(d.memory_efficiency), "achieved / datasheet HBM bandwidth");
+  m.put("compute_capability", fmt::format("{}.{}", d.sm / 10, d.sm % 10), "picks NCCL's per-generation latencies");
   m.put("source", scalar(d.source));
 }
 
@@ -165,10 +166,12 @@ std::string cluster_yaml(const topologies::Cluster& c, const std::string& key) {
   write_device(k.open("gpu"), c.gpu);
   Map in = k.open("intra_node", "the GPUs of one node");
   in.put("kind", c.intra.kind);
+  if (!c.intra.name.empty()) in.put("generation", scalar(c.intra.name), "fitted efficiencies are shared by it");
   if (c.intra.bandwidth > 0)
     in.put("bandwidth", quantity(c.intra.bandwidth, Quantity::Bandwidth, {"GB/s", "Gb/s"}), "per GPU, per direction");
   in.put("latency", quantity(c.intra.latency, Quantity::Time, {"us", "ns", "ms", "s"}), "per hop");
-  in.put("efficiency", number(c.intra.efficiency), "NCCL bus bandwidth / line rate");
+  in.put("efficiency", number(c.intra.efficiency), "NCCL ring bus bandwidth / line rate");
+  in.put("nvls_efficiency", number(c.intra.nvls_efficiency), "NVLink SHARP rate / line rate, 0 for none");
   Map n = k.open("nics", c.nodes > 1 ? fmt::format("{} x {} = {} per node", c.nics.count, gbits(c.nics.bandwidth),
                                                     gbits(c.nics.count * c.nics.bandwidth))
                                       : std::string("unused on one node"));
@@ -177,7 +180,18 @@ std::string cluster_yaml(const topologies::Cluster& c, const std::string& key) {
     n.put("bandwidth", quantity(c.nics.bandwidth, Quantity::Bandwidth, {"Gb/s", "Mb/s", "GB/s"}),
           "per NIC, per direction");
   n.put("latency", quantity(c.nics.latency, Quantity::Time, {"us", "ns", "ms", "s"}), "one way, NIC and cable");
+  if (!c.nics.transport.name.empty()) {
+    const auto& t = c.nics.transport;
+    Map tr = n.open("transport", "how NCCL moves bytes between nodes");
+    tr.put("name", scalar(t.name));
+    tr.put("kind", t.kind);
+    tr.put("latency", quantity(t.latency, Quantity::Time, {"us", "ns", "ms", "s"}), "per network step");
+    tr.put("overhead", quantity(t.overhead, Quantity::Time, {"us", "ns", "ms", "s"}), "proxy cost per step");
+    tr.put("efficiency", number(t.efficiency), "achievable / line rate of one NIC");
+    tr.put("source", scalar(t.source));
+  }
   n.put("efficiency", number(c.nics.efficiency), "achievable / line rate");
+  if (c.nics.rails > 0) n.put("rails", number(c.nics.rails), "NIC groups, each used by its GPUs");
   Map f = k.open("fabric", "between the nodes");
   f.put("kind", topologies::fabric_kind_name(c.fabric.kind));
   if (c.fabric.nodes_per_leaf > 0) f.put("nodes_per_leaf", number(c.fabric.nodes_per_leaf));
@@ -185,13 +199,35 @@ std::string cluster_yaml(const topologies::Cluster& c, const std::string& key) {
   f.put("oversubscription", number(c.fabric.oversubscription), "downlink : uplink above the leaf");
   f.put("switch_latency", quantity(c.fabric.switch_latency, Quantity::Time, {"us", "ns", "ms", "s"}),
         "per switch crossed");
-  Map cl = k.open("collectives", "NCCL's latencies, fitted to nccl-tests");
-  cl.put("step_latency_intra", quantity(c.collectives.step_latency_intra, Quantity::Time, {"us", "ns", "ms", "s"}),
-         "per ring step over NVLink");
-  cl.put("step_latency_inter", quantity(c.collectives.step_latency_inter, Quantity::Time, {"us", "ns", "ms", "s"}),
-         "per ring step over the network");
-  cl.put("launch_latency", quantity(c.collectives.launch_latency, Quantity::Time, {"us", "ns", "ms", "s"}),
-         "once per collective");
+  f.put("rail_optimized", flag(c.fabric.rail_optimized), "one leaf switch per rail");
+  const auto& cp = c.collectives;
+  auto time = [](double s) { return quantity(s, Quantity::Time, {"us", "ns", "ms", "s"}); };
+  Map cl = k.open("collectives", "NCCL's costs (docs/calibration.md)");
+  cl.put("latency_scale", number(cp.latency_scale), "x NCCL's published latency table");
+  cl.put("launch_latency", time(cp.launch_latency), "once per collective");
+  cl.put("step_latency_intra", time(cp.step_latency_intra), "extra per step inside a node");
+  cl.put("step_latency_inter", time(cp.step_latency_inter), "extra per step between nodes");
+  cl.put("host_launch", time(cp.host_launch), "CPU time to launch one GPU's kernel");
+  cl.put("host_launch_per_channel", time(cp.host_launch_per_channel), "more per channel");
+  cl.put("ring_depth", number(cp.ring_depth), "chunk-times of pipeline fill");
+  cl.put("tree_depth", number(cp.tree_depth));
+  cl.put("nvls_depth", number(cp.nvls_depth));
+  cl.put("nvls_chunk_overhead", time(cp.nvls_chunk_overhead), "per NVLS chunk of every channel");
+  if (c.nccl.algos || c.nccl.protos || c.nccl.channels) {
+    Map pins = k.open("nccl", "pinned like NCCL_ALGO / NCCL_PROTO");
+    auto list = [](unsigned mask, std::initializer_list<std::pair<unsigned, const char*>> names) {
+      std::string out;
+      for (const auto& [bit, name] : names)
+        if (mask & bit) out += (out.empty() ? "" : ", ") + std::string(name);
+      return "[" + out + "]";
+    };
+    using P = topologies::NcclPins;
+    if (c.nccl.algos)
+      pins.put("algo", list(c.nccl.algos, {{P::Ring, "ring"}, {P::Tree, "tree"}, {P::Nvls, "nvls"}, {P::NvlsTree, "nvls_tree"}}));
+    if (c.nccl.protos) pins.put("proto", list(c.nccl.protos, {{P::LL, "ll"}, {P::LL128, "ll128"}, {P::Simple, "simple"}}));
+    if (c.nccl.channels) pins.put("channels", number(c.nccl.channels));
+    if (!c.nccl.source.empty()) pins.put("source", scalar(c.nccl.source));
+  }
   k.put("source", scalar(c.source));
   return out;
 }

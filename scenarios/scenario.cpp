@@ -29,7 +29,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& block_keys(
       {"model",
        {"preset", "layers", "hidden", "heads", "kv_heads", "ffn", "gated_mlp", "vocab", "tied_embeddings", "seq_len",
         "learned_positions", "norm", "bias"}},
-      {"cluster", {"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric", "collectives"}},
+      {"cluster", {"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric", "collectives", "nccl"}},
       {"training", kTrainingKeys},
       {"compression", {"ratio", "sparsity", "index", "sparsify", "select", "overlap"}},
   };

@@ -43,7 +43,7 @@ TEST_CASE("bad scenario input exits with code 2 and one line naming file, line a
   CHECK(o.code == 2);
   CHECK(o.output == "tagcsim: error: " + path +
                         ":2: cluster.nodez: unknown key (did you mean 'nodes'?); expected one of: "
-                        "preset, name, nodes, gpus_per_node, gpu, intra_node, nics, fabric, collectives, source\n");
+                        "preset, name, nodes, gpus_per_node, gpu, intra_node, nics, fabric, collectives, nccl, source\n");
 }
 
 TEST_CASE("every kind of bad input exits with code 2 and one line naming file:line and the key path") {
@@ -83,11 +83,21 @@ TEST_CASE("an unknown option exits with code 2") {
   CHECK(tagcsim("collective --cluster dgx-h100-ib400 --op all_scatter").code == 2);
 }
 
-TEST_CASE("tagcsim collective prints time, algbw and busbw the nccl-tests way") {
+TEST_CASE("tagcsim collective prints time, algbw and busbw the nccl-tests way, with NCCL's choices") {
   const auto o = tagcsim("collective --cluster dgx-h100-ib400 --op all_gather --bytes 1GiB --gpus 16");
   CHECK(o.code == 0);
   CHECK(o.output.find("busbw GB/s") != std::string::npos);
   CHECK(o.output.find("1073741824") != std::string::npos);
+  CHECK(o.output.find("proto") != std::string::npos);
+  CHECK(o.output.find(" ring ") != std::string::npos);
+  // A small all-reduce on one node: LL on a ring; a large one: NVLink SHARP.
+  const auto ar = tagcsim("collective --cluster dgx-h100-ib400 --op all_reduce --bytes 8KiB,8GiB --gpus 8");
+  CHECK(ar.code == 0);
+  CHECK(ar.output.find(" ring     LL ") != std::string::npos);
+  CHECK(ar.output.find(" nvls Simple  16") != std::string::npos);
+  const auto pinned = tagcsim("collective --cluster aws-p4de --op all_reduce --bytes 8KiB --gpus 16");
+  CHECK(pinned.output.find("# pinned: proto simple (aws-ofi-nccl") != std::string::npos);
+  CHECK(tagcsim("collective --cluster dgx-h100-ib400 --protocol LL256").code == 2);
 }
 
 TEST_CASE("calibrate validate runs on the shipped tables without --data") {
@@ -95,6 +105,12 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data") {
   CHECK(o.code == 0);
   CHECK(o.output.find("nccl-a100-1n-mleng-allreduce") != std::string::npos);
   CHECK(o.output.find("not found") == std::string::npos);
+  // Per table and size band, with each source left out in turn.
+  CHECK(o.output.find("held out (source S12 left out)") != std::string::npos);
+  CHECK(o.output.find("  32 KiB-1 MiB    preset n=20") != std::string::npos);
+  CHECK(tagcsim("calibrate validate --loo table").output.find("held out (table nccl-h100-1n-dgxc-allreduce left out)") !=
+        std::string::npos);
+  CHECK(tagcsim("calibrate validate --loo sources").code == 2);
 }
 
 namespace {
