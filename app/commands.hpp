@@ -12,5 +12,6 @@ void add_collective_command(CLI::App& app, int& exit_code);  // tagcsim collecti
 void add_kernels_command(CLI::App& app, int& exit_code);     // tagcsim kernels bench|quality
 void add_tune_command(CLI::App& app, int& exit_code);        // tagcsim tune SCENARIO
 void add_calibrate_command(CLI::App& app, int& exit_code);   // tagcsim calibrate ...
+void add_validate_command(CLI::App& app, int& exit_code);    // tagcsim validate
 
 }  // namespace tagcsim::app

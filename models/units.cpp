@@ -48,6 +48,7 @@
 // embedding output (h; it is also block 0's input, an overlap of under
 // 1/(17*layers) that errs on the side of more memory), the final norm's input
 // and output (2h) and the logits (V) for the loss.
+#include "models/kernel_list.hpp"
 #include "models/model.hpp"
 #include "models/shapes.hpp"
 
@@ -201,6 +202,13 @@ Piece head(const Ctx& c) {
   return p;
 }
 
+// Each unit's kernel list (kernel_list.hpp), shared by the units of one kind.
+void attach_kernels(std::vector<FsdpUnit>& units, const TransformerConfig& m, WrapPolicy policy,
+                    const TrainingShape& shape) {
+  auto lists = unit_kernels(m, policy, shape);
+  for (std::size_t i = 0; i < units.size() && i < lists.size(); ++i) units[i].kernels = std::move(lists[i]);
+}
+
 FsdpUnit finish(Piece p) {
   FsdpUnit u = std::move(p.u);
   u.forward_flops = p.gemm + p.core;
@@ -229,13 +237,14 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
                                  m.name, m.learned_positions));
 
   const double tokens = static_cast<double>(shape.micro_batch) * seq;
-  const Ctx c{m, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, shape.flash_attention};
+  const bool flash = shape.flash_attention && shape.impl.attention != AttentionKernel::Math;
+  const Ctx c{m, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, flash};
   const std::int64_t norm = detail::norm_params(m);
 
   std::vector<std::vector<Piece>> layers;
   for (int i = 0; i < m.layers; ++i) {
     auto pieces = layer_pieces(c, i);
-    if (shape.activation_checkpointing) {
+    if (checkpointed(shape, i)) {
       for (auto& p : pieces) p.act = 0, p.recompute = true;
       pieces.front().act = m.hidden * c.elem;  // the block input, kept by the checkpoint
     }
@@ -259,6 +268,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       units.push_back(finish(std::move(block)));
     }
     for (auto& u : units) u.gemm_width = m.hidden;
+    attach_kernels(units, m, policy, shape);
     return units;
   }
 
@@ -277,6 +287,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
     for (auto& p : pieces) units.push_back(finish(std::move(p)));
   if (!m.tied_embeddings) units.push_back(finish(std::move(lm_head)));
   for (auto& u : units) u.gemm_width = m.hidden;
+  attach_kernels(units, m, policy, shape);
   return units;
 }
 

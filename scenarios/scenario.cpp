@@ -1,6 +1,7 @@
 #include "scenarios/scenario.hpp"
 
 #include "models/model.hpp"
+#include "sim/compute.hpp"
 #include "topologies/cluster.hpp"
 
 #include <fmt/format.h>
@@ -73,6 +74,13 @@ Point load_point(const Input& doc) {
                           p.setup.model.learned_positions));
   }
   p.setup = sim::make_setup(p.setup.model, c, t);
+  try {
+    sim::check_compute(p.setup);  // the GPU's kernel profile can time this run
+  } catch (const InputError& e) {
+    std::optional<Input> at;
+    if (auto tr = doc.find("training")) at = tr->find("attention");
+    (at ? *at : doc["cluster"]).fail(e.what());
+  }
   p.policies = load_policies(doc);
   for (const auto& pol : p.policies) {
     // The damage of a lossy index is judged on the smallest piece the policy decodes.
@@ -93,7 +101,7 @@ Point load_point(const Input& doc) {
 sim::Training load_training(const Input& in) {
   in.expect_keys({"sharding", "hybrid_shard_gpus", "wrap", "micro_batch", "seq_len", "grad_accumulation", "no_sync",
                   "param_dtype", "reduce_dtype", "activation_checkpointing", "tf32", "limit_all_gathers",
-                  "backward_prefetch"});
+                  "backward_prefetch", "attention", "compile", "cross_entropy"});
   sim::Training t;
   if (auto v = in.find("sharding")) {
     const auto s = v->as_choice({"full_shard", "shard_grad_op", "hybrid_shard"});
@@ -113,7 +121,23 @@ sim::Training load_training(const Input& in) {
   if (auto v = in.find("no_sync")) t.no_sync = v->as_bool();
   if (auto v = in.find("param_dtype")) t.param_dtype = load_dtype(*v);
   if (auto v = in.find("reduce_dtype")) t.reduce_dtype = load_dtype(*v);
-  if (auto v = in.find("activation_checkpointing")) t.activation_checkpointing = v->as_bool();
+  if (auto v = in.find("activation_checkpointing")) {
+    // true / false, or the fraction of the blocks checkpointed (selective checkpointing by block).
+    const auto text = v->is_scalar() ? v->as_string() : "";
+    const double p = text == "true" ? 1 : text == "false" ? 0 : v->as_fraction();
+    t.activation_checkpointing = p > 0;
+    t.impl.checkpoint_fraction = p > 0 ? p : 1;
+  }
+  if (auto v = in.find("attention")) {
+    const auto names = models::attention_kernel_names();
+    const auto s = v->as_string();
+    const auto it = std::find(names.begin(), names.end(), s);
+    if (it == names.end()) v->fail(unknown_name("attention kernel", s, names));
+    t.impl.attention = models::AttentionKernel(it - names.begin());
+  }
+  if (auto v = in.find("compile")) t.impl.compiled = v->as_bool();
+  if (auto v = in.find("cross_entropy"))
+    t.impl.fused_cross_entropy = v->as_choice({"fp32", "fused"}) == "fused";
   if (auto v = in.find("tf32")) t.tf32 = v->as_bool();
   if (auto v = in.find("limit_all_gathers")) t.max_inflight_all_gathers = v->as_int_between(1, 1 << 16);
   if (auto v = in.find("backward_prefetch")) {

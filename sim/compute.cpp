@@ -1,26 +1,55 @@
 #include "sim/compute.hpp"
 
+#include "common/input.hpp"
+#include "models/kernel_list.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
 namespace tagcsim::sim {
 namespace {
-// FlashAttention-2 forward reaches ~50-73% of the tensor cores' peak on A100
-// and H100 (Dao, 2023, Fig. 5-6) while large GEMMs reach ~80-87%; we take the
-// attention core at 0.75 of the device's GEMM efficiency.
-constexpr double kAttentionVsGemm = 0.75;
-// AdamW touches 4 fp32 arrays in and 3 out per parameter.
-constexpr double kAdamBytesPerParam = 7 * 4;
 
-// cuBLAS reaches 10% less of peak on 4096-wide GEMMs than on 8192-wide ones
-// (published square-matmul rates: A100 228.0 vs 253.7 TFLOP/s, H100 742.9 vs
-// 824.2; docs/validation.md). The device's gemm_efficiency is the 8192-wide
-// one; narrower GEMMs are scaled log-linearly, and not below 4096, where
-// nothing was measured.
-double gemm_size_factor(int width) {
-  if (width <= 0 || width >= 8192) return 1;
-  return 0.90 + 0.10 * std::log2(std::max(width, 4096) / 4096.0);
+// Without a profile: eager PyTorch's CPU cost per kernel, as in the shipped profiles
+// (launch-cpu-pt41383-scalar-mul-grad: 6.8 us per op with autograd).
+constexpr double kRooflineIssueSeconds = 6.8e-6;
+// Roofline fallback: FlashAttention reaches less of peak than a large GEMM (Dao 2023, Fig. 5-6).
+constexpr double kAttentionVsGemm = 0.75;
+
+// AdamW's foreach path, fp32 state, bytes per parameter of each pass over the shard:
+// exp_avg lerp 12, exp_avg_sq mul 8 and addcmul 12, sqrt 8, div 8, add eps 8, param addcdiv 16,
+// weight decay mul 8; gradient clipping: norm 4, scale 8. 92 in all.
+constexpr double kAdamPassBytes[] = {12, 8, 12, 8, 8, 8, 16, 8, 4, 8};
+
+double roofline_seconds(double flops, double bytes, double gemm_fraction, const topologies::DeviceProfile& gpu,
+                        Dtype compute, bool tf32) {
+  const double gemm_rate = peak_flops(gpu, compute, tf32) * gpu.gemm_efficiency;
+  const double gemm = flops * gemm_fraction;
+  return gemm / gemm_rate + (flops - gemm) / (gemm_rate * kAttentionVsGemm) +
+         bytes / (gpu.memory_bandwidth * gpu.memory_efficiency);
 }
+
+double roofline_kernel(const models::Kernel& k, const topologies::DeviceProfile& gpu, Dtype compute, bool tf32) {
+  switch (k.kind) {
+    case models::KernelKind::Gemm: return roofline_seconds(k.flops(), 0, 1, gpu, compute, tf32);
+    case models::KernelKind::Attention: return roofline_seconds(k.flops(), 0, 0, gpu, compute, tf32);
+    case models::KernelKind::Memory: return roofline_seconds(0, k.bytes, 1, gpu, compute, tf32);
+  }
+  return 0;
+}
+
+// Adds one memory-bound kernel of `bytes` to a side of `c` (FSDP's own work).
+void add_memory_kernel(UnitCompute& c, bool backward, double bytes, const KernelProfile* prof,
+                       const topologies::DeviceProfile& gpu) {
+  if (bytes <= 0) return;
+  const double t = prof ? prof->memory_seconds(bytes) : bytes / (gpu.memory_bandwidth * gpu.memory_efficiency);
+  const double issue = prof ? prof->issue_seconds : kRooflineIssueSeconds;
+  (backward ? c.backward_seconds : c.forward_seconds) += t;
+  (backward ? c.backward_issue_seconds : c.forward_issue_seconds) += issue;
+  ++(backward ? c.backward_kernels : c.forward_kernels);
+}
+
 }  // namespace
 
 double bytes_of(Dtype d) { return d == Dtype::FP32 ? 4 : 2; }
@@ -47,22 +76,124 @@ double peak_flops(const topologies::DeviceProfile& gpu, Dtype compute, bool tf32
   return tf32 && gpu.peak_flops_tf32 > 0 ? gpu.peak_flops_tf32 : gpu.peak_flops_fp32;
 }
 
-UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceProfile& gpu, Dtype compute,
-                         bool tf32) {
-  const double gemm_rate = peak_flops(gpu, compute, tf32) * gpu.gemm_efficiency * gemm_size_factor(unit.gemm_width);
-  const double attn_rate = gemm_rate * kAttentionVsGemm;
-  const double mem_rate = gpu.memory_bandwidth * gpu.memory_efficiency;
-  auto seconds = [&](double flops, double mem_bytes, double gemm_fraction) {
-    const double gemm = flops * gemm_fraction;
-    return gemm / gemm_rate + (flops - gemm) / attn_rate + mem_bytes / mem_rate;
+const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu) {
+  if (gpu.profile.empty()) return nullptr;
+  const KernelProfile& p = kernel_profile(gpu.profile);
+  if (!p.serves(gpu.name))
+    throw InputError(fmt::format("{}: kernel profile '{}' is for {}, it cannot serve the GPU '{}' (set gpu.profile "
+                                 "to a profile of that GPU, or '' for the datasheet roofline)",
+                                 p.file, p.name, p.gpu, gpu.name));
+  return &p;
+}
+
+std::string compute_model_description(const topologies::DeviceProfile& gpu) {
+  const KernelProfile* p = device_kernel_profile(gpu);
+  if (!p)
+    return fmt::format("datasheet roofline (no kernel profile): gemm_efficiency {:g}, memory_efficiency {:g}",
+                       gpu.gemm_efficiency, gpu.memory_efficiency);
+  const auto& f = p->fitted;
+  return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}", p->name, p->file,
+                     p->family, f.tensor_scale, f.memory_scale, f.basis.empty() ? " (not fitted)" : "");
+}
+
+UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceProfile& gpu, Dtype compute, bool tf32,
+                         models::AttentionKernel attention) {
+  UnitCompute c;
+  const KernelProfile* prof = device_kernel_profile(gpu);
+  if (!unit.kernels) {
+    // Built by hand: only its FLOPs and bytes are known.
+    c.forward_seconds = roofline_seconds(unit.forward_flops, unit.forward_memory_bytes, unit.gemm_fraction, gpu,
+                                         compute, tf32);
+    c.backward_seconds = roofline_seconds(unit.backward_flops, unit.backward_memory_bytes,
+                                          unit.backward_gemm_fraction, gpu, compute, tf32);
+    return c;
+  }
+  const double issue = prof ? prof->issue_seconds : kRooflineIssueSeconds;
+  auto time = [&](const std::vector<models::Kernel>& list, double& gpu_s, double& host_s, int& count) {
+    for (const auto& k : list)
+      gpu_s += prof ? prof->kernel_seconds(k, attention, compute, tf32) : roofline_kernel(k, gpu, compute, tf32);
+    count = int(list.size());
+    host_s = count * issue;
   };
-  // Under activation checkpointing the model's backward already includes the recomputed forward.
-  return UnitCompute{seconds(unit.forward_flops, unit.forward_memory_bytes, unit.gemm_fraction),
-                     seconds(unit.backward_flops, unit.backward_memory_bytes, unit.backward_gemm_fraction)};
+  time(unit.kernels->forward, c.forward_seconds, c.forward_issue_seconds, c.forward_kernels);
+  time(unit.kernels->backward, c.backward_seconds, c.backward_issue_seconds, c.backward_kernels);
+  return c;
+}
+
+UnitCompute unit_compute(const StepSetup& setup, int u) {
+  const auto& unit = setup.units[std::size_t(u)];
+  const auto& gpu = setup.cluster.gpu;
+  const auto& t = setup.training;
+  UnitCompute c = unit_compute(unit, gpu, t.param_dtype, t.tf32, t.impl.attention);
+  if (!unit.kernels) return c;  // a hand-built unit: its FLOPs are all there is
+  const KernelProfile* prof = device_kernel_profile(gpu);
+
+  // FSDP's own kernels (FSDP1 flat parameters, mixed precision): before each all-gather the fp32
+  // shard is cast to param_dtype; after backward the unsharded gradient is cast to reduce_dtype
+  // and divided before the reduce-scatter, the shard divided after it and cast back to fp32.
+  const double P = double(unit.params), shard = P / setup.shard_size();
+  const double pb = bytes_of(t.param_dtype), rb = bytes_of(t.reduce_dtype);
+  const bool reshard = t.sharding != Sharding::ShardGradOp && u != 0;
+  if (t.param_dtype != Dtype::FP32) {
+    add_memory_kernel(c, false, (4 + pb) * shard, prof, gpu);
+    if (reshard) add_memory_kernel(c, true, (4 + pb) * shard, prof, gpu);
+  }
+  if (rb != pb) add_memory_kernel(c, true, (pb + rb) * P, prof, gpu);
+  add_memory_kernel(c, true, 2 * rb * P, prof, gpu);
+  add_memory_kernel(c, true, 2 * rb * shard, prof, gpu);
+  if (t.reduce_dtype != Dtype::FP32) add_memory_kernel(c, true, (rb + 4) * shard, prof, gpu);
+
+  // FSDP's Python hooks: pre- and post-forward, pre- and post-backward.
+  const double hooks = prof ? prof->hook_seconds : 0;
+  c.forward_issue_seconds += 2 * hooks;
+  c.backward_issue_seconds += 2 * hooks;
+  return c;
+}
+
+double host_gpu_pipeline_seconds(const std::vector<UnitCompute>& units) {
+  double host = 0, gpu = 0;
+  auto stage = [&](double issue, double work) {
+    const double start = std::max(gpu, host);
+    host += issue;
+    gpu = std::max(start + work, host);
+  };
+  for (const auto& u : units) stage(u.forward_issue_seconds, u.forward_seconds);
+  for (auto it = units.rbegin(); it != units.rend(); ++it) stage(it->backward_issue_seconds, it->backward_seconds);
+  return gpu;
 }
 
 double optimizer_seconds(double shard_params, const topologies::DeviceProfile& gpu) {
-  return shard_params * kAdamBytesPerParam / (gpu.memory_bandwidth * gpu.memory_efficiency);
+  const KernelProfile* prof = device_kernel_profile(gpu);
+  double t = 0;
+  for (double b : kAdamPassBytes)
+    t += prof ? prof->memory_seconds(b * shard_params) : b * shard_params / (gpu.memory_bandwidth * gpu.memory_efficiency);
+  return t;
+}
+
+double kernel_flops_per_token(const StepSetup& setup) {
+  const int seq = setup.training.seq_len > 0 ? setup.training.seq_len : setup.model.seq_len;
+  const double tokens = double(setup.training.micro_batch) * seq;
+  double flops = 0;
+  for (const auto& u : setup.units) {
+    if (!u.kernels) return models::model_flops_per_token(setup.model);
+    for (const auto* list : {&u.kernels->forward, &u.kernels->backward})
+      for (const auto& k : *list)
+        if (k.pass != models::Pass::Recompute) flops += k.flops();
+  }
+  return tokens > 0 ? flops / tokens : 0;
+}
+
+void check_compute(const StepSetup& setup) {
+  const KernelProfile* prof = device_kernel_profile(setup.cluster.gpu);
+  if (!prof) return;
+  const auto a = setup.training.impl.attention;
+  if (!prof->has_attention(a)) {
+    std::string have;
+    for (const auto& k : prof->attention_kernels()) have += (have.empty() ? "" : ", ") + k;
+    throw InputError(fmt::format("{}: kernel profile '{}' has no curves for the '{}' attention kernel, so it cannot "
+                                 "time this run (it has: {}; set training.attention to one of them)",
+                                 prof->file, prof->name, models::to_string(a), have));
+  }
 }
 
 }  // namespace tagcsim::sim

@@ -48,6 +48,7 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
   shape.seq_len = training.seq_len > 0 ? training.seq_len : model.seq_len;
   shape.activation_bytes = bytes_of(training.param_dtype);
   shape.activation_checkpointing = training.activation_checkpointing;
+  shape.impl = training.impl;
   s.units = models::fsdp_units(model, training.wrap, shape);
 
   const int gpn = cluster.gpus_per_node;
@@ -105,7 +106,7 @@ Schedule build_step(const StepSetup& setup, const GradientReduction& reduce) {
   const Dtype dtype = setup.training.param_dtype;
 
   std::vector<UnitCompute> cost;
-  for (const auto& u : units) cost.push_back(unit_compute(u, setup.cluster.gpu, dtype, setup.training.tf32));
+  for (int u = 0; u < U; ++u) cost.push_back(unit_compute(setup, u));
 
   auto gather = [&](int u, const char* phase, std::vector<int> after) {
     Task t{.name = fmt::format("all-gather {} {}", phase, units[u].name), .stream = Stream::AllGather,

@@ -29,6 +29,7 @@ struct Training {
   bool tf32 = false;                // fp32 matmuls on tensor cores (torch.backends.cuda.matmul.allow_tf32)
   int max_inflight_all_gathers = 2; // FSDP's limit_all_gathers rate limiter
   BackwardPrefetch backward_prefetch = BackwardPrefetch::Pre;
+  models::Implementation impl;      // attention kernel, torch.compile, fused loss, checkpointed share
 };
 
 }  // namespace tagcsim::sim

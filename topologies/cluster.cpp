@@ -147,7 +147,7 @@ DeviceProfile Reader::device(const Input& in, const DeviceProfile& base, bool ha
     return preset_device(in);
   }
   in.expect_keys({"preset", "name", "peak_flops_bf16", "peak_flops_fp32", "peak_flops_tf32", "memory_bytes",
-                  "memory_bandwidth", "gemm_efficiency", "memory_efficiency", "source"});
+                  "memory_bandwidth", "gemm_efficiency", "memory_efficiency", "profile", "source"});
   DeviceProfile d = base;
   std::vector<std::string> changed;
   if (auto p = in.find("preset")) d = preset_device(*p), has_base = true;
@@ -169,6 +169,7 @@ DeviceProfile Reader::device(const Input& in, const DeviceProfile& base, bool ha
   field("memory_bandwidth", [&](const Input& v) { d.memory_bandwidth = v.as_bandwidth(); });
   field("gemm_efficiency", [&](const Input& v) { d.gemm_efficiency = v.as_double(); });
   field("memory_efficiency", [&](const Input& v) { d.memory_efficiency = v.as_double(); });
+  field("profile", [&](const Input& v) { d.profile = v.as_string(); });
   bool own_source = in.has("source");
   field("source", [&](const Input& v) { d.source = v.as_string(); });
   if (d.name.empty()) d.name = "custom";

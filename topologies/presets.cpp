@@ -29,7 +29,7 @@ using DeviceTable = std::vector<std::pair<std::string, DeviceProfile>>;
 const DeviceTable& device_table() {
   static const DeviceTable table = {
       {"a100-40gb",
-       {"A100-SXM4-40GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 40 * GiB, 1.555 * TB, 0.675, 0.834,
+       {"A100-SXM4-40GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 40 * GiB, 1.555 * TB, 0.675, 0.834, "device-a100-40gb",
         fmt::format("NVIDIA A100 datasheet (SXM4 40GB): bf16 312 TFLOP/s dense, TF32 156, FP32 19.5, "
                     "40 GB HBM2 (taken as 40 GiB, nvidia-smi 40960 MiB) at 1,555 GB/s. "
                     "gemm_efficiency 0.675: training GEMM efficiency at 8192-wide GEMMs, fitted by least squares to the "
@@ -39,7 +39,7 @@ const DeviceTable& device_table() {
                     "the 80GB part ({}); the same ratio is assumed for the 40GB part.",
                     kMamf, kStream)}},
       {"a100-80gb",
-       {"A100-SXM4-80GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 80 * GiB, 2.039 * TB, 0.675, 0.834,
+       {"A100-SXM4-80GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 80 * GiB, 2.039 * TB, 0.675, 0.834, "device-a100-80gb",
         fmt::format("NVIDIA A100 datasheet (SXM4 80GB): bf16 312 TFLOP/s dense, TF32 156, FP32 19.5, "
                     "80 GB HBM2e (taken as 80 GiB, nvidia-smi 81920 MiB) at 2,039 GB/s. "
                     "gemm_efficiency 0.675: training GEMM efficiency at 8192-wide GEMMs, fitted by least squares to the "
@@ -48,7 +48,7 @@ const DeviceTable& device_table() {
                     "gemm-a100-sxm-mamf-bf16), which real training does not. memory_efficiency 0.834 = 1.70 / 2.039 TB/s ({}).",
                     kMamf, kStream)}},
       {"h100-sxm",
-       {"H100-SXM5-80GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 80 * GiB, 3.35 * TB, 0.455, 0.887,
+       {"H100-SXM5-80GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 80 * GiB, 3.35 * TB, 0.455, 0.887, "device-h100-sxm",
         fmt::format("NVIDIA H100 datasheet (SXM5): bf16 989.4 TFLOP/s dense, TF32 494.7, FP32 66.9, "
                     "80 GB HBM3 (taken as 80 GiB) at 3.35 TB/s. gemm_efficiency 0.455: training GEMM "
                     "efficiency at 8192-wide GEMMs, fitted by least squares to the published FSDP "
@@ -57,7 +57,7 @@ const DeviceTable& device_table() {
                     "memory_efficiency 0.887 = 2.97 / 3.35 TB/s ({}).",
                     kMamf, kStream)}},
       {"h200-sxm",
-       {"H200-SXM-141GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 141 * GB, 4.8 * TB, 0.455, 0.887,
+       {"H200-SXM-141GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 141 * GB, 4.8 * TB, 0.455, 0.887, "device-h200-sxm",
         fmt::format("NVIDIA H200 datasheet (SXM): same compute as H100 SXM (bf16 989.4 TFLOP/s dense, "
                     "TF32 494.7, FP32 66.9), 141 GB HBM3e (decimal; nvidia-smi shows slightly more) at "
                     "4.8 TB/s. gemm_efficiency 0.455 as fitted for H100 SXM, assumed (not validated: "
@@ -65,14 +65,14 @@ const DeviceTable& device_table() {
                     "({}), assumed to carry over; no H200 STREAM measurement in our sources.",
                     kMamf, kStream)}},
       {"v100-32gb",
-       {"V100-SXM2-32GB", 125 * TFLOPS, 15.7 * TFLOPS, 15.7 * TFLOPS, 32 * GiB, 900 * GB, 0.80, 0.834,
+       {"V100-SXM2-32GB", 125 * TFLOPS, 15.7 * TFLOPS, 15.7 * TFLOPS, 32 * GiB, 900 * GB, 0.80, 0.834, "",
         "NVIDIA V100 datasheet (SXM2 32GB): 125 TFLOP/s tensor (fp16; V100 has no bf16, so the "
         "'bf16' rate is the fp16 tensor-core rate for fp16 mixed precision), FP32 15.7 TFLOP/s, no "
         "TF32 (TF32 rate set to FP32), 32 GB HBM2 (taken as 32 GiB) at 900 GB/s. gemm_efficiency "
         "0.80 and memory_efficiency 0.834 (the A100 STREAM ratio) are assumed: no V100 measurement "
         "in our sources."}},
       {"l4",
-       {"L4-24GB", 121 * TFLOPS, 30.3 * TFLOPS, 60 * TFLOPS, 24 * GB, 300 * GB, 0.70, 0.85,
+       {"L4-24GB", 121 * TFLOPS, 30.3 * TFLOPS, 60 * TFLOPS, 24 * GB, 300 * GB, 0.70, 0.85, "",
         "NVIDIA L4 datasheet: bf16 242 TFLOP/s with sparsity = 121 dense, TF32 120 sparse = 60 "
         "dense, FP32 30.3, 24 GB GDDR6 at 300 GB/s. gemm_efficiency 0.70 is assumed (lower than "
         "A100/H100 because the 72 W card throttles under sustained tensor load); "
