@@ -1,6 +1,7 @@
 #include "scenarios/report.hpp"
 
 #include "common/json.hpp"
+#include "sim/compute.hpp"
 
 #include <fmt/format.h>
 
@@ -75,6 +76,7 @@ std::string heading(const Scenario& s, const Point& p) {
                      sim::to_string(st.training.sharding), st.shard_size(), st.training.micro_batch, seq,
                      st.training.grad_accumulation, sim::to_string(st.training.param_dtype),
                      sim::to_string(st.training.reduce_dtype));
+  out += fmt::format("  compute: {}\n", sim::compute_model_description(c.gpu));
   return out;
 }
 
@@ -84,7 +86,7 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
   if (s.points.size() == 1) out += heading(s, s.points.front()) + "\n";
   std::vector<std::string> head;
   for (const auto& k : s.sweep_keys) head.push_back(k);
-  for (const char* h : {"policy", "step time", "speedup", "tokens/s/GPU", "MFU", "peak mem", "compute",
+  for (const char* h : {"policy", "step time", "speedup", "tokens/s/GPU", "MFU", "Megatron MFU", "peak mem", "compute",
                         "exposed comm", "all-gather", "grad reduce", "optimizer", "grad error"})
     head.push_back(h);
   std::vector<std::vector<std::string>> rows;
@@ -98,6 +100,7 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
     row.push_back(sp > 0 ? fmt::format("{:.3f}x", sp) : "-");
     row.push_back(fmt::format("{:.0f}", st.tokens_per_s_per_gpu));
     row.push_back(fmt::format("{:.1f}%", st.mfu * 100));
+    row.push_back(fmt::format("{:.1f}%", st.mfu_megatron * 100));
     row.push_back(fmt::format("{:.1f} GiB{}", st.memory.peak_bytes() / kGiB, st.memory.fits() ? "" : " !"));
     row.push_back(seconds(st.breakdown.compute_s));
     row.push_back(seconds(st.breakdown.exposed_comm_s));
@@ -163,8 +166,13 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
 std::string num(double v) { return json_number(v); }
 
 std::string format_json(const Scenario& s, const std::vector<Result>& results) {
-  std::string out = fmt::format("{{\n  \"scenario\": {},\n  \"file\": {},\n  \"results\": [", json_string(s.name),
-                                json_string(s.file));
+  std::string models;  // the compute model of each point's GPU, once each
+  for (const auto& p : s.points) {
+    const auto d = json_string(sim::compute_model_description(p.setup.cluster.gpu));
+    if (models.find(d) == std::string::npos) models += (models.empty() ? "" : ", ") + d;
+  }
+  std::string out = fmt::format("{{\n  \"scenario\": {},\n  \"file\": {},\n  \"compute_models\": [{}],\n  \"results\": [",
+                                json_string(s.name), json_string(s.file), models);
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const auto& st = r.step;
@@ -183,7 +191,7 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
     out += fmt::format(
         "{}\n    {{\n      \"point\": {{{}}},\n      \"policy\": {},\n      \"gpus\": {},\n"
         "      \"step_time_s\": {},\n      \"speedup_vs_fsdp\": {},\n      \"tokens_per_s_per_gpu\": {},\n"
-        "      \"mfu\": {},\n      \"peak_memory_gib\": {},\n      \"fits_in_memory\": {},\n"
+        "      \"mfu\": {},\n      \"mfu_megatron\": {},\n      \"peak_memory_gib\": {},\n      \"fits_in_memory\": {},\n"
         "      \"memory_gib\": {{\"capacity\": {}, \"sharded_state\": {}, \"gathered_params\": {}, \"gradients\": {}, "
         "\"activations\": {}, \"workspace\": {}}},\n"
         "      \"breakdown\": {{\"compute_s\": {}, \"exposed_comm_s\": {}, \"allgather_s\": {}, "
@@ -194,7 +202,7 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         "      \"expected_grad_error\": {},\n      \"grad_error_basis\": {}\n"
         "    }}",
         i ? "," : "", point, json_string(st.policy), st.gpus, num(st.step_time_s), sp > 0 ? num(sp) : "null",
-        num(st.tokens_per_s_per_gpu), num(st.mfu), num(m.peak_bytes() / kGiB), m.fits() ? "true" : "false",
+        num(st.tokens_per_s_per_gpu), num(st.mfu), num(st.mfu_megatron), num(m.peak_bytes() / kGiB), m.fits() ? "true" : "false",
         num(m.capacity_bytes / kGiB), num(m.sharded_state_bytes / kGiB), num(m.gathered_params_bytes / kGiB),
         num(m.gradient_bytes / kGiB), num(m.activation_bytes / kGiB), num(m.workspace_bytes / kGiB),
         num(b.compute_s), num(b.exposed_comm_s), num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s),
@@ -211,15 +219,15 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
 std::string format_csv(const Scenario& s, const std::vector<Result>& results) {
   std::string out;
   for (const auto& k : s.sweep_keys) out += k + ",";
-  out += "policy,gpus,step_time_s,speedup_vs_fsdp,tokens_per_s_per_gpu,mfu,peak_memory_gib,fits_in_memory,"
+  out += "policy,gpus,step_time_s,speedup_vs_fsdp,tokens_per_s_per_gpu,mfu,mfu_megatron,peak_memory_gib,fits_in_memory,"
          "compute_s,exposed_comm_s,allgather_s,reduce_scatter_s,optimizer_s,compression_kernels_s,"
          "expected_grad_error\n";
   for (const auto& r : results) {
     for (const auto& kv : r.point->coordinates) out += kv.second + ",";
     const auto& st = r.step;
     const auto& b = st.breakdown;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", st.policy, st.gpus, num(st.step_time_s),
-                       num(speedup(results, r)), num(st.tokens_per_s_per_gpu), num(st.mfu),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", st.policy, st.gpus, num(st.step_time_s),
+                       num(speedup(results, r)), num(st.tokens_per_s_per_gpu), num(st.mfu), num(st.mfu_megatron),
                        num(st.memory.peak_bytes() / kGiB), st.memory.fits() ? 1 : 0, num(b.compute_s),
                        num(b.exposed_comm_s), num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s),
                        num(b.compression_kernels_s), num(st.expected_grad_error));

@@ -154,10 +154,10 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
       r.counted = false;
       r.note = "float8 GEMMs are not modelled";
     }
-    r.scenario_file = (dir / (r.id + ".yaml")).string();
-    if (!fs::exists(r.scenario_file))
-      e["id"].fail(fmt::format("no scenario for this entry (expected {})", r.scenario_file));
-    r.scenario = read_file(r.scenario_file);
+    r.scenario_file = "scenarios/validation/" + r.id + ".yaml";  // as the repository names it
+    const auto path = dir / (r.id + ".yaml");
+    if (!fs::exists(path)) e["id"].fail(fmt::format("no scenario for this entry (expected {})", r.scenario_file));
+    r.scenario = read_file(path.string());
     ids.insert(r.id);
     rows.push_back(std::move(r));
   }
@@ -177,7 +177,8 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
     r.gpus = leading_int(e["hardware"]["num_gpus"]);
     r.measured_tps = e["measured"]["throughput_tokens_per_s_per_gpu"].as_positive();
     r.published_mfu = e["measured"]["mfu_pct"].as_double() / 100;
-    r.scenario_file = fmt::format("{}:{} (entry {}, mapped by scenarios/validation.cpp)", foundry_path, e.line(), r.id);
+    r.scenario_file = fmt::format("validation/data/published_fsdp_llm_foundry_a100_40gb.yaml:{} (entry {}, mapped by "
+                                  "scenarios/validation.cpp)", e.line(), r.id);
     r.scenario = llm_foundry_scenario(e);
     resolve(r);
     // The mapping must rebuild the published model exactly.

@@ -1,6 +1,7 @@
 #include "sim/compute.hpp"
 
 #include "common/input.hpp"
+#include "kernels/profile.hpp"
 #include "models/kernel_list.hpp"
 
 #include <fmt/format.h>
@@ -92,7 +93,10 @@ std::string compute_model_description(const topologies::DeviceProfile& gpu) {
     return fmt::format("datasheet roofline (no kernel profile): gemm_efficiency {:g}, memory_efficiency {:g}",
                        gpu.gemm_efficiency, gpu.memory_efficiency);
   const auto& f = p->fitted;
-  return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}", p->name, p->file,
+  // A shipped profile is named as the repository has it, so reports do not depend on where it lives.
+  const std::string dir = kernels::data_dir() + "/";
+  const std::string file = p->file.rfind(dir, 0) == 0 ? "calibrate/profiles/" + p->file.substr(dir.size()) : p->file;
+  return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}", p->name, file,
                      p->family, f.tensor_scale, f.memory_scale, f.basis.empty() ? " (not fitted)" : "");
 }
 
