@@ -170,7 +170,16 @@ K_OVERHEAD = {
 }
 
 
-def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None, tile=(128, 256)):
+TILES = {
+    "tiles": [[256, 128], [128, 256], [128, 128], [128, 64], [64, 128]],
+    "max_split_k": 8,
+    "tiles_source": ("the CTA tile shapes of CUTLASS's default SM80/SM90 tensor-core GEMM configurations; cuBLAS's "
+                     "heuristics choose among such tiles and split k when the tiles leave SMs idle (assumed: the "
+                     "measured points correct the model where they are)"),
+}
+
+
+def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None):
     return {
         "format": "tagcsim-device-profile/1",
         "name": name,
@@ -179,7 +188,7 @@ def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None,
         "family": family,
         "metadata": meta,
         "peak": peak,
-        "gemm": {"tile": list(tile), **K_OVERHEAD, "points": gemm_points},
+        "gemm": {**TILES, **K_OVERHEAD, "points": gemm_points},
         "attention": {"bwd_fwd_rate_ratio": BWD_FWD["ratio"], "bwd_fwd_source": BWD_FWD["source"], "curves": attn},
         "memory": {"points": memory},
         "launch": LAUNCH,
@@ -271,7 +280,9 @@ def emit(p):
         out.append(f"  {k}: {scalar(v)}")
     out.append(f"peak: {flow(p['peak'])}")
     g = p["gemm"]
-    out += ["gemm:", f"  tile: [{g['tile'][0]}, {g['tile'][1]}]", f"  k_overhead: {g['k_overhead']}",
+    out += ["gemm:", "  tiles: [" + ", ".join(f"[{a}, {b}]" for a, b in g["tiles"]) + "]",
+            f"  max_split_k: {g['max_split_k']}", f"  tiles_source: {scalar(g['tiles_source'])}",
+            f"  k_overhead: {g['k_overhead']}",
             f"  k_overhead_source: {scalar(g['k_overhead_source'])}", "  points:"]
     out += [f"    - {flow(pt)}" for pt in g["points"]]
     a = p["attention"]

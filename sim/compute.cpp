@@ -83,7 +83,7 @@ const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu)
   if (!p.serves(gpu.name))
     throw InputError(fmt::format("{}: kernel profile '{}' is for {}, it cannot serve the GPU '{}' (set gpu.profile "
                                  "to a profile of that GPU, or '' for the datasheet roofline)",
-                                 p.file, p.name, p.gpu, gpu.name));
+                                 p.gpu_where, p.name, p.gpu, gpu.name));
   return &p;
 }
 

@@ -1,11 +1,15 @@
 // Reading device kernel profiles and timing kernels from them (docs/compute-model.md).
 //
 // GEMM: a physical model gives each shape's time, and the measured points correct it.
-//   model(m, n, k) = max(waves * SMs * tile_m * tile_n * 2 (k + k_overhead) / peak,
+//   model(m, n, k) = max(min over tiles and splits of
+//                            waves * SMs * tile_m * tile_n * 2 (k / split + k_overhead) / peak
+//                            + split > 1 ? split * m * n * 4 bytes / streaming bandwidth,
 //                        (m k + k n + m n) * bytes per element / streaming bandwidth)
-//   with waves = ceil(ceil(m / tile_m) * ceil(n / tile_n) / SMs): a GEMM whose tiles do not fill
-//   the SMs' last wave pays for the whole wave (wave quantization), a partial tile for the
-//   whole tile (tile quantization), and a short k loop for the pipeline's fill and drain.
+//   with waves = ceil(ceil(m / tile_m) * ceil(n / tile_n) * split / SMs): a GEMM whose tiles do
+//   not fill the SMs' last wave pays for the whole wave (wave quantization), a partial tile for
+//   the whole tile (tile quantization), and a short k loop for the pipeline's fill and drain.
+//   The library picks the tile, and splits k (up to max_split_k ways, adding the fp32 partial
+//   sums' traffic) when the tiles would leave SMs idle.
 //   Each measured point i has a correction c_i = model_i / measured_i; a query takes
 //   c(F) linear in log F between the two measured points around its FLOPs F (the nearest one
 //   outside them), and its time is model / c(F). So a measured shape returns its measured time.
@@ -30,6 +34,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -64,11 +69,17 @@ models::AttentionKernel read_attention_kernel(const Input& in) {
 }
 
 void read_gemm(const Input& g, KernelProfile& p) {
-  g.expect_keys({"tile", "k_overhead", "k_overhead_source", "points"});
-  const Input tile = g["tile"];
-  if (!tile.is_sequence() || tile.size() != 2) tile.fail("expected [tile_m, tile_n], e.g. [128, 256]");
-  p.gemm.tile_m = tile.at(0).as_positive();
-  p.gemm.tile_n = tile.at(1).as_positive();
+  g.expect_keys({"tiles", "max_split_k", "tiles_source", "k_overhead", "k_overhead_source", "points"});
+  const Input tiles = g["tiles"];
+  if (!tiles.is_sequence() || tiles.size() == 0) tiles.fail("expected a list of [tile_m, tile_n], e.g. [[128, 256]]");
+  p.gemm.tiles.clear();
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    const Input t = tiles.at(i);
+    if (!t.is_sequence() || t.size() != 2) t.fail("expected [tile_m, tile_n], e.g. [128, 256]");
+    p.gemm.tiles.emplace_back(t.at(0).as_positive(), t.at(1).as_positive());
+  }
+  p.gemm.max_split_k = g["max_split_k"].as_int_between(1, 64);
+  (void)g["tiles_source"].as_string();
   p.gemm.k_overhead = g["k_overhead"].as_non_negative();
   (void)g["k_overhead_source"].as_string();
   const Input pts = g["points"];
@@ -220,6 +231,7 @@ KernelProfile parse_kernel_profile(const std::string& text, const std::string& f
   p.file = file;
   p.name = doc["name"].as_string();
   p.gpu = doc["gpu"].as_string();
+  p.gpu_where = doc["gpu"].where();
   if (auto a = doc.find("also_serves"))
     for (std::size_t i = 0; i < a->size(); ++i) p.also_serves.push_back(a->at(i).as_string());
   p.family = doc["family"].as_string();
@@ -323,9 +335,18 @@ double KernelProfile::stream_bandwidth() const { return memory.back().bytes / me
 
 double KernelProfile::gemm_model_seconds(double m, double n, double k, double batch, Dtype dtype, bool tf32) const {
   const double peak_rate = dtype != Dtype::FP32 ? peak.bf16 : (tf32 ? peak.tf32 : peak.fp32);
-  const double tiles = batch * std::ceil(m / gemm.tile_m) * std::ceil(n / gemm.tile_n);
-  const double waves = std::ceil(tiles / sms);
-  const double compute = waves * sms * gemm.tile_m * gemm.tile_n * 2 * (k + gemm.k_overhead) / peak_rate;
+  double compute = std::numeric_limits<double>::infinity();
+  for (const auto& [tm, tn] : gemm.tiles) {
+    const double tiles = batch * std::ceil(m / tm) * std::ceil(n / tn);
+    // Split k only while the tiles leave SMs idle, and never below a k-slice of 256.
+    const int max_split = tiles >= sms ? 1 : std::min(gemm.max_split_k, std::max(1, int(k / 256)));
+    for (int split = 1; split <= max_split; ++split) {
+      const double waves = std::ceil(tiles * split / sms);
+      double t = waves * sms * tm * tn * 2 * (k / split + gemm.k_overhead) / peak_rate;
+      if (split > 1) t += batch * split * m * n * 4 / stream_bandwidth();  // fp32 partial sums, then reduced
+      compute = std::min(compute, t);
+    }
+  }
   const double elem = dtype == Dtype::FP32 ? 4 : 2;
   const double traffic = batch * (m * k + k * n + m * n) * elem / stream_bandwidth();
   return std::max(compute, traffic);

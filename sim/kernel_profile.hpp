@@ -36,6 +36,7 @@ class KernelProfile {
   std::string name;    // "device-a100-40gb"
   std::string file;    // where it was read from
   std::string gpu;     // the DeviceProfile name it serves ("A100-SXM4-40GB")
+  std::string gpu_where;  // "file:line: gpu", for errors about what it serves
   std::vector<std::string> also_serves;  // other device names (a variant of the same chip)
   std::string family;  // "ampere", "hopper": which fitted parameters apply
   std::map<std::string, std::string> metadata;  // gpu_name, clocks, driver, cuda, cublas, cudnn, measured_by, ...
@@ -53,7 +54,11 @@ class KernelProfile {
     double correction = 1;  // model time / measured time
   };
   struct Gemm {
-    double tile_m = 128, tile_n = 256;  // the output tile one SM computes per wave
+    // The output tiles the GEMM library chooses from (one SM computes one tile per wave); a
+    // query takes the tile, and the split of k when the tiles do not fill the SMs, that runs
+    // fastest, as cuBLAS's heuristics aim to.
+    std::vector<std::pair<double, double>> tiles = {{128, 256}};
+    int max_split_k = 1;
     double k_overhead = 0;              // pipeline fill and drain, in elements of k
     std::vector<GemmPoint> points;      // 16-bit points, sorted by FLOPs
   } gemm;
