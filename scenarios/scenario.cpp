@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -124,7 +125,12 @@ sim::Training load_training(const Input& in) {
   if (auto v = in.find("activation_checkpointing")) {
     // true / false, or the fraction of the blocks checkpointed (selective checkpointing by block).
     const auto text = v->is_scalar() ? v->as_string() : "";
-    const double p = text == "true" ? 1 : text == "false" ? 0 : v->as_fraction();
+    char* end = nullptr;
+    const double number = std::strtod(text.c_str(), &end);
+    const bool is_number = !text.empty() && end == text.c_str() + text.size();
+    if (text != "true" && text != "false" && (!is_number || number < 0 || number > 1))
+      v->fail(fmt::format("expected true, false or the share of the blocks checkpointed, in [0, 1]; got '{}'", text));
+    const double p = text == "true" ? 1 : text == "false" ? 0 : number;
     t.activation_checkpointing = p > 0;
     t.impl.checkpoint_fraction = p > 0 ? p : 1;
   }

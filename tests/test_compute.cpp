@@ -322,6 +322,18 @@ TEST_CASE("bad profiles: a missing field, a curve that is not monotonic, a devic
                                 "training:\n  attention: flash3\npolicies: [fsdp]\n", "s.yaml"),
       Contains("no curves for the 'flash3' attention kernel"), InputError);
   CHECK_THROWS_WITH_AS(sim::kernel_profile("device-nope"), Contains("no such kernel profile"), InputError);
+  // The training keys that pick the kernels.
+  auto training = [](const std::string& t) {
+    return scenarios::parse_scenario("model: llama2-7b\ncluster: {preset: dgx-a100-ib200, nodes: 1}\ntraining:\n  " +
+                                         t + "\npolicies: [fsdp]\n", "k.yaml");
+  };
+  CHECK_THROWS_WITH_AS(training("attention: flash4"),
+                       Contains("k.yaml:4: training.attention: unknown attention kernel 'flash4'"), InputError);
+  CHECK_THROWS_WITH_AS(training("activation_checkpointing: 1.5"),
+                       Contains("k.yaml:4: training.activation_checkpointing: expected true, false or the share"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(training("cross_entropy: fast"), Contains("k.yaml:4: training.cross_entropy"), InputError);
+  CHECK(training("activation_checkpointing: 0.25").points[0].setup.training.impl.checkpoint_fraction == 0.25);
 }
 
 TEST_CASE("every shipped profile loads, names its GPU and cites published entries") {
