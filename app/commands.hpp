@@ -13,5 +13,6 @@ void add_kernels_command(CLI::App& app, int& exit_code);     // tagcsim kernels 
 void add_tune_command(CLI::App& app, int& exit_code);        // tagcsim tune SCENARIO
 void add_calibrate_command(CLI::App& app, int& exit_code);   // tagcsim calibrate ...
 void add_show_command(CLI::App& app, int& exit_code);        // tagcsim show [models|clusters|gpus] [NAME]
+void add_validate_command(CLI::App& app, int& exit_code);    // tagcsim validate
 
 }  // namespace tagcsim::app

@@ -1,6 +1,7 @@
 #include "scenarios/report.hpp"
 
 #include "common/json.hpp"
+#include "sim/compute.hpp"
 
 #include <fmt/format.h>
 
@@ -113,6 +114,7 @@ std::string heading(const Scenario& s, const Point& p) {
                      sim::to_string(t.api), sim::to_string(t.framework), sim::to_string(t.sharding), st.shard_size(),
                      t.micro_batch, seq, t.grad_accumulation, std::int64_t(t.micro_batch) * t.grad_accumulation * c.gpus(),
                      sim::to_string(t.param_dtype), sim::to_string(t.reduce_dtype));
+  out += fmt::format("  compute: {}\n", sim::compute_model_description(c.gpu));
   // Whether gradients travel once per step or once per micro-batch changes the traffic the most.
   if (t.grad_accumulation > 1)
     out += t.no_sync ? "  gradient accumulation: no_sync() on all but the last micro-batch, gradients reduced once "
@@ -190,6 +192,7 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
     row.push_back(sp <= 0 ? "-" : noise ? fmt::format("({:.3f}x) !", sp) : fmt::format("{:.3f}x", sp));
     row.push_back(fmt::format("{:.0f}", st.tokens_per_s_per_gpu));
     row.push_back(fmt::format("{:.1f}%", st.mfu * 100));
+    row.push_back(fmt::format("{:.1f}%", st.mfu_megatron * 100));
     row.push_back(fmt::format("{:.1f} GiB{}", st.memory.peak_bytes() / kGiB, st.memory.fits() ? "" : " !"));
     row.push_back(seconds(model_compute_s(st.breakdown)));
     row.push_back(st.breakdown.compression_kernels_s > 0 ? seconds(st.breakdown.compression_kernels_s) : "-");
@@ -268,8 +271,13 @@ std::string csv_field(const std::string& v) {
 }
 
 std::string format_json(const Scenario& s, const std::vector<Result>& results) {
-  std::string out = fmt::format("{{\n  \"scenario\": {},\n  \"file\": {},\n  \"results\": [", json_string(s.name),
-                                json_string(s.file));
+  std::string models;  // the compute model of each point's GPU, once each
+  for (const auto& p : s.points) {
+    const auto d = json_string(sim::compute_model_description(p.setup.cluster.gpu));
+    if (models.find(d) == std::string::npos) models += (models.empty() ? "" : ", ") + d;
+  }
+  std::string out = fmt::format("{{\n  \"scenario\": {},\n  \"file\": {},\n  \"compute_models\": [{}],\n  \"results\": [",
+                                json_string(s.name), json_string(s.file), models);
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const auto& st = r.step;
@@ -289,7 +297,7 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         "{}\n    {{\n      \"point\": {{{}}},\n      \"policy\": {},\n      \"policy_kind\": {},\n"
         "      \"gpus\": {},\n"
         "      \"step_time_s\": {},\n      \"speedup_vs_fsdp\": {},\n      \"tokens_per_s_per_gpu\": {},\n"
-        "      \"mfu\": {},\n      \"peak_memory_gib\": {},\n      \"fits_in_memory\": {},\n"
+        "      \"mfu\": {},\n      \"mfu_megatron\": {},\n      \"peak_memory_gib\": {},\n      \"fits_in_memory\": {},\n"
         "      \"memory_gib\": {{\"capacity\": {}, \"allocated\": {}, \"reserved\": {}, \"sharded_state\": {}, "
         "\"gathered_params\": {}, \"gradients\": {}, \"activations\": {}, \"allocator_reserve\": {}, "
         "\"workspace\": {}}},\n"
@@ -304,7 +312,7 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         "    }}",
         i ? "," : "", point, json_string(st.policy),
         json_string(r.policy ? sim::to_string(r.policy->kind) : st.policy), st.gpus, num(st.step_time_s), sp > 0 ? num(sp) : "null",
-        num(st.tokens_per_s_per_gpu), num(st.mfu), num(m.peak_bytes() / kGiB), m.fits() ? "true" : "false",
+        num(st.tokens_per_s_per_gpu), num(st.mfu), num(st.mfu_megatron), num(m.peak_bytes() / kGiB), m.fits() ? "true" : "false",
         num(m.capacity_bytes / kGiB), num(m.allocated_bytes() / kGiB), num(m.reserved_bytes() / kGiB),
         num(m.sharded_state_bytes / kGiB), num(m.gathered_params_bytes / kGiB), num(m.gradient_bytes / kGiB),
         num(m.activation_bytes / kGiB), num(m.fragmentation_bytes / kGiB), num(m.workspace_bytes / kGiB),
@@ -322,16 +330,16 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
 std::string format_csv(const Scenario& s, const std::vector<Result>& results) {
   std::string out;
   for (const auto& k : s.sweep_keys) out += csv_field(k) + ",";
-  out += "policy,policy_kind,gpus,step_time_s,speedup_vs_fsdp,tokens_per_s_per_gpu,mfu,peak_memory_gib,"
+  out += "policy,policy_kind,gpus,step_time_s,speedup_vs_fsdp,tokens_per_s_per_gpu,mfu,mfu_megatron,peak_memory_gib,"
          "fits_in_memory,compute_s,model_compute_s,compression_kernels_s,exposed_comm_s,allgather_s,"
          "reduce_scatter_s,optimizer_s,expected_grad_error,gradient_is_noise\n";
   for (const auto& r : results) {
     for (const auto& kv : r.point->coordinates) out += csv_field(kv.second) + ",";
     const auto& st = r.step;
     const auto& b = st.breakdown;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(st.policy),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(st.policy),
                        r.policy ? sim::to_string(r.policy->kind) : "", st.gpus, num(st.step_time_s),
-                       num(speedup(results, r)), num(st.tokens_per_s_per_gpu), num(st.mfu),
+                       num(speedup(results, r)), num(st.tokens_per_s_per_gpu), num(st.mfu), num(st.mfu_megatron),
                        num(st.memory.peak_bytes() / kGiB), st.memory.fits() ? 1 : 0, num(b.compute_s),
                        num(model_compute_s(b)), num(b.compression_kernels_s), num(b.exposed_comm_s),
                        num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s), num(st.expected_grad_error),
@@ -343,10 +351,10 @@ std::string format_csv(const Scenario& s, const std::vector<Result>& results) {
 }  // namespace
 
 const std::vector<std::string>& table_columns() {
-  static const std::vector<std::string> columns = {"policy",      "step time",    "speedup",    "tokens/s/GPU",
-                                                   "MFU",         "peak mem",     "compute",    "compression",
-                                                   "exposed comm", "all-gather",  "grad reduce", "optimizer",
-                                                   "grad error"};
+  static const std::vector<std::string> columns = {"policy",      "step time",    "speedup",      "tokens/s/GPU",
+                                                   "MFU",         "Megatron MFU", "peak mem",     "compute",
+                                                   "compression", "exposed comm", "all-gather",   "grad reduce",
+                                                   "optimizer",   "grad error"};
   return columns;
 }
 

@@ -85,6 +85,7 @@ void write_device(Map m, const topologies::DeviceProfile& d) {
   m.put("gemm_efficiency", number(d.gemm_efficiency), "achieved / peak in training GEMMs");
   m.put("memory_efficiency", number(d.memory_efficiency), "achieved / datasheet HBM bandwidth");
   m.put("compute_capability", fmt::format("{}.{}", d.sm / 10, d.sm % 10), "picks NCCL's per-generation latencies");
+  m.put("profile", scalar(d.profile), d.profile.empty() ? "none: the datasheet roofline" : "the kernel profile");
   m.put("source", scalar(d.source));
 }
 
@@ -256,7 +257,13 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   k.put("no_sync", flag(t.no_sync));
   k.put("param_dtype", sim::to_string(t.param_dtype));
   k.put("reduce_dtype", sim::to_string(t.reduce_dtype));
-  k.put("activation_checkpointing", flag(t.activation_checkpointing));
+  k.put("activation_checkpointing",
+        t.activation_checkpointing && t.impl.checkpoint_fraction < 1 ? number(t.impl.checkpoint_fraction)
+                                                                      : flag(t.activation_checkpointing),
+        t.activation_checkpointing && t.impl.checkpoint_fraction < 1 ? "the share of the blocks checkpointed" : "");
+  k.put("attention", models::to_string(t.impl.attention), "the attention kernel");
+  k.put("compile", flag(t.impl.compiled), "torch.compile: element-wise chains fused");
+  k.put("cross_entropy", t.impl.fused_cross_entropy ? "fused" : "fp32");
   k.put("tf32", flag(t.tf32));
   if (t.api == sim::Api::Fsdp1) {
     k.put("limit_all_gathers", flag(t.limit_all_gathers));
@@ -271,9 +278,14 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
                                                                   : number(t.reshard_after_forward));
   }
   k.put("reduce_scatter_group", t.reduce_scatter_group == sim::ReduceScatterGroup::Shared ? "shared" : "separate");
-  Map h = k.open("host", "the CPU thread that issues the kernels");
-  h.put("kernel_issue", quantity(t.host.kernel_issue_s, Quantity::Time, {"us", "ns", "ms", "s"}), "per kernel");
-  h.put("hook", quantity(t.host.hook_s, Quantity::Time, {"us", "ns", "ms", "s"}), "per FSDP hook");
+  // Unset host costs come from the GPU's kernel profile, as they would from the original.
+  if (t.host.kernel_issue_s >= 0 || t.host.hook_s >= 0) {
+    Map h = k.open("host", "the CPU thread that issues the kernels");
+    if (t.host.kernel_issue_s >= 0)
+      h.put("kernel_issue", quantity(t.host.kernel_issue_s, Quantity::Time, {"us", "ns", "ms", "s"}), "per kernel");
+    if (t.host.hook_s >= 0)
+      h.put("hook", quantity(t.host.hook_s, Quantity::Time, {"us", "ns", "ms", "s"}), "per FSDP hook");
+  }
   k.put("allocator_fragmentation", number(t.allocator_fragmentation), "caching allocator reserve / allocated");
   return out;
 }

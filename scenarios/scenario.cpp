@@ -1,11 +1,13 @@
 #include "scenarios/scenario.hpp"
 
 #include "models/model.hpp"
+#include "sim/compute.hpp"
 #include "topologies/cluster.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -20,7 +22,8 @@ const std::vector<std::string> kTrainingKeys = {
     "wrap",              "micro_batch",   "seq_len",      "grad_accumulation", "global_batch",
     "no_sync",           "param_dtype",   "reduce_dtype", "activation_checkpointing",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
-    "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation"};
+    "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
+    "attention",         "compile",       "cross_entropy"};
 
 // The keys of each block, to tell a user whose key slipped out of its block where it belongs.
 // (The blocks' loaders own the real lists; a key missing here only loses that hint.)
@@ -172,6 +175,13 @@ Point load_point(const Input& doc) {
     if (auto tr = doc.find("training"); tr && msg.rfind(prefix, 0) == 0 && colon != std::string::npos)
       if (auto key = tr->find(msg.substr(prefix.size(), colon - prefix.size()))) key->fail(msg.substr(colon + 2));
     throw;
+  }
+  try {
+    sim::check_compute(p.setup);  // the GPU's kernel profile can time this run
+  } catch (const InputError& e) {
+    std::optional<Input> at;
+    if (auto tr = doc.find("training")) at = tr->find("attention");
+    (at ? *at : doc["cluster"]).fail(e.what());
   }
   p.policies = load_policies(doc);
   for (const auto& pol : p.policies) {
@@ -327,7 +337,28 @@ sim::Training load_training(const Input& in) {
   if (auto v = in.find("no_sync")) t.no_sync = v->as_bool();
   if (auto v = in.find("param_dtype")) t.param_dtype = load_dtype(*v);
   if (auto v = in.find("reduce_dtype")) t.reduce_dtype = load_dtype(*v);
-  if (auto v = in.find("activation_checkpointing")) t.activation_checkpointing = v->as_bool();
+  if (auto v = in.find("activation_checkpointing")) {
+    // true / false, or the fraction of the blocks checkpointed (selective checkpointing by block).
+    const auto text = v->is_scalar() ? v->as_string() : "";
+    char* end = nullptr;
+    const double number = std::strtod(text.c_str(), &end);
+    const bool is_number = !text.empty() && end == text.c_str() + text.size();
+    if (text != "true" && text != "false" && (!is_number || number < 0 || number > 1))
+      v->fail(fmt::format("expected true, false or the share of the blocks checkpointed, in [0, 1]; got '{}'", text));
+    const double p = text == "true" ? 1 : text == "false" ? 0 : number;
+    t.activation_checkpointing = p > 0;
+    t.impl.checkpoint_fraction = p > 0 ? p : 1;
+  }
+  if (auto v = in.find("attention")) {
+    const auto names = models::attention_kernel_names();
+    const auto s = v->as_string();
+    const auto it = std::find(names.begin(), names.end(), s);
+    if (it == names.end()) v->fail(unknown_name("attention kernel", s, names));
+    t.impl.attention = models::AttentionKernel(it - names.begin());
+  }
+  if (auto v = in.find("compile")) t.impl.compiled = v->as_bool();
+  if (auto v = in.find("cross_entropy"))
+    t.impl.fused_cross_entropy = v->as_choice({"fp32", "fused"}) == "fused";
   if (auto v = in.find("tf32")) t.tf32 = v->as_bool();
   if (auto v = in.find("limit_all_gathers")) {
     if (v->is_scalar() && v->raw().Scalar().find_first_not_of("0123456789") == std::string::npos)

@@ -303,3 +303,19 @@ TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without -
   const auto j = tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 32 --format json");
   CHECK(j.output.find("\"nodes\": 4, \"gpus_per_node\": 8, \"ranks\": 32") != std::string::npos);
 }
+
+TEST_CASE("tagcsim validate prints predicted against measured, and a row's scenario runs") {
+  const auto o = tagcsim("validate --only 'fsdp-mpt7b-a100-40gb-8gpu-seq2048'");
+  CHECK(o.code == 0);
+  CHECK(o.output.find("| fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT | S31 | MPT-7b | 8 | 2048 | 3679 |") !=
+        std::string::npos);
+  CHECK(o.output.find("| fitted on all rows (in-sample) | 1 |") != std::string::npos);
+  const auto s = tagcsim("validate --scenario fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT");
+  CHECK(s.code == 0);
+  const auto path = write_temp("row.yaml", s.output);
+  const auto r = tagcsim("run " + path);
+  CHECK(r.code == 0);
+  CHECK(r.output.find("kernel profile device-a100-40gb") != std::string::npos);
+  CHECK(tagcsim("validate --write").code == 2);  // --write only with --fit
+  CHECK(tagcsim("validate --scenario nope").output.find("--scenario: no validation row 'nope'") != std::string::npos);
+}

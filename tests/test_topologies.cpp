@@ -66,12 +66,13 @@ TEST_CASE("device presets match the datasheets and the published GEMM / STREAM r
   CHECK(h100.peak_flops_tf32 == Approx(494.7e12));
   CHECK(h100.peak_flops_fp32 == Approx(66.9e12));
   CHECK(h100.memory_bandwidth == Approx(3.35e12));
-  CHECK(h100.gemm_efficiency == Approx(0.455));  // fitted to published FSDP throughput (docs/validation.md)
+  CHECK(h100.gemm_efficiency == Approx(0.455));  // the datasheet roofline's, when no kernel profile is used
+  CHECK(h100.profile == "device-h100-sxm");
   CHECK(h100.memory_efficiency == Approx(2.97 / 3.35).epsilon(1e-3));  // STREAM triad
   DeviceProfile a100 = device("a100-80gb");
   CHECK(a100.peak_flops_bf16 == Approx(312e12));
   CHECK(a100.memory_bandwidth == Approx(2.039e12));
-  CHECK(a100.gemm_efficiency == Approx(0.675));  // fitted likewise; the best matmul reaches 271.2 / 312
+  CHECK(a100.gemm_efficiency == Approx(0.675));  // likewise; the best matmul reaches 271.2 / 312
   CHECK(a100.memory_efficiency == Approx(1.70 / 2.039).epsilon(1e-3));
   CHECK(device("a100-40gb").memory_bandwidth == Approx(1.555e12));
   DeviceProfile h200 = device("h200-sxm");
@@ -338,6 +339,8 @@ TEST_CASE("validate() checks clusters built in code, naming the field") {
 TEST_CASE("load_device: preset name, preset with overrides, full map") {
   auto dev = [](const std::string& text) { return load_device(Input::load_string(text, "d.yaml")["gpu"]); };
   CHECK(dev("gpu: l4").name == "L4-24GB");
+  CHECK(dev("gpu: {preset: h100-sxm, profile: my-h100.yaml}").profile == "my-h100.yaml");
+  CHECK(dev("gpu: {preset: h100-sxm, profile: ''}").profile.empty());  // the datasheet roofline
   DeviceProfile d = dev("gpu: {preset: h100-sxm, gemm_efficiency: 0.6}");
   CHECK(d.gemm_efficiency == Approx(0.6));
   CHECK(d.peak_flops_bf16 == Approx(989.4e12));

@@ -170,7 +170,8 @@ DeviceProfile Reader::device(const Input& in, const DeviceProfile& base, bool ha
     return preset_device(in);
   }
   in.expect_keys({"preset", "name", "peak_flops_bf16", "peak_flops_fp32", "peak_flops_tf32", "memory_bytes",
-                  "memory_bandwidth", "gemm_efficiency", "memory_efficiency", "compute_capability", "source"});
+                  "memory_bandwidth", "gemm_efficiency", "memory_efficiency", "compute_capability", "profile",
+                  "source"});
   DeviceProfile d = base;
   std::vector<std::string> changed;
   if (auto p = in.find("preset")) d = preset_device(*p), has_base = true;
@@ -198,6 +199,7 @@ DeviceProfile Reader::device(const Input& in, const DeviceProfile& base, bool ha
     if (cc < 6 || cc >= 13) v.fail(fmt::format("expected a CUDA compute capability such as 8.0 or 9.0, got {:g}", cc));
     d.sm = int(std::lround(cc * 10));
   });
+  field("profile", [&](const Input& v) { d.profile = v.as_string(); });
   bool own_source = in.has("source");
   field("source", [&](const Input& v) { d.source = v.as_string(); });
   if (d.name.empty()) d.name = "custom";

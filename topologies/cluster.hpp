@@ -23,6 +23,10 @@ struct DeviceProfile {
   double memory_bandwidth = 0;       // bytes/s, datasheet
   double gemm_efficiency = 0.7;      // achieved / peak for large GEMMs (from published GEMM rates)
   double memory_efficiency = 0.85;   // achieved / datasheet HBM bandwidth for streaming kernels
+  // The kernel profile that times this GPU's kernels: a name in calibrate/profiles
+  // ("device-h100-sxm") or a path to one (docs/compute-model.md). Empty: the datasheet roofline
+  // above (gemm_efficiency, memory_efficiency).
+  std::string profile;
   std::string source;
   int sm = 80;                       // compute capability x 10 (A100 80, H100 90): picks NCCL's per-generation tables
 };

@@ -38,50 +38,55 @@ DeviceTable with_sm(DeviceTable table) {
 const DeviceTable& device_table() {
   static const DeviceTable table = with_sm({
       {"a100-40gb",
-       {"A100-SXM4-40GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 40 * GiB, 1.555 * TB, 0.675, 0.834,
+       {"A100-SXM4-40GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 40 * GiB, 1.555 * TB, 0.675, 0.834, "device-a100-40gb",
         fmt::format("NVIDIA A100 datasheet (SXM4 40GB): bf16 312 TFLOP/s dense, TF32 156, FP32 19.5, "
                     "40 GB HBM2 (taken as 40 GiB, nvidia-smi 40960 MiB) at 1,555 GB/s. "
-                    "gemm_efficiency 0.675: training GEMM efficiency at 8192-wide GEMMs, fitted by least squares to the "
-                    "published FSDP throughput of eager fms-fsdp / torchtitan runs (docs/validation.md; "
-                    "scripts/validate-fsdp.sh); the best bf16 matmul reaches 0.869 = 271.2 / 312 ({}; "
-                    "gemm-a100-sxm-mamf-bf16), which real training does not. memory_efficiency 0.834 = 1.70 / 2.039 TB/s, measured on "
+                    "Kernels are timed from the kernel profile device-a100-*gb (calibrate/profiles; docs/compute-model.md). "
+                    "gemm_efficiency and memory_efficiency serve only the datasheet roofline, when the profile is "
+                    "cleared: gemm_efficiency 0.675 is the former fit of a single training GEMM efficiency to "
+                    "fms-fsdp / torchtitan throughput (the best bf16 matmul reaches 0.869 = 271.2 / 312, {}; "
+                    "gemm-a100-sxm-mamf-bf16). memory_efficiency 0.834 = 1.70 / 2.039 TB/s, measured on "
                     "the 80GB part ({}); the same ratio is assumed for the 40GB part.",
                     kMamf, kStream)}},
       {"a100-80gb",
-       {"A100-SXM4-80GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 80 * GiB, 2.039 * TB, 0.675, 0.834,
+       {"A100-SXM4-80GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 80 * GiB, 2.039 * TB, 0.675, 0.834, "device-a100-80gb",
         fmt::format("NVIDIA A100 datasheet (SXM4 80GB): bf16 312 TFLOP/s dense, TF32 156, FP32 19.5, "
                     "80 GB HBM2e (taken as 80 GiB, nvidia-smi 81920 MiB) at 2,039 GB/s. "
-                    "gemm_efficiency 0.675: training GEMM efficiency at 8192-wide GEMMs, fitted by least squares to the "
-                    "published FSDP throughput of eager fms-fsdp / torchtitan runs (docs/validation.md; "
-                    "scripts/validate-fsdp.sh); the best bf16 matmul reaches 0.869 = 271.2 / 312 ({}; "
-                    "gemm-a100-sxm-mamf-bf16), which real training does not. memory_efficiency 0.834 = 1.70 / 2.039 TB/s ({}).",
+                    "Kernels are timed from the kernel profile device-a100-*gb (calibrate/profiles; docs/compute-model.md). "
+                    "gemm_efficiency and memory_efficiency serve only the datasheet roofline, when the profile is "
+                    "cleared: gemm_efficiency 0.675 is the former fit of a single training GEMM efficiency to "
+                    "fms-fsdp / torchtitan throughput (the best bf16 matmul reaches 0.869 = 271.2 / 312, {}; "
+                    "gemm-a100-sxm-mamf-bf16). memory_efficiency 0.834 = 1.70 / 2.039 TB/s ({}).",
                     kMamf, kStream)}},
       {"h100-sxm",
-       {"H100-SXM5-80GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 80 * GiB, 3.35 * TB, 0.455, 0.887,
+       {"H100-SXM5-80GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 80 * GiB, 3.35 * TB, 0.455, 0.887, "device-h100-sxm",
         fmt::format("NVIDIA H100 datasheet (SXM5): bf16 989.4 TFLOP/s dense, TF32 494.7, FP32 66.9, "
-                    "80 GB HBM3 (taken as 80 GiB) at 3.35 TB/s. gemm_efficiency 0.455: training GEMM "
-                    "efficiency at 8192-wide GEMMs, fitted by least squares to the published FSDP "
-                    "throughput of eager fms-fsdp runs at 700 W (docs/validation.md); the best bf16 "
-                    "matmul reaches 0.803 = 794.5 / 989 ({}; gemm-h100-sxm-mamf-bf16). "
+                    "80 GB HBM3 (taken as 80 GiB) at 3.35 TB/s. Kernels are timed from the kernel profile "
+                    "device-h100-sxm (calibrate/profiles; docs/compute-model.md); gemm_efficiency and "
+                    "memory_efficiency serve only the datasheet roofline, when the profile is cleared: "
+                    "gemm_efficiency 0.455 is the former fit of a single training GEMM efficiency to fms-fsdp "
+                    "throughput (the best bf16 matmul reaches 0.803 = 794.5 / 989, {}; gemm-h100-sxm-mamf-bf16). "
                     "memory_efficiency 0.887 = 2.97 / 3.35 TB/s ({}).",
                     kMamf, kStream)}},
       {"h200-sxm",
-       {"H200-SXM-141GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 141 * GB, 4.8 * TB, 0.455, 0.887,
+       {"H200-SXM-141GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 141 * GB, 4.8 * TB, 0.455, 0.887, "device-h200-sxm",
         fmt::format("NVIDIA H200 datasheet (SXM): same compute as H100 SXM (bf16 989.4 TFLOP/s dense, "
                     "TF32 494.7, FP32 66.9), 141 GB HBM3e (decimal; nvidia-smi shows slightly more) at "
-                    "4.8 TB/s. gemm_efficiency 0.455 as fitted for H100 SXM, assumed (not validated: "
-                    "no H200 FSDP throughput in our sources; best matmul 0.803, {}, 'H200 is the same'). memory_efficiency 0.887: the H100 STREAM ratio 2.97 / 3.35 "
+                    "4.8 TB/s. Kernels are timed from the kernel profile device-h200-sxm (H100's GEMM and "
+                    "attention measurements, H200's own memory curve; docs/compute-model.md), not validated "
+                    "against H200 FSDP throughput (none in our sources). For the roofline only: "
+                    "gemm_efficiency 0.455 as for H100 SXM (best matmul 0.803, {}, 'H200 is the same'). memory_efficiency 0.887: the H100 STREAM ratio 2.97 / 3.35 "
                     "({}), assumed to carry over; no H200 STREAM measurement in our sources.",
                     kMamf, kStream)}},
       {"v100-32gb",
-       {"V100-SXM2-32GB", 125 * TFLOPS, 15.7 * TFLOPS, 15.7 * TFLOPS, 32 * GiB, 900 * GB, 0.80, 0.834,
+       {"V100-SXM2-32GB", 125 * TFLOPS, 15.7 * TFLOPS, 15.7 * TFLOPS, 32 * GiB, 900 * GB, 0.80, 0.834, "",
         "NVIDIA V100 datasheet (SXM2 32GB): 125 TFLOP/s tensor (fp16; V100 has no bf16, so the "
         "'bf16' rate is the fp16 tensor-core rate for fp16 mixed precision), FP32 15.7 TFLOP/s, no "
         "TF32 (TF32 rate set to FP32), 32 GB HBM2 (taken as 32 GiB) at 900 GB/s. gemm_efficiency "
         "0.80 and memory_efficiency 0.834 (the A100 STREAM ratio) are assumed: no V100 measurement "
         "in our sources."}},
       {"l4",
-       {"L4-24GB", 121 * TFLOPS, 30.3 * TFLOPS, 60 * TFLOPS, 24 * GB, 300 * GB, 0.70, 0.85,
+       {"L4-24GB", 121 * TFLOPS, 30.3 * TFLOPS, 60 * TFLOPS, 24 * GB, 300 * GB, 0.70, 0.85, "",
         "NVIDIA L4 datasheet: bf16 242 TFLOP/s with sparsity = 121 dense, TF32 120 sparse = 60 "
         "dense, FP32 30.3, 24 GB GDDR6 at 300 GB/s. gemm_efficiency 0.70 is assumed (lower than "
         "A100/H100 because the 72 W card throttles under sustained tensor load); "
