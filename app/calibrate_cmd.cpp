@@ -1,8 +1,8 @@
 // tagcsim calibrate: fit the collective model to nccl-tests timings, and check it against the
 // published ones.
-//   calibrate nccl-tests FILE... --cluster C [--out profile.yaml]   your own box's logs
-//   calibrate published --group NAME [--cluster C] [--out ...]      one published table
-//   calibrate validate [--data FILE]                                model vs every published table
+//   calibrate nccl-tests FILE... --cluster C [--out profile.yaml] [--transport-out t.yaml]   your logs
+//   calibrate published --group NAME | --all [--cluster C] [--out ...]                   published tables
+//   calibrate validate [--data FILE] [--loo source|table|none]                            model vs every table
 #include "app/commands.hpp"
 #include "calibrate/fit.hpp"
 #include "calibrate/nccl_tests.hpp"
@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <map>
 #include <memory>
 
 namespace tagcsim::app {
@@ -23,12 +24,16 @@ struct Options {
   std::vector<std::string> files;
   std::string cluster;
   std::string out;
+  std::string transport_out;
   std::string op;
   int nodes = 0;
   int gpus_per_node = 0;
   std::vector<std::string> hold;
   std::string group;
+  bool all = false;
+  bool priors = false;
   std::string data;
+  std::string loo = "source";
 };
 
 // Arguments as a shell would need them to reproduce the command.
@@ -44,59 +49,71 @@ std::string data_path(const Options& o) { return o.data.empty() ? default_publis
 FitOptions fit_options(const Options& o) {
   FitOptions f;
   for (const auto& h : o.hold) f.hold.push_back(parse_param(h, "--hold"));
+  if (o.priors) f.prior_weight = kPriorWeight;
   return f;
 }
 
 std::string summary(const FitResult& r, const std::string& prefix = "  ") {
-  std::string s;
-  for (const auto& p : r.params)
-    s += prefix + fmt::format("{:<32} {:>12}  {}{}\n", param_key(p.param), format_param(p.param, p.value), to_string(p.status),
-                     p.status == ParamFit::Status::Fitted ? fmt::format(" (base {})", format_param(p.param, p.base))
-                                                          : ": " + p.why);
-  s += prefix + fmt::format("residuals: mean |error| {:.1f}%, max {:.1f}% ({}), {} points\n", r.error.mean_abs * 100,
-                   r.error.max_abs * 100, r.error.worst, r.error.points);
-  return s;
+  return param_table(r, prefix) +
+         prefix + fmt::format("residuals: median |error| {:.1f}%, p90 {:.1f}%, max {:.1f}% ({}), {} points\n",
+                              r.error.median_abs * 100, r.error.p90_abs * 100, r.error.max_abs * 100, r.error.worst,
+                              r.error.points) +
+         prefix + "by size: " + band_line(r.points) + "\n";
 }
 
-// Writes the profile to --out (and says so), or prints it.
-void emit(const FitResult& r, const Provenance& how, const std::string& out) {
+void write_file(const std::string& path, const std::string& text, const char* flag) {
+  std::ofstream f(path);
+  if (!f) throw InputError(fmt::format("{}: cannot write '{}'", flag, path));
+  f << text;
+}
+
+// Writes the profile to --out (and the transport to --transport-out), or prints it.
+void emit(const FitResult& r, const Provenance& how, const Options& o, const topologies::Transport* transport) {
   const std::string text = profile_yaml(r, how);
-  if (out.empty()) {
+  if (!o.transport_out.empty()) {
+    if (!transport || transport->name.empty())
+      throw InputError("--transport-out: the fitted points cross no transport (single-node data)");
+    write_file(o.transport_out, transport_yaml(r, how, *transport), "--transport-out");
+  }
+  if (o.out.empty()) {
     fmt::print("{}", text);
     return;
   }
-  std::ofstream f(out);
-  if (!f) throw InputError(fmt::format("--out: cannot write '{}'", out));
-  f << text;
-  fmt::print("tagcsim calibrate: wrote {}\n{}", out, summary(r));
+  write_file(o.out, text, "--out");
+  fmt::print("tagcsim calibrate: wrote {}{}\n{}", o.out, o.transport_out.empty() ? "" : " and " + o.transport_out,
+             summary(r));
 }
 
-std::string layout_flags(const Options& o) {
+std::string common_flags(const Options& o) {
   std::string s;
   if (!o.op.empty()) s += " --op " + quote(o.op);
   if (o.nodes > 0) s += fmt::format(" --nodes {}", o.nodes);
   if (o.gpus_per_node > 0) s += fmt::format(" --gpus-per-node {}", o.gpus_per_node);
   for (const auto& h : o.hold) s += " --hold " + quote(h);
+  if (o.priors) s += " --priors";
+  if (!o.out.empty()) s += " --out " + quote(o.out);
+  if (!o.transport_out.empty()) s += " --transport-out " + quote(o.transport_out);
   return s;
 }
 
 int run_nccl_tests(const Options& o) {
-  const auto base = load_cluster_arg(o.cluster);
+  auto base = load_cluster_arg(o.cluster);
+  if (o.priors) base = with_priors(base);
   ParseOptions po{o.op, o.nodes, o.gpus_per_node};
-  std::vector<Point> points;
+  std::vector<Sample> samples;
   Provenance how;
   how.command = "tagcsim calibrate nccl-tests";
   for (const auto& f : o.files) {
     auto p = load_nccl_tests_file(f, po);
-    how.data.push_back(fmt::format("{}: {} rows ({}, {} ranks on {} node(s))", f, p.size(), p.front().op_name,
-                                   p.front().ranks(), p.front().nodes));
-    points.insert(points.end(), p.begin(), p.end());
+    how.data.push_back(fmt::format("{}: {} rows ({}, {} ranks on {} node(s), {} GPU(s) per process)", f, p.size(),
+                                   p.front().op_name, p.front().ranks(), p.front().nodes, p.front().gpus_per_process));
+    for (auto& pt : p) samples.push_back({pt, base, f});
     how.command += " " + quote(f);
   }
-  how.command += " --cluster " + quote(o.cluster) + layout_flags(o) + (o.out.empty() ? "" : " --out " + quote(o.out));
+  how.command += " --cluster " + quote(o.cluster) + common_flags(o);
   how.data.push_back("time = the faster of the out-of-place and in-place columns");
   how.base_cluster = o.cluster;
-  emit(fit(points, base, fit_options(o)), how, o.out);
+  emit(fit(samples, fit_options(o)), how, o, &base.nics.transport);
   return 0;
 }
 
@@ -114,80 +131,190 @@ std::vector<std::string> describe(const PublishedGroup& g) {
   std::vector<std::string> d = {
       fmt::format("{}: {} points, {} on {} ({} node(s)), intra: {}{}", g.name, g.points.size(), g.collective, g.gpu,
                   g.nodes, g.intra_node, g.inter_node.empty() ? "" : ", inter: " + g.inter_node),
-      "source: " + g.source + " (via validation/data/published_measurements.yaml)",
+      "source: " + g.source_key + " " + g.source + " (via validation/data/published_measurements.yaml)",
       "time column: " + g.measurement};
   if (!g.algorithm_note.empty()) d.push_back("published note: " + g.algorithm_note);
   return d;
 }
 
+// A published table with its base cluster, as samples (empty when no preset describes it).
+std::vector<Sample> samples_of(const PublishedGroup& g, const std::string& cluster_arg, bool priors) {
+  const std::string cluster = cluster_arg.empty() ? published_base_cluster(g) : cluster_arg;
+  if (cluster.empty()) return {};
+  auto c = load_cluster_arg(cluster, g.name);
+  if (priors) c = with_priors(c);
+  std::vector<Sample> out;
+  for (const auto& p : g.points) out.push_back({p, c, g.name});
+  return out;
+}
+
 int run_published(const Options& o) {
   const std::string file = data_path(o);
   const auto groups = load_published(file);
-  const auto& g = find_group(groups, o.group, file);
-  const std::string cluster = o.cluster.empty() ? published_base_cluster(g) : o.cluster;
-  if (cluster.empty())
-    throw InputError(fmt::format("--cluster: no preset matches the hardware of '{}' ({}); pass one", g.name, g.gpu));
+  if (o.all == !o.group.empty()) throw InputError("calibrate published: expected --group NAME or --all");
   Provenance how;
-  how.command = "tagcsim calibrate published --group " + quote(g.name) +
+  how.command = "tagcsim calibrate published " + (o.all ? std::string("--all") : "--group " + quote(o.group)) +
                 (o.cluster.empty() ? "" : " --cluster " + quote(o.cluster)) +
-                (o.data.empty() ? "" : " --data " + quote(o.data)) + layout_flags(o) +
-                (o.out.empty() ? "" : " --out " + quote(o.out));
-  how.data = describe(g);
-  how.base_cluster = cluster;
-  emit(fit(g.points, load_cluster_arg(cluster), fit_options(o)), how, o.out);
+                (o.data.empty() ? "" : " --data " + quote(o.data)) + common_flags(o);
+  std::vector<Sample> samples;
+  const topologies::Transport* transport = nullptr;
+  topologies::Transport first_transport;
+  for (const auto& g : groups) {
+    if (!o.all && g.name != o.group) continue;
+    auto s = samples_of(g, o.cluster, o.priors);
+    if (s.empty()) {
+      if (!o.all)
+        throw InputError(fmt::format("--cluster: no preset matches the hardware of '{}' ({}); pass one", g.name, g.gpu));
+      how.data.push_back(g.name + ": no preset describes this hardware; left out");
+      continue;
+    }
+    for (const auto& d : describe(g)) how.data.push_back(d);
+    if (g.nodes > 1 && first_transport.name.empty()) first_transport = s.front().cluster.nics.transport;
+    samples.insert(samples.end(), s.begin(), s.end());
+  }
+  if (!o.all) {
+    find_group(groups, o.group, file);
+    how.base_cluster = o.cluster.empty() ? published_base_cluster(find_group(groups, o.group, file)) : o.cluster;
+  }
+  if (o.priors) how.data.push_back("started from the " + prior_sources());
+  if (!first_transport.name.empty()) transport = &first_transport;
+  emit(fit(samples, fit_options(o)), how, o, transport);
   return 0;
 }
 
+// ---- validate ----
+
+struct TableResult {
+  const PublishedGroup* group = nullptr;
+  std::string cluster;
+  std::string unit;                 // what leaving it out leaves out
+  std::vector<PointFit> preset;     // the presets as shipped (fitted on every table: in-sample)
+  std::vector<PointFit> held_out;   // fitted without its unit, from the priors
+};
+
+std::string unit_of(const PublishedGroup& g, const std::string& mode) {
+  if (mode == "source") return g.source_key.empty() ? g.source : g.source_key;
+  std::string n = g.name;  // the NVLS-off column of a run is the same run
+  if (auto at = n.find("-nvls-off"); at != std::string::npos) n.erase(at);
+  return n;
+}
+
+void print_summary_row(const std::string& name, const std::vector<PointFit>& preset, const std::vector<PointFit>& held) {
+  std::string row = fmt::format("{:<46} {:>4}", name, summarize(preset).points);
+  for (const auto* pts : {&preset, &held}) {
+    if (pts->empty()) {
+      row += fmt::format(" {:>27}", "-");
+      continue;
+    }
+    for (const auto& b : {size_bands()[0], size_bands()[1], size_bands()[2]}) {
+      const auto s = summarize(*pts, b);
+      row += s.points ? fmt::format(" {:>4.1f}/{:<4.1f}", s.median_abs * 100, s.p90_abs * 100) : fmt::format(" {:>9}", "-");
+    }
+  }
+  fmt::print("{}\n", row);
+}
+
 int run_validate(const Options& o) {
+  if (o.loo != "source" && o.loo != "table" && o.loo != "none")
+    throw InputError(fmt::format("--loo: expected source, table or none; got '{}'", o.loo));
   const std::string file = data_path(o);
   const auto groups = load_published(file);
-  struct Row {
-    std::string name, cluster;
-    ErrorSummary preset, fitted;
-  };
-  std::vector<Row> rows;
   // The shipped tables are named as the repository does, so the output is the same on every machine.
   fmt::print("# Collective model vs published nccl-tests tables ({})\n",
              o.data.empty() ? "validation/data/published_measurements.yaml, shipped" : file);
-  fmt::print("# error = model / measured time - 1 (= measured / model busbw - 1). 'preset': the cluster preset\n"
-             "# as it stands; 'fitted': after `tagcsim calibrate published --group NAME` (in-sample).\n");
+  fmt::print("# error = model / measured time - 1 (= measured / model busbw - 1).\n"
+             "# 'preset': the cluster presets as shipped, whose fitted values came from every table (in-sample).\n");
+  if (o.loo != "none")
+    fmt::print("# 'held out': fitted on every table of the other {}s, starting from the priors, then this table\n"
+               "# predicted; parameters the other {}s do not determine stay at their priors:\n#   {}\n",
+               o.loo, o.loo, prior_sources());
+
+  std::vector<TableResult> results;
+  std::map<std::string, std::vector<Sample>> by_unit;  // training data per unit, from the priors
   for (const auto& g : groups) {
+    TableResult t;
+    t.group = &g;
+    t.cluster = published_base_cluster(g);
+    t.unit = unit_of(g, o.loo == "none" ? "table" : o.loo);
+    if (!t.cluster.empty()) {
+      auto s = samples_of(g, "", false);
+      t.preset = evaluate(s);
+      auto sp = samples_of(g, "", true);
+      auto& u = by_unit[t.unit];
+      u.insert(u.end(), sp.begin(), sp.end());
+    }
+    results.push_back(std::move(t));
+  }
+  // One fit per unit left out.
+  std::map<std::string, FitResult> folds;
+  if (o.loo != "none")
+    for (const auto& [unit, samples] : by_unit) {
+      std::vector<Sample> train;
+      for (const auto& [other, s] : by_unit)
+        if (other != unit) train.insert(train.end(), s.begin(), s.end());
+      if (train.empty()) continue;
+      FitOptions fo;
+      fo.prior_weight = kPriorWeight;
+      auto r = fit(train, fo);
+      std::vector<Sample> held = samples;
+      for (auto& s : held) s.cluster = with_fit(s.cluster, r);
+      r.points = evaluate(held);
+      folds.emplace(unit, std::move(r));
+    }
+  for (auto& t : results) {
+    const auto& g = *t.group;
     fmt::print("\n== {}\n", g.name);
     for (const auto& d : describe(g)) fmt::print("   {}\n", d);
-    const std::string cluster = published_base_cluster(g);
-    if (cluster.empty()) {
+    if (t.cluster.empty()) {
       fmt::print("   no cluster preset describes this hardware; skipped\n");
       continue;
     }
-    const auto base = load_cluster_arg(cluster, g.name);
-    const auto before = evaluate(g.points, base);
-    const auto after = fit(g.points, base);
-    fmt::print("   cluster: {}\n   preset:\n{}", cluster, residual_table(before, "     "));
-    fmt::print("   fitted:\n{}{}", summary(after, "     "), residual_table(after.points, "     "));
-    rows.push_back({g.name, cluster, summarize(before), after.error});
+    fmt::print("   cluster: {}\n   preset: {}\n{}", t.cluster, band_line(t.preset), residual_table(t.preset, "     "));
+    if (auto f = folds.find(t.unit); f != folds.end()) {
+      for (const auto& p : f->second.points)
+        if (p.table == g.name) t.held_out.push_back(p);
+      fmt::print("   held out ({} {} left out): {}\n{}", o.loo, t.unit, band_line(t.held_out),
+                 residual_table(t.held_out, "     "));
+    }
   }
-  fmt::print("\n# Summary: |error| of the predicted time per table\n");
-  fmt::print("{:<46} {:>6} {:>11} {:>11} {:>11} {:>11}\n", "table", "points", "preset mean", "preset max",
-             "fitted mean", "fitted max");
-  double all_pre = 0, all_fit = 0, max_pre = 0, max_fit = 0;
-  int n = 0;
-  for (const auto& r : rows) {
-    fmt::print("{:<46} {:>6} {:>10.1f}% {:>10.1f}% {:>10.1f}% {:>10.1f}%\n", r.name, r.preset.points,
-               r.preset.mean_abs * 100, r.preset.max_abs * 100, r.fitted.mean_abs * 100, r.fitted.max_abs * 100);
-    all_pre += r.preset.mean_abs * r.preset.points, all_fit += r.fitted.mean_abs * r.fitted.points;
-    max_pre = std::max(max_pre, r.preset.max_abs), max_fit = std::max(max_fit, r.fitted.max_abs);
-    n += r.preset.points;
+  if (o.loo != "none") {
+    fmt::print("\n# Parameters fitted with each {} left out (from the priors)\n", o.loo);
+    for (const auto& [unit, r] : folds) fmt::print("  without {}:\n{}", unit, param_table(r, "    "));
   }
-  if (n > 0)
-    fmt::print("{:<46} {:>6} {:>10.1f}% {:>10.1f}% {:>10.1f}% {:>10.1f}%\n", "all points", n, all_pre / n * 100,
-               max_pre * 100, all_fit / n * 100, max_fit * 100);
+  fmt::print("\n# Summary: median/p90 |error| of the predicted time (%), per table and size band\n");
+  fmt::print("{:<46} {:>4} {:>27} {:>27}\n", "", "", "preset (in-sample)", o.loo == "none" ? "" : "held out");
+  fmt::print("{:<46} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "table", "pts", "<1MiB", "1-64MiB", ">=64MiB", "<1MiB",
+             "1-64MiB", ">=64MiB");
+  std::vector<PointFit> all_preset, all_held;
+  for (const auto& t : results) {
+    if (t.cluster.empty()) continue;
+    print_summary_row(t.group->name, t.preset, t.held_out);
+    all_preset.insert(all_preset.end(), t.preset.begin(), t.preset.end());
+    all_held.insert(all_held.end(), t.held_out.begin(), t.held_out.end());
+  }
+  print_summary_row("all points", all_preset, all_held);
+  fmt::print("\n# All points, per size band: median / p90 / max |error|\n");
+  for (const auto& b : size_bands()) {
+    std::string line = fmt::format("  {:<14}", b.name);
+    for (const auto* pts : {&all_preset, &all_held}) {
+      if (pts->empty()) continue;
+      const auto s = summarize(*pts, b);
+      line += fmt::format("  {} n={:<3} {:>5.1f}% / {:>5.1f}% / {:>6.1f}%", pts == &all_preset ? "preset" : "held out",
+                          s.points, s.median_abs * 100, s.p90_abs * 100, s.max_abs * 100);
+    }
+    fmt::print("{}\n", line);
+  }
   return 0;
 }
 
 void add_fit_flags(CLI::App* cmd, Options& o) {
   cmd->add_option("--out", o.out, "Write the profile YAML here (default: print it)");
+  cmd->add_option("--transport-out", o.transport_out, "Also write the fitted transport profile here");
   cmd->add_option("--hold", o.hold,
-                  "Keep a parameter at the base cluster's value, e.g. intra_node.efficiency (repeatable)");
+                  "Keep a parameter at its starting value, e.g. intra_node.efficiency (repeatable)");
+  cmd->add_flag("--priors", o.priors,
+                "Start from the data-independent priors instead of the cluster's values, and pull the "
+                "efficiencies toward them");
 }
 
 }  // namespace
@@ -206,15 +333,17 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   add_fit_flags(nt, *o);
   nt->callback([o, &exit_code] { exit_code = run_nccl_tests(*o); });
 
-  auto* pub = cal->add_subcommand("published", "Fit to one published nccl-tests table");
-  pub->add_option("--group", o->group, "Table name, as `tagcsim calibrate validate` lists them")->required();
+  auto* pub = cal->add_subcommand("published", "Fit to one published nccl-tests table, or to all of them");
+  pub->add_option("--group", o->group, "Table name, as `tagcsim calibrate validate` lists them");
+  pub->add_flag("--all", o->all, "Fit every table at once (the presets' values)");
   pub->add_option("--cluster", o->cluster, "Base cluster (default: the preset matching the table's hardware)");
   pub->add_option("--data", o->data, "Published measurements YAML (default: the shipped validation/data/published_measurements.yaml)");
   add_fit_flags(pub, *o);
   pub->callback([o, &exit_code] { exit_code = run_published(*o); });
 
-  auto* val = cal->add_subcommand("validate", "Model vs every published nccl-tests table, before and after fitting");
+  auto* val = cal->add_subcommand("validate", "Model vs every published nccl-tests table: presets, and held out");
   val->add_option("--data", o->data, "Published measurements YAML (default: the shipped validation/data/published_measurements.yaml)");
+  val->add_option("--loo", o->loo, "Leave one out: source (default: fit on the other sources), table, or none");
   val->callback([o, &exit_code] { exit_code = run_validate(*o); });
 
   add_calibrate_box_commands(cal, exit_code);  // box, check (app/calibrate_box_cmd.cpp)

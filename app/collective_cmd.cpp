@@ -19,6 +19,8 @@ struct CollectiveOptions {
   std::string bytes = "1GiB";
   int gpus = 0;
   std::string algorithm = "auto";
+  std::string protocol = "auto";
+  int gpus_per_process = 1;
   std::string format = "table";
 };
 
@@ -34,6 +36,8 @@ int run(const CollectiveOptions& o) {
   auto c = load_cluster_arg(o.cluster);
   const auto op = sim::parse_collective_op(o.op);
   const auto algorithm = sim::parse_algorithm(o.algorithm);
+  const auto protocol = sim::parse_protocol(o.protocol);
+  if (o.gpus_per_process < 1) throw InputError("--gpus-per-process: expected an integer >= 1");
   if (o.format != "table" && o.format != "json")
     throw InputError(fmt::format("--format: expected table or json; got '{}'", o.format));
   if (o.gpus > 0) {  // take the first --gpus GPUs of the cluster
@@ -52,29 +56,41 @@ int run(const CollectiveOptions& o) {
   for (std::string item; std::getline(ss, item, ',');) sizes.push_back(parse_bytes(item, "--bytes"));
 
   const auto group = sim::whole_cluster(c);
+  const sim::PlanOptions options{.algorithm = algorithm, .protocol = protocol, .gpus_per_process = o.gpus_per_process};
   std::string out;
   if (o.format == "table") {
-    out += fmt::format("# {} on {} ({} nodes x {} GPUs = {} ranks), {}\n", sim::to_string(op), c.name, c.nodes,
-                       c.gpus_per_node, c.gpus(), c.gpu.name);
-    out += fmt::format("# {:>12} {:>6} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11}\n", "size (B)", "algo",
-                       "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us", "latency us");
+    out += fmt::format("# {} on {}: {} nodes x {} GPUs = {} GPUs ({}), {}{}\n", sim::to_string(op), c.name,
+                       c.nodes, c.gpus_per_node, c.gpus(), o.gpus > 0 ? "--gpus" : "the preset's size; --gpus N to change",
+                       c.gpu.name,
+                       c.nodes > 1 ? fmt::format(", {} x {:g} Gb/s NICs per node, {} ({} rails per node)", c.nics.count,
+                                                 c.nics.bandwidth * 8 / 1e9,
+                                                 c.nics.transport.name.empty() ? "no transport" : c.nics.transport.name,
+                                                 c.rails())
+                                   : "");
+    if (const auto pins = topologies::describe(c.nccl); !pins.empty())
+      out += fmt::format("# pinned: {}{}\n", pins, c.nccl.source.empty() ? "" : " (" + c.nccl.source + ")");
+    out += fmt::format("# {:>12} {:>9} {:>6} {:>3} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11}\n", "size (B)", "algo",
+                       "proto", "ch", "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us", "latency us");
   } else {
-    out += fmt::format("{{\"op\": \"{}\", \"cluster\": \"{}\", \"ranks\": {}, \"points\": [", sim::to_string(op),
-                       c.name, c.gpus());
+    out += fmt::format("{{\"op\": \"{}\", \"cluster\": \"{}\", \"nodes\": {}, \"gpus_per_node\": {}, \"ranks\": {}, "
+                       "\"points\": [",
+                       sim::to_string(op), c.name, c.nodes, c.gpus_per_node, c.gpus());
   }
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const auto plan = sim::plan_collective(c, op, sizes[i], group, algorithm);
+    const auto plan = sim::plan_collective(c, op, sizes[i], group, options);
     const double t = sim::simulate_collective(c, plan);
     if (o.format == "table")
-      out += fmt::format("  {:>12.0f} {:>6} {:>12.2f} {:>10.2f} {:>10.2f} {:>11.2f} {:>11.2f} {:>11.2f}\n",
-                         sizes[i], sim::to_string(plan.algorithm), t * 1e6, plan.algbw(t) / 1e9,
-                         plan.busbw(t) / 1e9, plan.network_seconds * 1e6, plan.nvlink_seconds * 1e6,
-                         plan.latency_seconds * 1e6);
+      out += fmt::format("  {:>12.0f} {:>9} {:>6} {:>3} {:>12.2f} {:>10.2f} {:>10.2f} {:>11.2f} {:>11.2f} {:>11.2f}\n",
+                         sizes[i], sim::to_string(plan.algorithm), sim::to_string(plan.protocol), plan.channels,
+                         t * 1e6, plan.algbw(t) / 1e9, plan.busbw(t) / 1e9, plan.network_seconds * 1e6,
+                         plan.nvlink_seconds * 1e6, plan.latency_seconds * 1e6);
     else
-      out += fmt::format("{}\n  {{\"bytes\": {:.0f}, \"algorithm\": \"{}\", \"time_s\": {:.9g}, \"algbw_GBps\": {:.6g}, "
-                         "\"busbw_GBps\": {:.6g}, \"network_s\": {:.9g}, \"nvlink_s\": {:.9g}, \"latency_s\": {:.9g}}}",
-                         i ? "," : "", sizes[i], sim::to_string(plan.algorithm), t, plan.algbw(t) / 1e9,
-                         plan.busbw(t) / 1e9, plan.network_seconds, plan.nvlink_seconds, plan.latency_seconds);
+      out += fmt::format("{}\n  {{\"bytes\": {:.0f}, \"algorithm\": \"{}\", \"protocol\": \"{}\", \"channels\": {}, "
+                         "\"time_s\": {:.9g}, \"algbw_GBps\": {:.6g}, \"busbw_GBps\": {:.6g}, \"network_s\": {:.9g}, "
+                         "\"nvlink_s\": {:.9g}, \"latency_s\": {:.9g}}}",
+                         i ? "," : "", sizes[i], sim::to_string(plan.algorithm), sim::to_string(plan.protocol),
+                         plan.channels, t, plan.algbw(t) / 1e9, plan.busbw(t) / 1e9, plan.network_seconds,
+                         plan.nvlink_seconds, plan.latency_seconds);
   }
   if (o.format == "json") out += "\n]}\n";
   fmt::print("{}", out);
@@ -90,7 +106,10 @@ void add_collective_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--op", o->op, "all_gather, reduce_scatter, all_reduce, reduce or broadcast");
   cmd->add_option("--bytes", o->bytes, "Buffer size(s), e.g. 1GiB or 1MiB,64MiB,1GiB");
   cmd->add_option("--gpus", o->gpus, "Use this many GPUs of the cluster (whole nodes)");
-  cmd->add_option("--algorithm", o->algorithm, "auto (NCCL's choice), ring or tree");
+  cmd->add_option("--algorithm", o->algorithm, "auto (NCCL's choice), ring, tree, nvls or nvls_tree (as NCCL_ALGO)");
+  cmd->add_option("--protocol", o->protocol, "auto (NCCL's choice), ll, ll128 or simple (as NCCL_PROTO)");
+  cmd->add_option("--gpus-per-process", o->gpus_per_process,
+                  "GPUs one process launches (nccl-tests -g): the host's launch cost grows with them");
   cmd->add_option("--format", o->format, "table (default) or json");
   cmd->callback([o, &exit_code] { exit_code = run(*o); });
 }

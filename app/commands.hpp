@@ -12,6 +12,8 @@ void add_collective_command(CLI::App& app, int& exit_code);  // tagcsim collecti
 void add_kernels_command(CLI::App& app, int& exit_code);     // tagcsim kernels bench|quality
 void add_tune_command(CLI::App& app, int& exit_code);        // tagcsim tune SCENARIO
 void add_calibrate_command(CLI::App& app, int& exit_code);   // tagcsim calibrate ...
+void add_show_command(CLI::App& app, int& exit_code);        // tagcsim show [models|clusters|gpus] [NAME]
+void add_validate_command(CLI::App& app, int& exit_code);    // tagcsim validate
 void add_calibrate_box_commands(CLI::App* calibrate, int& exit_code);  // calibrate box | check
 
 }  // namespace tagcsim::app

@@ -12,5 +12,7 @@ int main(int argc, char** argv) {
   tagcsim::app::add_kernels_command(app, exit_code);
   tagcsim::app::add_tune_command(app, exit_code);
   tagcsim::app::add_calibrate_command(app, exit_code);
+  tagcsim::app::add_show_command(app, exit_code);
+  tagcsim::app::add_validate_command(app, exit_code);
   return tagcsim::app::run_cli(app, argc, argv, exit_code, "tagcsim");
 }

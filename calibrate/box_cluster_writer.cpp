@@ -30,7 +30,7 @@ std::string cluster_yaml(const BoxFit& f) {
   if (f.nccl) {
     out += "# NCCL fit (calibrate/fit.hpp, the nccl-tests fit) over this box's own collectives:\n";
     for (const auto& p : f.nccl->params)
-      out += fmt::format("#   {:<32} {:>12}  {}{}\n", param_key(p.param), format_param(p.param, p.value),
+      out += fmt::format("#   {:<32} {:>12}  {}{}\n", p.id.name(), format_param(p.id.param, p.value),
                          to_string(p.status), p.status == ParamFit::Status::Fitted ? "" : ": " + p.why);
     out += fmt::format("#   residuals: mean |error| {:.1f}%, max {:.1f}% ({}), {} points (report.txt has each)\n",
                        f.nccl->error.mean_abs * 100, f.nccl->error.max_abs * 100, f.nccl->error.worst,

@@ -291,7 +291,7 @@ BoxFit fit_box(const BoxMeasurements& m, const std::optional<ScenarioShapes>& sc
     f.notes.push_back("NCCL fit skipped: " + f.nccl_skipped + "; the cluster file keeps the starting values");
   } else {
     f.nccl = fit(points, f.base);
-    f.cluster = f.nccl->cluster;
+    f.cluster = f.nccl->clusters.front();
     f.cluster.nodes = 1;
     f.cluster.gpus_per_node = f.base.gpus_per_node;
   }

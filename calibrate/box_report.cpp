@@ -45,13 +45,13 @@ std::string box_report(const BoxFit& f) {
                      f.base.source);
   if (f.nccl) {
     for (const auto& p : f.nccl->params)
-      out += fmt::format("  {:<32} {:>12}  {}{}\n", param_key(p.param), format_param(p.param, p.value),
+      out += fmt::format("  {:<32} {:>12}  {}{}\n", p.id.name(), format_param(p.id.param, p.value),
                          to_string(p.status),
-                         p.status == ParamFit::Status::Fitted ? fmt::format(" (from {})", format_param(p.param, p.base))
+                         p.status == ParamFit::Status::Fitted ? fmt::format(" (from {})", format_param(p.id.param, p.base))
                                                               : ": " + p.why);
     out += fmt::format("  residuals: mean |error| {:.1f}%, max {:.1f}% ({}), {} points; {}\n",
                        f.nccl->error.mean_abs * 100, f.nccl->error.max_abs * 100, f.nccl->error.worst,
-                       f.nccl->error.points, f.nccl->converged ? "converged" : "choices cycled (best kept)");
+                       f.nccl->error.points, fmt::format("{} iterations", f.nccl->iterations));
     out += residual_table(f.nccl->points, "  ");
   } else {
     out += "  skipped: " + f.nccl_skipped + "\n";

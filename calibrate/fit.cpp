@@ -1,4 +1,5 @@
 #include "calibrate/fit.hpp"
+#include "calibrate/param_ranges.hpp"
 
 #include "common/input.hpp"
 
@@ -12,76 +13,9 @@
 namespace tagcsim::calibrate {
 namespace {
 
-constexpr int kMaxIterations = 50;
-constexpr double kRankThreshold = 1e-9;  // on unit-norm columns: only exact collinearity counts
-
-bool is_latency(Param p) { return p != Param::IntraEfficiency && p != Param::NicEfficiency; }
-Param param(int j) { return static_cast<Param>(j); }
-
-// The parameter as the least squares sees it: latencies in s, efficiencies as 1 / efficiency
-// (the time is linear in those).
-double get(const topologies::Cluster& c, Param p) {
-  switch (p) {
-    case Param::LaunchLatency: return c.collectives.launch_latency;
-    case Param::StepLatencyIntra: return c.collectives.step_latency_intra;
-    case Param::StepLatencyInter: return c.collectives.step_latency_inter;
-    case Param::IntraEfficiency: return 1 / c.intra.efficiency;
-    case Param::NicEfficiency: return 1 / c.nics.efficiency;
-  }
-  return 0;
-}
-
-void set(topologies::Cluster& c, Param p, double v) {
-  switch (p) {
-    case Param::LaunchLatency: c.collectives.launch_latency = v; break;
-    case Param::StepLatencyIntra: c.collectives.step_latency_intra = v; break;
-    case Param::StepLatencyInter: c.collectives.step_latency_inter = v; break;
-    case Param::IntraEfficiency: c.intra.efficiency = 1 / v; break;
-    case Param::NicEfficiency: c.nics.efficiency = 1 / v; break;
-  }
-}
-
-// The model at one point, linearised: t = fixed + sum_j coef[j] * get(c, j), exact for the
-// algorithm and bottleneck the model picks at the current parameters.
-struct Row {
-  double t = 0;  // measured
-  double fixed = 0;
-  std::array<double, kParams> coef{};
-  sim::Algorithm algorithm = sim::Algorithm::Ring;
-  bool nvlink_bound = false;
-  double latency_share = 0;
-  bool in_fit = true;  // latency- or bandwidth-dominated (not in the protocol-switching middle)
-  bool operator==(const Row& o) const {
-    return algorithm == o.algorithm && nvlink_bound == o.nvlink_bound && in_fit == o.in_fit;
-  }
-};
-
-Row linearize(const topologies::Cluster& c, const Point& p) {
-  const auto cc = cluster_for(c, p);
-  const auto g = sim::whole_cluster(cc);
-  const auto plan = sim::plan_collective(cc, *p.op, p.bytes, g, sim::Algorithm::Auto);
-  Row r;
-  r.t = p.time_s;
-  r.algorithm = plan.algorithm;
-  r.nvlink_bound = plan.nvlink_seconds >= plan.network_seconds;
-  r.latency_share = plan.latency_seconds / plan.seconds();
-  // Latency coefficients (step counts) by probing the model with one latency at a time.
-  auto latency = [&](const topologies::Cluster& k) {
-    return sim::plan_collective(k, *p.op, p.bytes, g, plan.algorithm).latency_seconds;
-  };
-  auto zero = cc;
-  zero.collectives = {};
-  r.fixed = latency(zero);
-  for (auto q : {Param::LaunchLatency, Param::StepLatencyIntra, Param::StepLatencyInter}) {
-    auto k = zero;
-    set(k, q, 1.0);
-    r.coef[int(q)] = latency(k) - r.fixed;
-  }
-  // Bandwidth: seconds at efficiency 1 on the bottleneck, times 1 / efficiency.
-  if (r.nvlink_bound) r.coef[int(Param::IntraEfficiency)] = plan.nvlink_seconds * cc.intra.efficiency;
-  else r.coef[int(Param::NicEfficiency)] = plan.network_seconds * cc.nics.efficiency;
-  return r;
-}
+constexpr int kMaxIterations = 200;
+constexpr double kHuber = 0.05;        // log-errors past 5% count linearly
+constexpr double kDetermined = 0.02;   // a parameter moves some point's time by 2% over its range
 
 std::string covers(const topologies::Cluster& c, const Point& p) {
   if (!p.op) return fmt::format("the model has no {}", p.op_name);
@@ -92,142 +26,53 @@ std::string covers(const topologies::Cluster& c, const Point& p) {
   return {};
 }
 
-// Does the data determine each parameter? Fills status/why for the held ones.
-void choose_free(const std::vector<Row>& rows, const FitOptions& o, std::array<ParamFit, kParams>& st) {
-  for (int j = 0; j < kParams; ++j) {
-    st[j].status = ParamFit::Status::Fitted;
-    st[j].why.clear();
-    if (std::find(o.hold.begin(), o.hold.end(), param(j)) != o.hold.end()) {
-      st[j].status = ParamFit::Status::Held;
-      st[j].why = "on request (--hold)";
-      continue;
-    }
-    bool any = false, dominant = false;
-    for (const auto& r : rows) {
-      if (r.coef[j] == 0) continue;
-      any = true;
-      const double share = is_latency(param(j)) ? r.latency_share : 1 - r.latency_share;
-      dominant = dominant || share >= o.dominant_share;
-    }
-    if (!any)
-      st[j].why = is_latency(param(j)) ? "no point takes such a step" : "no point is limited by this link";
-    else if (!dominant)
-      st[j].why = is_latency(param(j)) ? "no point is latency-bound (small messages are needed)"
-                                       : "no point is bandwidth-bound on this link (large messages are needed)";
-    if (!st[j].why.empty()) st[j].status = ParamFit::Status::Held;
-  }
-  // Latencies must be separable on the latency-bound points, efficiencies on the bandwidth-bound
-  // ones. Hold in priority order until they are: launch latency first (it only adds a constant).
-  for (bool latency_group : {true, false}) {
-    std::vector<const Row*> dom;
-    for (const auto& r : rows)
-      if ((latency_group ? r.latency_share : 1 - r.latency_share) >= o.dominant_share) dom.push_back(&r);
-    for (;;) {
-      std::vector<int> free;
-      for (int j = 0; j < kParams; ++j)
-        if (is_latency(param(j)) == latency_group && st[j].status == ParamFit::Status::Fitted) free.push_back(j);
-      if (free.empty()) break;
-      Eigen::MatrixXd A(dom.size(), free.size());
-      for (std::size_t i = 0; i < dom.size(); ++i)
-        for (std::size_t k = 0; k < free.size(); ++k) A(i, k) = dom[i]->coef[free[k]] / dom[i]->t;
-      for (Eigen::Index k = 0; k < A.cols(); ++k) A.col(k).normalize();
-      Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
-      qr.setThreshold(kRankThreshold);
-      if (qr.rank() == A.cols()) break;
-      std::string others;
-      for (std::size_t k = 1; k < free.size(); ++k) others += (k > 1 ? ", " : "") + std::string(param_key(param(free[k])));
-      st[free[0]].status = ParamFit::Status::Held;
-      st[free[0]].why = fmt::format("not separable from {} on these points (they all take the same steps)", others);
-    }
-  }
+sim::CollectivePlan plan_point(const topologies::Cluster& c, const Point& p) {
+  auto cc = cluster_for(c, p);
+  if (p.algos) cc.nccl.algos = p.algos;
+  return sim::plan_collective(cc, *p.op, p.bytes, sim::whole_cluster(cc),
+                              sim::PlanOptions{.gpus_per_process = p.gpus_per_process});
 }
 
-// Weighted least squares over the free parameters, with the physical bounds enforced by holding
-// a violating parameter at its bound and solving again.
-std::array<double, kParams> solve(const std::vector<Row>& rows, std::array<double, kParams> x,
-                                  std::array<ParamFit, kParams>& st) {
-  for (;;) {
-    std::vector<int> free;
-    for (int j = 0; j < kParams; ++j)
-      if (st[j].status == ParamFit::Status::Fitted) free.push_back(j);
-    if (free.empty()) return x;
-    Eigen::MatrixXd A(rows.size(), free.size());
-    Eigen::VectorXd b(rows.size());
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      double rhs = r.t - r.fixed;  // move the held parameters' share to the right-hand side
-      for (int j = 0; j < kParams; ++j)
-        if (st[j].status != ParamFit::Status::Fitted) rhs -= r.coef[j] * x[j];
-      b(i) = rhs / r.t;  // relative error: divide each equation by the measured time
-      for (std::size_t k = 0; k < free.size(); ++k) A(i, k) = r.coef[free[k]] / r.t;
-    }
-    Eigen::VectorXd scale = A.colwise().norm().transpose();
-    for (Eigen::Index k = 0; k < A.cols(); ++k) A.col(k) /= scale(k);
-    const Eigen::VectorXd y = A.colPivHouseholderQr().solve(b);
-    bool clipped = false;
-    for (std::size_t k = 0; k < free.size(); ++k) {
-      const int j = free[k];
-      const double v = y(k) / scale(k);
-      x[j] = v;
-      const double bound = is_latency(param(j)) ? 0.0 : 1.0;  // latency >= 0, 1 / efficiency >= 1
-      if (v < bound) {
-        x[j] = bound;
-        clipped = true;
-        st[j].status = ParamFit::Status::AtBound;
-        st[j].why = is_latency(param(j))
-                        ? fmt::format("the fit wants {:.3g} us < 0: the points are faster than the fixed link "
-                                      "latencies allow; held at 0",
-                                      v * 1e6)
-                        : fmt::format("the fit wants efficiency {:.3f} > 1: the measured bandwidth exceeds what "
-                                      "the model's algorithm can get from this link (e.g. NVLink SHARP, or a "
-                                      "tree that moves fewer bytes than modelled); held at 1",
-                                      1 / v);
-      }
-    }
-    if (!clipped) return x;
+// The samples' clusters with values x of parameters ids.
+std::vector<topologies::Cluster> apply(const std::vector<Sample>& samples, const std::vector<ParamId>& ids,
+                                       const std::vector<double>& x) {
+  std::vector<topologies::Cluster> out;
+  out.reserve(samples.size());
+  for (const auto& s : samples) {
+    auto c = s.cluster;
+    for (std::size_t j = 0; j < ids.size(); ++j) set(c, ids[j], x[j]);
+    out.push_back(std::move(c));
   }
-}
-
-topologies::Cluster with(const topologies::Cluster& c, const std::array<double, kParams>& x) {
-  auto out = c;
-  for (int j = 0; j < kParams; ++j) set(out, param(j), x[j]);
   return out;
 }
 
+// log(model / measured) per sample.
+Eigen::VectorXd log_errors(const std::vector<Sample>& samples, const std::vector<ParamId>& ids,
+                           const std::vector<double>& x) {
+  const auto clusters = apply(samples, ids, x);
+  Eigen::VectorXd r(samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    r(i) = std::log(plan_point(clusters[i], samples[i].point).seconds() / samples[i].point.time_s);
+  return r;
+}
+
+// Huber weights: errors within kHuber count squared, beyond it linearly.
+Eigen::VectorXd huber_weights(const Eigen::VectorXd& r) {
+  Eigen::VectorXd w(r.size());
+  for (Eigen::Index i = 0; i < r.size(); ++i) w(i) = std::abs(r(i)) <= kHuber ? 1.0 : std::sqrt(kHuber / std::abs(r(i)));
+  return w;
+}
+
+double huber_loss(const Eigen::VectorXd& r) {
+  double s = 0;
+  for (Eigen::Index i = 0; i < r.size(); ++i) {
+    const double a = std::abs(r(i));
+    s += a <= kHuber ? a * a : kHuber * (2 * a - kHuber);
+  }
+  return s;
+}
+
 }  // namespace
-
-const char* param_key(Param p) {
-  switch (p) {
-    case Param::LaunchLatency: return "collectives.launch_latency";
-    case Param::StepLatencyIntra: return "collectives.step_latency_intra";
-    case Param::StepLatencyInter: return "collectives.step_latency_inter";
-    case Param::IntraEfficiency: return "intra_node.efficiency";
-    case Param::NicEfficiency: return "nics.efficiency";
-  }
-  return "?";
-}
-
-Param parse_param(const std::string& text, const std::string& what) {
-  std::string known;
-  std::vector<Param> by_suffix;  // "launch_latency" is unique; "efficiency" is not
-  for (int j = 0; j < kParams; ++j) {
-    const std::string key = param_key(param(j));
-    if (text == key) return param(j);
-    if (text == key.substr(key.find('.') + 1)) by_suffix.push_back(param(j));
-    known += (j ? ", " : "") + key;
-  }
-  if (by_suffix.size() == 1) return by_suffix.front();
-  throw InputError(fmt::format("{}: unknown parameter '{}'; expected one of: {}", what, text, known));
-}
-
-const char* to_string(ParamFit::Status s) {
-  switch (s) {
-    case ParamFit::Status::Fitted: return "fitted";
-    case ParamFit::Status::Held: return "held";
-    case ParamFit::Status::AtBound: return "at bound";
-  }
-  return "?";
-}
 
 double PointFit::predicted_busbw() const {
   if (!point.op || !(predicted_s > 0)) return 0;
@@ -241,107 +86,278 @@ topologies::Cluster cluster_for(const topologies::Cluster& c, const Point& p) {
   return out;
 }
 
-std::vector<PointFit> evaluate(const std::vector<Point>& points, const topologies::Cluster& c) {
+std::vector<PointFit> evaluate(const std::vector<Sample>& samples) {
   std::vector<PointFit> out;
-  for (const auto& p : points) {
+  for (const auto& s : samples) {
     PointFit f;
-    f.point = p;
-    f.skipped = covers(c, p);
+    f.point = s.point;
+    f.table = s.table;
+    f.skipped = covers(s.cluster, s.point);
     f.used = f.skipped.empty();
     if (f.used) {
-      const auto cc = cluster_for(c, p);
-      const auto plan = sim::plan_collective(cc, *p.op, p.bytes, sim::whole_cluster(cc), sim::Algorithm::Auto);
-      f.algorithm = plan.algorithm;
-      f.nvlink_bound = plan.nvlink_seconds >= plan.network_seconds;
-      f.predicted_s = plan.seconds();
-      f.latency_share = plan.latency_seconds / plan.seconds();
-      f.error = f.predicted_s / p.time_s - 1;
+      f.plan = plan_point(s.cluster, s.point);
+      f.predicted_s = f.plan.seconds();
+      f.error = f.predicted_s / s.point.time_s - 1;
     }
     out.push_back(std::move(f));
   }
   return out;
 }
 
-ErrorSummary summarize(const std::vector<PointFit>& points) {
+std::vector<PointFit> evaluate(const std::vector<Point>& points, const topologies::Cluster& c) {
+  std::vector<Sample> samples;
+  for (const auto& p : points) samples.push_back({p, c, ""});
+  return evaluate(samples);
+}
+
+const std::vector<Band>& size_bands() {
+  static const std::vector<Band> bands = {{"< 1 MiB", 0, 1 << 20},
+                                          {"1-64 MiB", 1 << 20, 64.0 * (1 << 20)},
+                                          {">= 64 MiB", 64.0 * (1 << 20), std::numeric_limits<double>::infinity()},
+                                          {"32 KiB-1 MiB", 32 * 1024, 1 << 20},
+                                          {">= 1 MiB", 1 << 20, std::numeric_limits<double>::infinity()}};
+  return bands;
+}
+
+ErrorSummary summarize(const std::vector<PointFit>& points, const Band& band) {
   ErrorSummary s;
+  std::vector<double> abs_errors;
   for (const auto& f : points) {
-    if (!f.used) continue;
-    ++s.points;
-    s.mean_abs += std::abs(f.error);
-    if (std::abs(f.error) >= s.max_abs) s.max_abs = std::abs(f.error), s.worst = f.point.where;
+    if (!f.used || f.point.bytes < band.lo || f.point.bytes >= band.hi) continue;
+    const double e = std::abs(f.error);
+    abs_errors.push_back(e);
+    s.mean_abs += e;
+    if (e >= s.max_abs) s.max_abs = e, s.worst = f.point.where;
   }
-  if (s.points) s.mean_abs /= s.points;
+  s.points = int(abs_errors.size());
+  if (abs_errors.empty()) return s;
+  s.mean_abs /= s.points;
+  std::sort(abs_errors.begin(), abs_errors.end());
+  const auto n = abs_errors.size();
+  s.median_abs = n % 2 ? abs_errors[n / 2] : (abs_errors[n / 2 - 1] + abs_errors[n / 2]) / 2;
+  // Nearest rank: the smallest error at or above which 10% of the points lie.
+  s.p90_abs = abs_errors[std::min(n - 1, std::size_t(std::ceil(0.9 * double(n))) - 1)];
   return s;
 }
 
+ErrorSummary summarize(const std::vector<PointFit>& points) {
+  return summarize(points, {"all", 0, std::numeric_limits<double>::infinity()});
+}
+
 FitResult fit(const std::vector<Point>& points, const topologies::Cluster& base, const FitOptions& opts) {
-  std::vector<const Point*> used;
+  std::vector<Sample> samples;
+  for (const auto& p : points) samples.push_back({p, base, ""});
+  return fit(samples, opts);
+}
+
+FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
+  std::vector<Sample> used;
   std::string why_not;
-  for (const auto& p : points) {
-    auto w = covers(base, p);
-    if (w.empty()) used.push_back(&p);
-    else if (why_not.empty()) why_not = fmt::format("{}: {}", p.where, w);
+  for (const auto& s : all) {
+    auto w = covers(s.cluster, s.point);
+    if (w.empty()) used.push_back(s);
+    else if (why_not.empty()) why_not = fmt::format("{}: {}", s.point.where, w);
   }
   if (used.empty()) throw InputError(fmt::format("no point is covered by the model (first: {})", why_not));
 
+  // The parameters these points depend on, each starting from the first cluster that has it.
+  std::vector<ParamId> ids;
+  std::vector<double> x;
+  for (const auto& s : used)
+    for (const auto& id : params_of(s.cluster, s.point))
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id), x.push_back(get(s.cluster, id));
   FitResult res;
-  std::array<double, kParams> x{};
-  for (int j = 0; j < kParams; ++j) {
-    x[j] = get(base, param(j));
-    res.params[j].param = param(j);
-    res.params[j].base = x[j];
+  for (std::size_t j = 0; j < ids.size(); ++j) res.params.push_back({ids[j], ParamFit::Status::Fitted, x[j], x[j], {}});
+
+  // Which parameters the data determines: moving one across its typical range must move some
+  // point's time by kDetermined.
+  const Eigen::VectorXd r0 = log_errors(used, ids, x);
+  for (std::size_t j = 0; j < ids.size(); ++j) {
+    auto& pf = res.params[j];
+    if (std::find(opts.hold.begin(), opts.hold.end(), ids[j].param) != opts.hold.end()) {
+      pf.status = ParamFit::Status::Held, pf.why = "on request (--hold)";
+      continue;
+    }
+    const bool freed = std::find(opts.free.begin(), opts.free.end(), ids[j].param) != opts.free.end();
+    if (ids[j].param == Param::LaunchLatency && !freed) {
+      pf.status = ParamFit::Status::Held,
+      pf.why = "NCCL's base latency per algorithm and protocol stands for it (--free to fit it)";
+      continue;
+    }
+    if (ids[j].param == Param::NvlsChunkOverhead && !freed) {
+      pf.status = ParamFit::Status::Held,
+      pf.why = "the NVLS pipeline fill stands for it; NVLS trees pin it to what single nodes do not show (--free "
+               "to fit it)";
+      continue;
+    }
+    const Range rg = range(ids[j].param);
+    auto moved = x;
+    moved[j] = x[j] + rg.scale <= rg.hi ? x[j] + rg.scale : x[j] - rg.scale;
+    const double sens = (log_errors(used, ids, moved) - r0).cwiseAbs().maxCoeff();
+    if (sens < kDetermined)
+      pf.status = ParamFit::Status::Held,
+      pf.why = fmt::format("no point's time moves by {:.0f}% with it (at most {:.2f}%): the data does not "
+                           "determine it",
+                           kDetermined * 100, sens * 100);
   }
-  auto score = [&](const topologies::Cluster& c) {
-    double sse = 0;
-    for (const auto& f : evaluate(points, c))
-      if (f.used) sse += f.error * f.error;
-    return sse;
+  std::vector<int> free;
+  for (std::size_t j = 0; j < ids.size(); ++j)
+    if (res.params[j].status == ParamFit::Status::Fitted) free.push_back(int(j));
+
+  auto clip = [&](std::vector<double>& v) {
+    for (int j : free) v[j] = std::clamp(v[j], range(ids[j].param).lo, range(ids[j].param).hi);
   };
-  auto cur = base;
-  std::vector<Row> prev;
-  std::array<ParamFit, kParams> prev_st = res.params;
-  double best_score = std::numeric_limits<double>::infinity();
-  topologies::Cluster best = base;
-  std::array<ParamFit, kParams> best_st = res.params;
-  for (res.iterations = 0; res.iterations < kMaxIterations; ++res.iterations) {
-    std::vector<Row> all, rows;
-    for (const Point* p : used) all.push_back(linearize(cur, *p));
-    for (auto& r : all) {
-      r.in_fit = std::max(r.latency_share, 1 - r.latency_share) >= opts.dominant_share;
-      if (r.in_fit) rows.push_back(r);
-    }
-    if (rows.empty()) throw InputError("no point is dominated by latency or by bandwidth");
-    auto st = res.params;
-    choose_free(rows, opts, st);
-    for (int j = 0; j < kParams; ++j)  // a held parameter keeps its base value
-      if (st[j].status == ParamFit::Status::Held) x[j] = get(base, param(j));
-    // Converged when the choices made at the last solution are the ones it was solved under.
-    bool same = res.iterations > 0 && all == prev;
-    for (int j = 0; j < kParams && same; ++j)
-      same = (st[j].status == ParamFit::Status::Held) == (prev_st[j].status == ParamFit::Status::Held);
-    if (same) {
-      res.converged = true;
-      break;
-    }
-    auto x_new = solve(rows, x, st);
-    cur = with(base, x_new);
-    x = x_new;
-    prev = std::move(all);
-    prev_st = st;
-    if (const double s = score(cur); s < best_score) best_score = s, best = cur, best_st = st;
+  // The depths and overheads switch algorithms on and off, so the loss has several basins: start
+  // from the given values and from each such parameter at a few typical-range units, keep the best.
+  const std::vector<double> x_start = x;
+  std::vector<std::vector<double>> starts = {x_start};
+  for (double units : {3.0, 10.0}) {
+    auto v = x_start;
+    for (int j : free)
+      if (!is_efficiency(ids[j].param) && ids[j].param != Param::TransportLatency) v[j] = units * range(ids[j].param).scale;
+    clip(v);
+    starts.push_back(v);
   }
-  if (!res.converged) cur = best, prev_st = best_st;  // the choices cycle: keep the best solution seen
-  for (int j = 0; j < kParams; ++j) {
-    res.params[j] = prev_st[j];
-    res.params[j].base = get(base, param(j));
-    res.params[j].value = get(cur, param(j));
-    if (!is_latency(param(j))) res.params[j].base = 1 / res.params[j].base, res.params[j].value = 1 / res.params[j].value;
+  // The starting values' pull, as extra residual rows: sqrt(w) (x - x0) / sigma.
+  auto prior_terms = [&](const std::vector<double>& v) {
+    double s2 = 0;
+    for (int j : free)
+      if (const double sg = prior_sigma(ids[j].param); sg > 0) s2 += opts.prior_weight * std::pow((v[j] - x_start[j]) / sg, 2);
+    return s2;
+  };
+  auto total_loss = [&](const Eigen::VectorXd& r_data, const std::vector<double>& v) {
+    return huber_loss(r_data) + prior_terms(v);
+  };
+  std::vector<double> best_x = x_start;
+  double best_loss = std::numeric_limits<double>::infinity();
+  int total_iterations = 0;
+  for (const auto& start : starts) {
+  x = start;
+  Eigen::VectorXd r = log_errors(used, ids, x);
+  double loss = total_loss(r, x);
+  double lambda = 1e-2;
+  // Levenberg-Marquardt on Huber-weighted log-errors, in units of each parameter's range.
+  for (res.iterations = 0; res.iterations < kMaxIterations && !free.empty(); ++res.iterations) {
+    const Eigen::VectorXd w = huber_weights(r);
+    Eigen::MatrixXd J(r.size(), free.size());
+    for (std::size_t k = 0; k < free.size(); ++k) {
+      const int j = free[k];
+      const Range rg = range(ids[j].param);
+      // A step of 1% of the range; backwards at the upper bound. Algorithm switches make the model
+      // piecewise smooth, so steps much smaller than that see no slope where one exists.
+      const double h = (x[j] + 0.01 * rg.scale <= rg.hi ? 1 : -1) * 0.01 * rg.scale;
+      auto moved = x;
+      moved[j] += h;
+      J.col(k) = (log_errors(used, ids, moved) - r) / (h / rg.scale);
+    }
+    const Eigen::MatrixXd Jw = w.asDiagonal() * J;
+    const Eigen::VectorXd rw = w.cwiseProduct(r);
+    Eigen::MatrixXd A = Jw.transpose() * Jw;
+    Eigen::VectorXd g = Jw.transpose() * rw;
+    for (std::size_t k = 0; k < free.size(); ++k)
+      if (const double sg = prior_sigma(ids[free[k]].param); sg > 0 && opts.prior_weight > 0) {
+        const double jp = std::sqrt(opts.prior_weight) * range(ids[free[k]].param).scale / sg;
+        A(k, k) += jp * jp;
+        g(k) += jp * std::sqrt(opts.prior_weight) * (x[free[k]] - x_start[free[k]]) / sg;
+      }
+    bool improved = false;
+    for (int tries = 0; tries < 12 && !improved; ++tries) {
+      Eigen::MatrixXd M = A;
+      M.diagonal() += lambda * (A.diagonal().array() + 1e-9).matrix();
+      const Eigen::VectorXd step = M.ldlt().solve(-g);
+      auto trial = x;
+      for (std::size_t k = 0; k < free.size(); ++k) trial[free[k]] += step(k) * range(ids[free[k]].param).scale;
+      clip(trial);
+      const Eigen::VectorXd rt = log_errors(used, ids, trial);
+      const double lt = total_loss(rt, trial);
+      if (lt < loss - 1e-12) {
+        improved = loss - lt > 1e-10 * std::max(1.0, loss);
+        x = trial, r = rt, loss = lt;
+        lambda = std::max(lambda / 3, 1e-7);
+        if (!improved) break;
+      } else {
+        lambda *= 4;
+      }
+    }
+    if (!improved) break;
   }
-  res.cluster = cur;
-  res.points = evaluate(points, cur);
-  for (auto& f : res.points)
-    f.fitted = f.used && std::max(f.latency_share, 1 - f.latency_share) >= opts.dominant_share;
+  // Algorithm and protocol switches leave kinks that stop a gradient method short: polish with a
+  // bounded Nelder-Mead simplex in the same units, then let Levenberg-Marquardt finish again.
+  if (!free.empty()) {
+    const int n = int(free.size());
+    auto point = [&](const Eigen::VectorXd& u) {
+      auto v = x;
+      for (int k = 0; k < n; ++k) v[free[k]] = u(k) * range(ids[free[k]].param).scale;
+      clip(v);
+      return v;
+    };
+    auto cost = [&](const Eigen::VectorXd& u) {
+      const auto v = point(u);
+      return total_loss(log_errors(used, ids, v), v);
+    };
+    std::vector<Eigen::VectorXd> simplex(n + 1, Eigen::VectorXd(n));
+    std::vector<double> f(n + 1);
+    for (int k = 0; k < n; ++k) simplex[0](k) = x[free[k]] / range(ids[free[k]].param).scale;
+    for (int i = 1; i <= n; ++i) {
+      simplex[i] = simplex[0];
+      simplex[i](i - 1) += simplex[0](i - 1) > 0.5 ? -0.25 * simplex[0](i - 1) : 0.5;
+    }
+    for (int i = 0; i <= n; ++i) f[i] = cost(simplex[i]);
+    for (int it = 0; it < 400 * n; ++it) {
+      std::vector<int> order(n + 1);
+      for (int i = 0; i <= n; ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](int a, int b) { return f[a] < f[b]; });
+      const int best = order[0], worst = order[n], second = order[n - 1];
+      if (f[worst] - f[best] < 1e-10 * std::max(1.0, f[best])) break;
+      Eigen::VectorXd centre = Eigen::VectorXd::Zero(n);
+      for (int i = 0; i <= n; ++i)
+        if (i != worst) centre += simplex[i] / n;
+      auto towards = [&](double t) { Eigen::VectorXd v = centre + t * (simplex[worst] - centre); return v; };
+      const Eigen::VectorXd xr = towards(-1);
+      const double fr = cost(xr);
+      if (fr < f[best]) {
+        const Eigen::VectorXd xe = towards(-2);
+        const double fe = cost(xe);
+        if (fe < fr) simplex[worst] = xe, f[worst] = fe;
+        else simplex[worst] = xr, f[worst] = fr;
+      } else if (fr < f[second]) {
+        simplex[worst] = xr, f[worst] = fr;
+      } else {
+        const Eigen::VectorXd xc = towards(0.5);
+        const double fc = cost(xc);
+        if (fc < f[worst]) {
+          simplex[worst] = xc, f[worst] = fc;
+        } else {
+          for (int i = 0; i <= n; ++i)
+            if (i != best) simplex[i] = simplex[best] + 0.5 * (simplex[i] - simplex[best]), f[i] = cost(simplex[i]);
+        }
+      }
+    }
+    const int best = int(std::min_element(f.begin(), f.end()) - f.begin());
+    if (f[best] < loss) x = point(simplex[best]), r = log_errors(used, ids, x), loss = f[best];
+  }
+  total_iterations += res.iterations;
+  if (loss < best_loss) best_loss = loss, best_x = x;
+  }
+  x = best_x;
+  res.iterations = total_iterations;
+  for (int j : free) {
+    auto& pf = res.params[j];
+    pf.value = x[j];
+    const Range rg = range(ids[j].param);
+    const bool at_lo = x[j] <= rg.lo + 1e-12 * std::max(1.0, rg.scale), at_hi = x[j] >= rg.hi - 1e-12;
+    if (at_lo || at_hi)
+      pf.status = ParamFit::Status::AtBound,
+      pf.why = fmt::format("the data wants it {} its physical range [{}, {}]: held at the bound", at_lo ? "below" : "above",
+                           format_param(ids[j].param, rg.lo), format_param(ids[j].param, rg.hi));
+  }
+  // Report against all input samples, with the fitted values.
+  std::vector<Sample> fitted = all;
+  for (auto& s : fitted)
+    for (std::size_t j = 0; j < ids.size(); ++j) set(s.cluster, ids[j], x[j]);
+  res.points = evaluate(fitted);
   res.error = summarize(res.points);
+  for (auto& s : fitted) res.clusters.push_back(s.cluster);
   return res;
 }
 

@@ -77,6 +77,7 @@ struct RunHeader {
   int op_line = 0;
   std::vector<std::string> hosts;    // one per "#  Rank N ... on HOST" line
   bool wrong_is_count = true;        // "#wrong" column (counts) vs old "error" column (max abs error)
+  int gpus_per_thread = 1;           // "# nThread 1 nGpus 8 ...": one thread launches 8 GPUs' kernels
 };
 
 void read_comment(std::string_view line, RunHeader& h, int lineno) {
@@ -87,6 +88,8 @@ void read_comment(std::string_view line, RunHeader& h, int lineno) {
     h.op_line = lineno;
   } else if (!tok.empty() && tok[0] == "nThread") {
     h.hosts.clear();  // old versions start a run here
+    auto g = std::find(tok.begin(), tok.end(), "nGpus");
+    if (g != tok.end() && g + 1 != tok.end()) h.gpus_per_thread = std::max(1, std::atoi(std::string(*(g + 1)).c_str()));
   } else if (!tok.empty() && tok[0] == "Rank") {
     auto on = std::find(tok.begin(), tok.end(), "on");
     if (on != tok.end() && on + 1 != tok.end()) h.hosts.emplace_back(*(on + 1));
@@ -205,6 +208,7 @@ std::vector<Point> parse_nccl_tests(std::string_view text, const std::string& fi
     p.algbw = *pl[best].alg * 1e9;
     p.busbw = *pl[best].bus * 1e9;
     p.where = where;
+    p.gpus_per_process = h.gpus_per_thread;
     out.push_back(std::move(p));
   }
   if (out.empty()) throw InputError(fmt::format("{}: no nccl-tests result rows found", file));

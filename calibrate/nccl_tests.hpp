@@ -25,6 +25,9 @@ struct Point {
   double busbw = 0;                      // bytes/s
   bool time_derived = false;             // time_s computed from a published busbw (no time published)
   std::string where;                     // "file:line" or a published entry id
+  int gpus_per_process = 1;              // nccl-tests -g: GPUs one thread launches (nGpus in the header)
+  unsigned algos = 0;                    // NCCL algorithms the run allowed (NcclPins mask), 0 = the cluster's
+  std::string source;                    // who published it (S01, ...): the unit left out in validation
   int ranks() const { return nodes * gpus_per_node; }
 };
 
@@ -55,6 +58,7 @@ struct PublishedGroup {
   std::string source;          // source.url (source.repo + path when no url)
   std::string algorithm_note;  // setup.algorithm_hint / algorithm_default, when published
   std::string measurement;     // which published column became time_s
+  std::string source_key;      // the source's key in the file (S01, S02, S12)
   std::vector<Point> points;   // point.where = entry id
 };
 

@@ -1,5 +1,6 @@
-// Writing a fit as a calibration profile: cluster-YAML overrides plus a comment header that
-// says how it was made (command, data, base cluster) and how well it fits (residuals).
+// Writing a fit as a calibration profile: cluster-YAML overrides (or, for a fit over several
+// tables, the values per scope) plus a comment header that says how it was made (command, data,
+// base clusters) and how well it fits (residuals per point, per size band).
 #pragma once
 
 #include "calibrate/fit.hpp"
@@ -16,18 +17,22 @@ topologies::Cluster load_cluster_arg(const std::string& arg, const std::string& 
 struct Provenance {
   std::string command;             // the exact command line that produced the profile
   std::vector<std::string> data;   // one line each: inputs, sources, caveats
-  std::string base_cluster;        // the --cluster argument
+  std::string base_cluster;        // the --cluster argument ("" for several tables)
 };
 
-// The profile's text. The `cluster:` map holds `preset:` (and `nodes:`, `gpu:`) when the base is
-// a preset, and only the parameters the fit determined; held ones are listed in the comments.
-// load_cluster() reads it back.
+// One table's fit: a `cluster:` map holding `preset:` (and `nodes:`, `gpu:`) when the base is a
+// preset, and only the parameters the fit determined; load_cluster() reads it back.
+// Several tables: the fitted values by scope (collectives, intra_node.<name>, transports.<name>).
 std::string profile_yaml(const FitResult& fit, const Provenance& how);
+// A transport profile (topologies::load_transport reads it) for transport `name`, with the fitted
+// latency and efficiency; InputError when the fit has no such transport.
+std::string transport_yaml(const FitResult& fit, const Provenance& how, const topologies::Transport& base);
 
 // The residual table, one line per point (also used by the CLI).
 std::string residual_table(const std::vector<PointFit>& points, const std::string& prefix);
-
-// "12.3 us" / "0.8123": how parameter values are written.
-std::string format_param(Param p, double value);
+// The fitted parameters, one line each.
+std::string param_table(const FitResult& fit, const std::string& prefix);
+// "points  median  p90  max" per size band.
+std::string band_line(const std::vector<PointFit>& points);
 
 }  // namespace tagcsim::calibrate

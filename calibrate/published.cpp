@@ -59,16 +59,19 @@ struct Measured {
   double time_s = 0, algbw = 0, busbw = 0;
   bool derived = false;
   std::string column;
+  unsigned algos = 0;  // NCCL algorithms the run allowed, 0 = default
 };
 
-// The three shapes `measured:` takes in the file.
-Measured read_measured(const Input& m, std::optional<sim::CollectiveOp> op, int ranks, double bytes) {
+// The three shapes `measured:` takes in the file. A GPU-count sweep that published bus bandwidth with
+// and without NVLink SHARP gives two points: the default run and the NVLS-off one (NCCL_NVLS_ENABLE=0,
+// so ring or tree).
+std::vector<Measured> read_measured(const Input& m, std::optional<sim::CollectiveOp> op, int ranks, double bytes) {
   auto gbps = [](const Input& map, std::string_view key) {
     auto v = map.find(key);
     return v ? v->as_non_negative() * 1e9 : 0.0;
   };
   if (m.has("time_us"))
-    return {m["time_us"].as_positive() * 1e-6, gbps(m, "algbw_GBps"), gbps(m, "busbw_GBps"), false, "time_us"};
+    return {{m["time_us"].as_positive() * 1e-6, gbps(m, "algbw_GBps"), gbps(m, "busbw_GBps"), false, "time_us"}};
   if (m.has("out_of_place") || m.has("in_place")) {
     // Both placements time the same collective; noise only adds time, so take the faster.
     Measured best;
@@ -79,19 +82,22 @@ Measured read_measured(const Input& m, std::optional<sim::CollectiveOp> op, int 
       if (best.time_s == 0 || t < best.time_s)
         best = {t, gbps(*p, "algbw_GBps"), gbps(*p, "busbw_GBps"), false, "min(out_of_place, in_place).time_us"};
     }
-    return best;
+    return {best};
   }
-  // Only a bus bandwidth was published (GPU-count sweeps). The model has rings and trees, not
-  // NVLink SHARP, so the run with NVLS disabled is the one it covers; time = factor * S / busbw.
-  for (auto key : {"busbw_GBps_NCCL_NVLS_ENABLE_0", "busbw_GBps_default", "busbw_GBps"}) {
+  // Only a bus bandwidth was published (GPU-count sweeps): time = factor * S / busbw.
+  std::vector<Measured> out;
+  for (auto key : {"busbw_GBps_default", "busbw_GBps", "busbw_GBps_NCCL_NVLS_ENABLE_0"}) {
     auto v = m.find(key);
     if (!v) continue;
     if (!op) v->fail("a time can only be derived from busbw for collectives the model has");
     const double bus = v->as_positive() * 1e9;
     const double t = sim::bus_factor(*op, ranks) * bytes / bus;
-    return {t, bytes / t, bus, true, fmt::format("{} (time derived: bus factor x bytes / busbw)", key)};
+    const bool nvls_off = std::string(key).find("NVLS_ENABLE_0") != std::string::npos;
+    out.push_back({t, bytes / t, bus, true, fmt::format("{} (time derived: bus factor x bytes / busbw)", key),
+                   nvls_off ? unsigned(topologies::NcclPins::Ring | topologies::NcclPins::Tree) : 0u});
   }
-  m.fail("expected time_us, out_of_place/in_place, or busbw_GBps_* keys");
+  if (out.empty()) m.fail("expected time_us, out_of_place/in_place, or busbw_GBps_* keys");
+  return out;
 }
 
 }  // namespace
@@ -120,52 +126,62 @@ std::vector<PublishedGroup> load_published(const std::string& path) {
     if (setup["nranks"].as_int() != std::int64_t(nodes) * gpn)
       setup["nranks"].fail(fmt::format("expected nodes x gpus_per_node = {} x {} ranks", nodes, gpn));
     const std::string collective = setup["collective"].as_string();
-    Point p;
-    p.op_name = collective;
+    Point base;
+    base.op_name = collective;
     for (auto op : {sim::CollectiveOp::AllGather, sim::CollectiveOp::ReduceScatter, sim::CollectiveOp::AllReduce,
                     sim::CollectiveOp::Reduce, sim::CollectiveOp::Broadcast})
-      if (collective == sim::to_string(op)) p.op = op;
-    p.nodes = nodes;
-    p.gpus_per_node = gpn;
-    p.bytes = setup["message_bytes"].as_positive();
-    const Measured m = read_measured(e["measured"], p.op, p.ranks(), p.bytes);
-    p.time_s = m.time_s;
-    p.algbw = m.algbw;
-    p.busbw = m.busbw;
-    p.time_derived = m.derived;
-    p.where = id;
+      if (collective == sim::to_string(op)) base.op = op;
+    base.nodes = nodes;
+    base.gpus_per_node = gpn;
+    base.bytes = setup["message_bytes"].as_positive();
+    base.source = opt_string(src, "ref");
+    // nccl-tests -g N: one process launching N GPUs (the command line, or the launch note).
+    for (const std::string& text : {opt_string(setup, "command"), opt_string(setup, "launch")})
+      if (auto at = text.find("-g "); at != std::string::npos)
+        base.gpus_per_process = std::max(1, std::atoi(text.c_str() + at + 3));
+    for (const Measured& m : read_measured(e["measured"], base.op, base.ranks(), base.bytes)) {
+      Point p = base;
+      p.algos = m.algos;
+      p.time_s = m.time_s;
+      p.algbw = m.algbw;
+      p.busbw = m.busbw;
+      p.time_derived = m.derived;
+      p.where = id + (m.algos ? " (NVLS off)" : "");
 
-    const std::string inter = opt_string(hw, "inter_node");
-    const std::string version = opt_string(setup, "nccl_version") + opt_string(hw, "software");
-    const std::string source =
-        src.has("url") ? opt_string(src, "url") : opt_string(src, "repo") + "/" + opt_string(src, "path");
-    // One table = one source, one machine, one benchmark run, one collective, one kind of column.
-    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", source, hw["gpu"].as_string(),
-                                        opt_string(hw, "intra_node"), inter, nodes, opt_string(setup, "benchmark"),
-                                        version, collective, m.column);
-    auto [it, fresh] = index.try_emplace(key, groups.size());
-    if (fresh) {
-      PublishedGroup g;
-      g.collective = collective;
-      g.gpu = hw["gpu"].as_string();
-      g.intra_node = opt_string(hw, "intra_node");
-      g.inter_node = inter;
-      g.nodes = nodes;
-      g.source = source;
-      g.measurement = m.column;
-      groups.push_back(std::move(g));
+      const std::string inter = opt_string(hw, "inter_node");
+      const std::string version = opt_string(setup, "nccl_version") + opt_string(hw, "software");
+      const std::string source =
+          src.has("url") ? opt_string(src, "url") : opt_string(src, "repo") + "/" + opt_string(src, "path");
+      // One table = one source, one machine, one benchmark run, one collective, one kind of column.
+      const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", source, hw["gpu"].as_string(),
+                                          opt_string(hw, "intra_node"), inter, nodes, opt_string(setup, "benchmark"),
+                                          version, collective, m.column);
+      auto [it, fresh] = index.try_emplace(key, groups.size());
+      if (fresh) {
+        PublishedGroup g;
+        g.collective = collective;
+        g.gpu = hw["gpu"].as_string();
+        g.intra_node = opt_string(hw, "intra_node");
+        g.inter_node = inter;
+        g.nodes = nodes;
+        g.source = source;
+        g.source_key = p.source;
+        g.measurement = m.column;
+        groups.push_back(std::move(g));
+      }
+      PublishedGroup& g = groups[it->second];
+      for (auto k : {"algorithm_hint", "algorithm_default"}) {
+        const std::string note = opt_string(setup, k);
+        const std::string tagged = fmt::format("{}: {}", k, note);
+        if (!note.empty() && !contains(g.algorithm_note, tagged))
+          g.algorithm_note += (g.algorithm_note.empty() ? "" : "; ") + tagged;
+      }
+      g.points.push_back(std::move(p));
+      ids[it->second].push_back(id);
     }
-    PublishedGroup& g = groups[it->second];
-    for (auto k : {"algorithm_hint", "algorithm_default"}) {
-      const std::string note = opt_string(setup, k);
-      const std::string tagged = fmt::format("{}: {}", k, note);
-      if (!note.empty() && !contains(g.algorithm_note, tagged))
-        g.algorithm_note += (g.algorithm_note.empty() ? "" : "; ") + tagged;
-    }
-    g.points.push_back(std::move(p));
-    ids[it->second].push_back(id);
   }
-  for (std::size_t i = 0; i < groups.size(); ++i) groups[i].name = group_name(ids[i]);
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    groups[i].name = group_name(ids[i]) + (groups[i].points.front().algos ? "-nvls-off" : "");
   return groups;
 }
 
@@ -176,7 +192,15 @@ std::string published_base_cluster(const PublishedGroup& g) {
   const bool efa = contains(g.inter_node, "EFA");
   if (efa && a100) return fmt::format("{{preset: aws-p4de, nodes: {}}}", g.nodes);
   if (efa && h100) return fmt::format("{{preset: aws-p5, nodes: {}}}", g.nodes);
+  if (efa && h200) return fmt::format("{{preset: aws-p5, nodes: {}, gpu: h200-sxm}}", g.nodes);  // p5e
   if (efa) return {};
+  // Other clouds' fabrics, by the transport the table names (TCPXO before TCPX: it contains it).
+  const std::string gpu = h200 ? ", gpu: h200-sxm" : "";
+  if (contains(g.inter_node, "TCPXO")) return fmt::format("{{preset: gcp-a3-mega, nodes: {}{}}}", g.nodes, gpu);
+  if (contains(g.inter_node, "TCPX")) return fmt::format("{{preset: gcp-a3-high, nodes: {}{}}}", g.nodes, gpu);
+  if (contains(g.inter_node, "RoCE") && (h100 || h200))
+    return h200 ? fmt::format("{{preset: gcp-a3-ultra, nodes: {}}}", g.nodes)
+                : fmt::format("{{preset: oci-h100-roce, nodes: {}}}", g.nodes);
   if (g.nodes == 1 || contains(g.inter_node, "InfiniBand")) {
     if (a100) return fmt::format("{{preset: dgx-a100-ib200, nodes: {}}}", g.nodes);
     if (h100) return fmt::format("{{preset: dgx-h100-ib400, nodes: {}}}", g.nodes);

@@ -1,5 +1,7 @@
 #include "common/input.hpp"
 
+#include "common/text.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,41 +10,16 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <span>
 #include <sstream>
 
 namespace tagcsim {
 namespace {
 
-struct UnitScale {
-  std::string_view name;
-  double scale;
-};
-
-constexpr UnitScale kBandwidthUnits[] = {
-    {"B/s", 1},        {"KB/s", 1e3},       {"MB/s", 1e6},       {"GB/s", 1e9},
-    {"TB/s", 1e12},    {"KiB/s", 1024.0},   {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
-    {"b/s", 0.125},    {"bps", 0.125},      {"Kb/s", 125.0},     {"Kbps", 125.0},
-    {"Mb/s", 1.25e5},  {"Mbps", 1.25e5},    {"Gb/s", 1.25e8},    {"Gbps", 1.25e8},
-    {"Gbit/s", 1.25e8}, {"GbE", 1.25e8},    {"Tb/s", 1.25e11},   {"Tbps", 1.25e11},
-};
-constexpr UnitScale kTimeUnits[] = {
-    {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"µs", 1e-6}, {"ns", 1e-9},
-};
-constexpr UnitScale kByteUnits[] = {
-    {"B", 1},          {"KB", 1e3},          {"MB", 1e6},           {"GB", 1e9},
-    {"TB", 1e12},      {"KiB", 1024.0},      {"MiB", 1048576.0},    {"GiB", 1073741824.0},
-    {"TiB", 1099511627776.0},
-};
-constexpr UnitScale kFlopUnits[] = {
-    {"FLOP/s", 1}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15},
-    {"GFLOPS", 1e9}, {"TFLOPS", 1e12}, {"PFLOPS", 1e15},
-};
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
+using detail::edit_distance;
+using detail::join;
+using detail::lower;
+using detail::trim;
 
 std::optional<double> parse_number(std::string_view s) {
   s = trim(s);
@@ -55,71 +32,88 @@ std::optional<double> parse_number(std::string_view s) {
   return v;
 }
 
-// "400 Gb/s" -> 5e10 with the table's scale. A bare number means scale 1.
-template <std::size_t N>
-std::optional<double> parse_quantity(std::string_view text, const UnitScale (&units)[N]) {
-  text = trim(text);
-  if (auto v = parse_number(text)) return v;
-  for (const auto& u : units) {
-    if (text.size() > u.name.size() && text.substr(text.size() - u.name.size()) == u.name) {
-      if (auto v = parse_number(text.substr(0, text.size() - u.name.size()))) return *v * u.scale;
+// Plain-language advice for a YAML syntax error reported at `line` (1-based).
+std::string yaml_hint(const std::string& text, int& line, const std::string& msg) {
+  std::stringstream ss(text);
+  int n = 0;
+  for (std::string l; std::getline(ss, l);) {
+    ++n;
+    const auto indent = l.find_first_not_of(" \t");
+    if (l.substr(0, indent == std::string::npos ? l.size() : indent).find('\t') != std::string::npos) {
+      line = n;
+      return "this line is indented with a tab; YAML indents with spaces only";
     }
+    if (n >= line) break;
   }
-  return std::nullopt;
-}
-
-template <std::size_t N>
-std::string unit_list(const UnitScale (&units)[N]) {
-  std::string out;
-  for (const auto& u : units) {
-    if (!out.empty()) out += ", ";
-    out += u.name;
-  }
-  return out;
-}
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-template <class Range>
-std::string join(const Range& r) {
-  std::string out;
-  for (const auto& s : r) {
-    if (!out.empty()) out += ", ";
-    out += s;
-  }
-  return out;
+  if (msg.find("flow") != std::string::npos || msg.find("unmatched") != std::string::npos ||
+      msg.find("end of sequence") != std::string::npos)
+    return "a '{' or '[' is not closed, or a ',' is missing between its items";
+  if (msg.find("end of map not found") != std::string::npos)
+    return "this key is indented less than the keys above it but more than their parent; the keys of one "
+           "map start in the same column";
+  if (msg.find("illegal map value") != std::string::npos)
+    return "this key is indented more than the keys above it (the keys of one map start in the same column), "
+           "or a value contains ': ' and needs quotes";
+  if (msg.find("escape") != std::string::npos) return "a backslash in double quotes starts an escape; use single quotes";
+  return "check the indentation (spaces, the keys of one map in one column) and the quoting on this line";
 }
 
 }  // namespace
 
-std::string did_you_mean(std::string_view word, const std::vector<std::string>& choices) {
-  if (word.size() >= 3)
+InputError::InputError(std::string file, int line, std::string key, std::string problem)
+    : std::runtime_error(key.empty() ? fmt::format("{}:{}: {}", file, line, problem)
+                                     : fmt::format("{}:{}: {}: {}", file, line, key, problem)),
+      file_(std::move(file)),
+      key_(std::move(key)),
+      problem_(std::move(problem)),
+      line_(line) {}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& choices, const Aliases& aliases) {
+  auto say = [](std::string_view c) { return fmt::format(" (did you mean '{}'?)", c); };
+  const std::string w = lower(word);
+  for (const auto& [alias, target] : aliases)
+    if (lower(alias) == w) return say(target);
+  if (w.size() >= 3) {
     for (const auto& c : choices)
-      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) return fmt::format(" (did you mean '{}'?)", c);
+      if (c.size() > w.size() && lower(c).compare(0, w.size(), w) == 0) return say(c);
+    // The shortest choice that contains the word ("p4de": aws-p4de), or whose alias does.
+    std::string best;
+    for (const auto& c : choices)
+      if (lower(c).find(w) != std::string::npos && (best.empty() || c.size() < best.size())) best = c;
+    for (const auto& [alias, target] : aliases)
+      if (best.empty() && lower(alias).find(w) != std::string::npos) best = target;
+    if (!best.empty()) return say(best);
+    // Every part of the word in one choice: "llama3-8b" -> "llama3.1-8b", "h100-dgx" -> "dgx-h100-ib400".
+    std::vector<std::string> parts;
+    std::string part;
+    for (char ch : w + "-") {
+      if (ch == '-' || ch == '_' || ch == '.' || ch == ' ') {
+        if (!part.empty()) parts.push_back(part);
+        part.clear();
+      } else {
+        part += ch;
+      }
+    }
+    if (parts.size() >= 2)
+      for (const auto& c : choices) {
+        const std::string lc = lower(c);
+        if (std::all_of(parts.begin(), parts.end(), [&](const std::string& p) { return lc.find(p) != std::string::npos; }))
+          return say(c);
+      }
+  }
   std::string best;
   std::size_t best_d = 3;  // near misses only
   for (const auto& c : choices) {
-    const std::size_t d = edit_distance(word, c);
+    const std::size_t d = edit_distance(w, lower(c));
     if (d < best_d) best_d = d, best = c;
   }
-  return best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+  return best.empty() ? "" : say(best);
 }
 
-std::string unknown_name(std::string_view kind, std::string_view name, const std::vector<std::string>& choices) {
-  return fmt::format("unknown {} '{}'{}; expected one of: {}", kind, name, did_you_mean(name, choices), join(choices));
+std::string unknown_name(std::string_view kind, std::string_view name, const std::vector<std::string>& choices,
+                         const Aliases& aliases) {
+  return fmt::format("unknown {} '{}'{}; expected one of: {}", kind, name, did_you_mean(name, choices, aliases),
+                     join(choices));
 }
 
 Input::Input(YAML::Node node, std::shared_ptr<const std::string> file, std::string path,
@@ -139,7 +133,9 @@ Input Input::load_string(const std::string& text, const std::string& source_name
   try {
     return Input(YAML::Load(text), file, "", 1);
   } catch (const YAML::Exception& e) {
-    throw InputError(fmt::format("{}:{}: not valid YAML: {}", source_name, e.mark.line + 1, e.msg));
+    int line = e.mark.line + 1;
+    const std::string hint = yaml_hint(text, line, e.msg);
+    throw InputError(source_name, line, "", fmt::format("not valid YAML ({}): {}", e.msg, hint));
   }
 }
 
@@ -154,7 +150,13 @@ bool Input::is_null() const { return !node_.IsDefined() || node_.IsNull(); }
 
 int Input::line() const {
   auto m = node_.Mark();
-  return m.line >= 0 ? m.line + 1 : parent_line_;
+  if (m.line >= 0) return m.line + 1;
+  // A map built in code (a sweep turning `cluster: name` into {preset: name, nodes: 4}):
+  // where its first element came from, if that is in the file.
+  if (node_.IsMap())
+    for (const auto& kv : node_)
+      if (kv.second.Mark().line >= 0) return kv.second.Mark().line + 1;
+  return parent_line_;
 }
 
 std::string Input::where() const {
@@ -162,7 +164,15 @@ std::string Input::where() const {
                        : fmt::format("{}:{}: {}", *file_, line(), path_);
 }
 
-void Input::fail(const std::string& what) const { throw InputError(fmt::format("{}: {}", where(), what)); }
+void Input::fail(const std::string& what) const { throw InputError(*file_, line(), path_, what); }
+
+// A map's key as text; a list or a map standing as a key (`- {a: 1} :`) is refused where it is.
+std::string Input::key_text(const YAML::Node& key) const {
+  if (key.IsScalar()) return key.Scalar();
+  const int at = key.Mark().line >= 0 ? key.Mark().line + 1 : line();
+  throw InputError(*file_, at, path_,
+                   "a key must be a single word, not a list or a map (is a ':' misplaced, or a value missing quotes?)");
+}
 
 const Input& Input::expect_keys(std::initializer_list<std::string_view> allowed) const {
   return expect_keys(std::vector<std::string>(allowed.begin(), allowed.end()));
@@ -171,13 +181,13 @@ const Input& Input::expect_keys(std::initializer_list<std::string_view> allowed)
 const Input& Input::expect_keys(const std::vector<std::string>& allowed) const {
   if (!node_.IsMap()) fail(fmt::format("expected a map with keys from: {}", join(allowed)));
   for (const auto& kv : node_) {
-    auto key = kv.first.as<std::string>();
+    auto key = key_text(kv.first);
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string p = path_.empty() ? key : path_ + "." + key;
       // A key added by a sweep has no place in the file; then the map's own line stands in.
       const int at = kv.first.Mark().line >= 0 ? kv.first.Mark().line + 1 : line();
-      throw InputError(fmt::format("{}:{}: {}: unknown key{}; expected one of: {}", *file_, at, p,
-                                   did_you_mean(key, allowed), join(allowed)));
+      throw InputError(*file_, at, p, fmt::format("unknown key{}; expected one of: {}", did_you_mean(key, allowed),
+                                                  join(allowed)));
     }
   }
   return *this;
@@ -212,7 +222,7 @@ Input Input::at(std::size_t i) const {
 std::vector<std::string> Input::keys() const {
   if (!node_.IsMap()) fail("expected a map");
   std::vector<std::string> out;
-  for (const auto& kv : node_) out.push_back(kv.first.as<std::string>());
+  for (const auto& kv : node_) out.push_back(key_text(kv.first));
   return out;
 }
 
@@ -277,22 +287,17 @@ double Input::as_fraction() const {
 }
 
 namespace {
-template <std::size_t N>
-double read_quantity(const Input& in, const std::string& text, const UnitScale (&units)[N],
-                     std::string_view what, bool allow_zero) {
-  auto v = parse_quantity(text, units);
-  if (!v) in.fail(fmt::format("expected a {} (a number, or a number with one of: {}), got '{}'", what,
-                              unit_list(units), text));
-  if (*v < 0 || (!allow_zero && *v == 0))
-    in.fail(fmt::format("expected a {} {}, got '{}'", allow_zero ? "non-negative" : "positive", what, text));
-  return *v;
+double read_quantity(const Input& in, const std::string& text, Quantity q, bool allow_zero) {
+  const auto r = detail::read_quantity_text(text, q, in.path(), allow_zero, false);
+  if (!r.error.empty()) in.fail(r.error);
+  return r.value;
 }
 }  // namespace
 
-double Input::as_bandwidth() const { return read_quantity(*this, scalar_text(), kBandwidthUnits, "bandwidth", false); }
-double Input::as_seconds() const { return read_quantity(*this, scalar_text(), kTimeUnits, "time", true); }
-double Input::as_bytes() const { return read_quantity(*this, scalar_text(), kByteUnits, "size in bytes", false); }
-double Input::as_flop_rate() const { return read_quantity(*this, scalar_text(), kFlopUnits, "FLOP rate", false); }
+double Input::as_bandwidth() const { return read_quantity(*this, scalar_text(), Quantity::Bandwidth, false); }
+double Input::as_seconds() const { return read_quantity(*this, scalar_text(), Quantity::Time, true); }
+double Input::as_bytes() const { return read_quantity(*this, scalar_text(), Quantity::Bytes, false); }
+double Input::as_flop_rate() const { return read_quantity(*this, scalar_text(), Quantity::FlopRate, false); }
 
 std::string Input::as_choice(std::initializer_list<std::string_view> choices) const {
   auto s = scalar_text();
@@ -300,28 +305,6 @@ std::string Input::as_choice(std::initializer_list<std::string_view> choices) co
     if (s == c) return s;
   fail(fmt::format("expected one of: {}; got '{}'{}", join(choices), s,
                    did_you_mean(s, std::vector<std::string>(choices.begin(), choices.end()))));
-}
-
-namespace {
-template <std::size_t N>
-double parse_flag(std::string_view text, std::string_view what, const UnitScale (&units)[N],
-                  std::string_view kind) {
-  auto v = parse_quantity(text, units);
-  if (!v || *v <= 0)
-    throw InputError(fmt::format("{}: expected a positive {} (a number, or with one of: {}), got '{}'", what,
-                                 kind, unit_list(units), text));
-  return *v;
-}
-}  // namespace
-
-double parse_bandwidth(std::string_view text, std::string_view what) {
-  return parse_flag(text, what, kBandwidthUnits, "bandwidth");
-}
-double parse_bytes(std::string_view text, std::string_view what) {
-  return parse_flag(text, what, kByteUnits, "size in bytes");
-}
-double parse_seconds(std::string_view text, std::string_view what) {
-  return parse_flag(text, what, kTimeUnits, "time");
 }
 
 }  // namespace tagcsim

@@ -15,14 +15,28 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tagcsim {
 
 // A mistake in the user's input. The message is complete and printable as is.
+// One that is about a key of a file also keeps its parts, so that a caller
+// (a sweep) can say it again from another place.
 class InputError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+  explicit InputError(const char* message) : std::runtime_error(message) {}
+  // what() is "file:line: key: problem" ("file:line: problem" without a key).
+  InputError(std::string file, int line, std::string key, std::string problem);
+  const std::string& file() const { return file_; }   // "" when the error is not about a file's key
+  int line() const { return line_; }
+  const std::string& key() const { return key_; }     // "cluster.nics.bandwidth"
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string file_, key_, problem_;
+  int line_ = 0;
 };
 
 // Exit code for bad input, shared by every command.
@@ -66,11 +80,12 @@ class Input {
   double as_positive() const;             // > 0
   double as_non_negative() const;         // >= 0
   double as_fraction() const;             // [0, 1]
-  // Quantities with units. A bare number is taken in the base unit (given).
-  double as_bandwidth() const;  // bytes/s; accepts "400 Gb/s", "50 GB/s", "25 Gbps", "1e9"
-  double as_seconds() const;    // s; accepts "0.5 us", "1.2 ms", "3 ns", "2 s"
-  double as_bytes() const;      // bytes; accepts "64 KiB", "1 GiB", "100 MB", "1e6"
-  double as_flop_rate() const;  // FLOP/s; accepts "989 TFLOP/s", "312e12"
+  // Quantities with units. A bare number is refused (is `400` bytes/s or Gb/s?) with the
+  // likely spelling; so is a unit typo ("400 Gbit", "400 gb/s"). Only 0 may go without a unit.
+  double as_bandwidth() const;  // bytes/s; accepts "400 Gb/s", "50 GB/s", "25 Gbps", "1e9 B/s"
+  double as_seconds() const;    // s; accepts "0.5 us", "1.2 ms", "3 ns", "2 s", "0"
+  double as_bytes() const;      // bytes; accepts "64 KiB", "1 GiB", "100 MB", "1e6 B"
+  double as_flop_rate() const;  // FLOP/s; accepts "989 TFLOP/s", "312e12 FLOP/s"
   // One of a fixed set of words.
   std::string as_choice(std::initializer_list<std::string_view> choices) const;
 
@@ -85,21 +100,35 @@ class Input {
  private:
   Input(YAML::Node node, std::shared_ptr<const std::string> file, std::string path, int parent_line);
   std::string scalar_text() const;
+  std::string key_text(const YAML::Node& key) const;
   YAML::Node node_;
   std::shared_ptr<const std::string> file_;
   std::string path_;
   int parent_line_ = 0;
 };
 
-// " (did you mean 'x'?)" for the closest of `choices` to `word` (a prefix of
-// three letters or more, else at most two edits away), or "" when none is close.
-std::string did_you_mean(std::string_view word, const std::vector<std::string>& choices);
-// "unknown <kind> '<name>' (did you mean ...); expected one of: a, b, c".
-std::string unknown_name(std::string_view kind, std::string_view name, const std::vector<std::string>& choices);
+// Other names users type for a choice: (alias, the choice it stands for).
+using Aliases = std::vector<std::pair<std::string, std::string>>;
 
-// Parsers for quantities given on the command line; `what` names the flag.
+// " (did you mean 'x'?)" for the choice closest to `word`, or "" when none is close. In order:
+// an alias; a choice that `word` starts (3 letters or more); a choice (or alias) containing
+// `word`; a choice containing every part of `word` ("llama3-8b" -> "llama3.1-8b"); at most two
+// edits away.
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& choices,
+                         const Aliases& aliases = {});
+// "unknown <kind> '<name>' (did you mean ...); expected one of: a, b, c".
+std::string unknown_name(std::string_view kind, std::string_view name, const std::vector<std::string>& choices,
+                         const Aliases& aliases = {});
+
+// Parsers for quantities given on the command line; `what` names the flag. A bare number is
+// refused, as in YAML, except by parse_bytes, whose flags (--bytes, --sizes) say their unit.
 double parse_bandwidth(std::string_view text, std::string_view what);
 double parse_bytes(std::string_view text, std::string_view what);
 double parse_seconds(std::string_view text, std::string_view what);
+
+// Quantities written back as text that the parsers above read back as exactly `value`: in
+// `unit` when that is exact ("400 Gb/s"), else in the base unit ("5.0000000001e+10 B/s").
+enum class Quantity { Bandwidth, Time, Bytes, FlopRate };
+std::string format_quantity(double value, Quantity q, std::string_view unit);
 
 }  // namespace tagcsim

@@ -9,6 +9,7 @@
 #include "common/input.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct TransformerConfig {
 // llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, llama3.1-405b,
 // mpt-125m, mpt-350m, mpt-760m, mpt-1b, mpt-3b, mpt-7b, mpt-13b, mpt-30b, mpt-70b.
 std::vector<std::string> preset_names();
+// Other names users type for them ("llama3-8b" for llama3.1-8b); preset() takes them too.
+const Aliases& preset_aliases();
 // Throws InputError naming the preset list when `name` is unknown.
 TransformerConfig preset(const std::string& name);
 
@@ -79,13 +82,41 @@ enum class UnitKind {
 };
 const char* to_string(UnitKind k);
 
+// Which kernel runs the attention core; the device profile times each (sim/kernel_profile.hpp).
+enum class AttentionKernel {
+  Flash2,       // FlashAttention-2 (Dao-AILab; also PyTorch SDPA's flash backend)
+  Flash3,       // FlashAttention-3 (Hopper)
+  FlashTriton,  // the Triton FlashAttention kernel (MosaicML's attn_impl: triton)
+  Cudnn,        // cuDNN's fused attention (SDPA's cudnn backend)
+  Math,         // eager attention: QK^T, softmax, AV as separate kernels (s x s scores kept)
+};
+const char* to_string(AttentionKernel k);  // "flash2", "flash3", "flash-triton", "cudnn", "math"
+std::vector<std::string> attention_kernel_names();
+
+// How the training code runs the model's operations: which kernels PyTorch launches
+// (models/kernel_list.hpp lists them).
+struct Implementation {
+  AttentionKernel attention = AttentionKernel::Flash2;
+  bool compiled = false;             // torch.compile: each chain of element-wise ops is one kernel
+  bool fused_cross_entropy = false;  // one-kernel cross-entropy (flash-attn's xentropy) instead of eager fp32
+  double checkpoint_fraction = 1;    // of the blocks, under activation checkpointing (1: every block)
+};
+
 struct TrainingShape {
   int micro_batch = 1;             // sequences per GPU per micro-batch
   int seq_len = 0;                 // 0: the model's seq_len
   double activation_bytes = 2;     // bytes per activation element (bf16 = 2, fp32 = 4)
-  bool activation_checkpointing = false;  // full: keep only each block's input
-  bool flash_attention = true;     // no s^2 attention matrices kept
+  bool activation_checkpointing = false;  // keep only the input of the checkpointed blocks
+  bool flash_attention = true;     // no s^2 attention matrices kept (false also when impl.attention is Math)
+  Implementation impl;
 };
+
+// Whether block `layer` of `layers` is checkpointed: every block under full checkpointing, else
+// the fraction impl.checkpoint_fraction spread evenly (0.5: every second block, as fms-fsdp's
+// selective_checkpointing and torchtitan's selective layer AC do).
+bool checkpointed(const TrainingShape& shape, int layer);
+
+struct UnitKernels;  // models/kernel_list.hpp
 
 struct FsdpUnit {
   std::string name;            // "layers.3.mlp.c_fc", "block.3", "root"
@@ -115,6 +146,10 @@ struct FsdpUnit {
   // each); with activation checkpointing the backward's include the recompute.
   int forward_kernels = 0;
   int backward_kernels = 0;
+  // The kernels PyTorch runs for this unit's forward and backward, with their shapes; shared by
+  // every unit of the same kind (built once per model, not per unit or rank). Null for units
+  // built by hand, which sim::unit_compute times by their FLOPs instead.
+  std::shared_ptr<const UnitKernels> kernels;
 };
 
 // Units in forward execution order (the root unit first, as FSDP gathers it first).

@@ -185,12 +185,25 @@ std::vector<std::string> preset_names() {
   return out;
 }
 
+const Aliases& preset_aliases() {
+  // Llama 3 and 3.1 have the same shapes at 8B and 70B (3.1 only lengthens the context).
+  static const Aliases aliases = {
+      {"llama3-8b", "llama3.1-8b"},     {"llama-3-8b", "llama3.1-8b"},   {"llama-3.1-8b", "llama3.1-8b"},
+      {"llama3-70b", "llama3.1-70b"},   {"llama-3-70b", "llama3.1-70b"}, {"llama-3.1-70b", "llama3.1-70b"},
+      {"llama-3.1-405b", "llama3.1-405b"}, {"llama-2-7b", "llama2-7b"},  {"llama-2-13b", "llama2-13b"},
+      {"llama-2-70b", "llama2-70b"},    {"gpt2", "gpt2-124m"},           {"gpt2-medium", "gpt2-355m"},
+      {"gpt2-large", "gpt2-774m"},      {"gpt2-xl", "gpt2-1.5b"},
+  };
+  return aliases;
+}
+
 TransformerConfig preset(const std::string& name) {
-  for (const auto& [n, make] : table())
-    if (n == name) return make();
-  std::string list;
-  for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
-  throw InputError(fmt::format("unknown model preset '{}'; expected one of: {}", name, list));
+  std::string n = name;
+  for (const auto& [alias, target] : preset_aliases())
+    if (alias == name) n = target;
+  for (const auto& [key, make] : table())
+    if (key == n) return make();
+  throw InputError(unknown_name("model preset", name, preset_names(), preset_aliases()));
 }
 
 }  // namespace tagcsim::models

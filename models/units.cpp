@@ -67,8 +67,9 @@
 // table above in each direction (the eager softmax path three), one for the
 // attention core each way, two for the cross-entropy (log-softmax, NLL) each
 // way. A checkpointed block's backward launches its forward's kernels again.
-// This is a first estimate of the host's issue work (sim/compute.hpp); real
-// eager code launches more (casts, layout copies).
+// These counts serve units without a kernel list only: units with one
+// (models/kernel_list.hpp) count its kernels.
+#include "models/kernel_list.hpp"
 #include "models/model.hpp"
 #include "models/shapes.hpp"
 
@@ -245,6 +246,13 @@ Piece head(const Ctx& c) {
   return p;
 }
 
+// Each unit's kernel list (kernel_list.hpp), shared by the units of one kind.
+void attach_kernels(std::vector<FsdpUnit>& units, const TransformerConfig& m, WrapPolicy policy,
+                    const TrainingShape& shape) {
+  auto lists = unit_kernels(m, policy, shape);
+  for (std::size_t i = 0; i < units.size() && i < lists.size(); ++i) units[i].kernels = std::move(lists[i]);
+}
+
 FsdpUnit finish(Piece p) {
   FsdpUnit u = std::move(p.u);
   u.forward_flops = p.gemm + p.core;
@@ -276,14 +284,15 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
                                  m.name, m.learned_positions));
 
   const double tokens = static_cast<double>(shape.micro_batch) * seq;
-  const Ctx c{m, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, shape.flash_attention};
+  const bool flash = shape.flash_attention && shape.impl.attention != AttentionKernel::Math;
+  const Ctx c{m, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, flash};
   const std::int64_t norm = detail::norm_params(m);
 
   std::vector<std::vector<Piece>> layers;
   std::vector<double> recomputed(m.layers, 0.0);  // a checkpointed block's activations, rebuilt in its backward
   for (int i = 0; i < m.layers; ++i) {
     auto pieces = layer_pieces(c, i);
-    if (shape.activation_checkpointing) {
+    if (checkpointed(shape, i)) {
       for (auto& p : pieces) recomputed[i] += p.act, p.act = 0, p.recompute = true;
       pieces.front().act = m.hidden * c.elem;  // the block input, kept by the checkpoint
     }
@@ -334,6 +343,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       units.push_back(finish(std::move(block)));
     }
     for (auto& u : units) u.gemm_width = m.hidden;
+    attach_kernels(units, m, policy, shape);
     return units;
   }
 
@@ -355,6 +365,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
     }
   if (!m.tied_embeddings) units.push_back(finish(std::move(lm_head)));
   for (auto& u : units) u.gemm_width = m.hidden;
+  attach_kernels(units, m, policy, shape);
   return units;
 }
 

@@ -15,67 +15,166 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+std::string extension(const std::string& path) {
+  const auto dot = path.rfind('.');
+  const auto slash = path.rfind('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  std::string ext = path.substr(dot);
+  for (auto& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
+struct MetricInfo {
+  const char* name;
+  const char* title;
+  const char* ylabel;
+};
+MetricInfo info(PlotMetric m) {
+  switch (m) {
+    case PlotMetric::StepTime: return {"step-time", "step time", "step time (s)"};
+    case PlotMetric::TokensPerGpu: return {"tokens-per-gpu", "throughput per GPU", "tokens/s per GPU"};
+    case PlotMetric::ClusterTokens: return {"cluster-tokens", "cluster throughput", "tokens/s, all GPUs"};
+    case PlotMetric::ScalingEfficiency:
+      return {"scaling-efficiency", "scaling efficiency", "tokens/s per GPU / the same at the first point"};
+    case PlotMetric::Mfu: return {"mfu", "model FLOPs utilization", "MFU (%)"};
+  }
+  return {"step-time", "step time", "step time (s)"};
+}
+constexpr PlotMetric kMetrics[] = {PlotMetric::StepTime, PlotMetric::TokensPerGpu, PlotMetric::ClusterTokens,
+                                   PlotMetric::ScalingEfficiency, PlotMetric::Mfu};
+
+// Colour-blind-safe (Okabe-Ito), one per series, the same in both panels.
+// (Its black is replaced by purple: black circles mark the points that do not fit.)
+constexpr const char* kColours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                    "#E69F00", "#56B4E9", "#F0E442", "#7F3C8D"};
+
+struct Pt {
+  std::size_t x = 0;
+  double y = 0;
+  bool flagged = false;  // does not fit in memory, or its gradient is noise
+};
+
 }  // namespace
 
-std::string gnuplot_script(const Scenario& s, const std::vector<Result>& results, const std::string& out_path) {
-  if (s.sweep_keys.empty())
-    throw InputError(fmt::format("{}: --plot needs a 'sweep:' to draw a curve along", s.file));
-  const bool svg = out_path.size() > 4 && out_path.substr(out_path.size() - 4) == ".svg";
-  // One series per policy (and per value of any second swept key), in first-seen order.
-  std::vector<std::string> series;
-  std::map<std::string, std::vector<std::pair<std::string, double>>> points;
-  std::map<std::string, std::vector<std::pair<std::string, double>>> speedups;
-  for (const auto& r : results) {
-    std::string name = r.step.policy;
-    for (std::size_t k = 1; k < r.point->coordinates.size(); ++k)
-      name += fmt::format(", {}={}", r.point->coordinates[k].first, r.point->coordinates[k].second);
-    if (!points.count(name)) series.push_back(name);
-    const std::string x = r.point->coordinates.front().second;
-    points[name].emplace_back(x, r.step.step_time_s);
-    for (const auto& b : results)
-      if (r.step.policy != "fsdp" && b.point == r.point && b.step.policy == "fsdp" && r.step.step_time_s > 0)
-        speedups[name].emplace_back(x, b.step.step_time_s / r.step.step_time_s);
+PlotMetric parse_plot_metric(const std::string& text) {
+  std::vector<std::string> names;
+  for (auto m : kMetrics) {
+    if (text == info(m).name) return m;
+    names.emplace_back(info(m).name);
   }
+  throw InputError("--plot-metric: " + unknown_name("metric", text, names));
+}
+
+void check_plot_path(const std::string& out_path) {
+  const auto ext = extension(out_path);
+  if (ext != ".png" && ext != ".svg" && ext != ".pdf")
+    throw InputError(fmt::format("--plot: cannot draw '{}': expected a file name ending in .png, .svg or .pdf{}",
+                                 out_path, ext.empty() ? "" : fmt::format(" (not {})", ext)));
+}
+
+std::string gnuplot_script(const Scenario& s, const std::vector<Result>& results, const std::string& out_path,
+                           PlotMetric metric) {
+  check_plot_path(out_path);
+  if (s.sweep_axes.empty())
+    throw InputError(fmt::format("{}: --plot needs a 'sweep:' to draw a curve along", s.file));
+  const auto& x_keys = s.sweep_axes.front();  // a zip's keys share the x axis
+  auto coordinate = [](const Point& p, const std::string& key) {
+    for (const auto& [k, v] : p.coordinates)
+      if (k == key) return v;
+    return std::string();
+  };
+  // The x categories, and one series per policy and value of the other swept keys, first seen first.
+  std::vector<std::string> xs, series;
+  std::map<std::string, std::vector<Pt>> values, speedups;
+  for (const auto& r : results) {
+    std::string x;
+    for (const auto& k : x_keys) x += (x.empty() ? "" : " / ") + coordinate(*r.point, k);
+    auto xi = std::find(xs.begin(), xs.end(), x);
+    if (xi == xs.end()) xi = xs.insert(xs.end(), x);
+    std::string name = r.step.policy;
+    for (const auto& [k, v] : r.point->coordinates)
+      if (std::find(x_keys.begin(), x_keys.end(), k) == x_keys.end()) name += fmt::format(", {}={}", k, v);
+    if (!values.count(name)) series.push_back(name);
+    const auto& st = r.step;
+    const bool flagged = !st.memory.fits() || st.expected_grad_error >= 1;
+    double y = st.step_time_s;
+    if (metric == PlotMetric::TokensPerGpu) y = st.tokens_per_s_per_gpu;
+    if (metric == PlotMetric::ClusterTokens) y = st.tokens_per_s_per_gpu * st.gpus;
+    if (metric == PlotMetric::Mfu) y = 100 * st.mfu;
+    if (metric == PlotMetric::ScalingEfficiency) y = st.tokens_per_s_per_gpu;  // divided by the first, below
+    const std::size_t xn = std::size_t(xi - xs.begin());
+    values[name].push_back({xn, y, flagged});
+    // fsdp itself too (1, the reference line), so that both panels have the same legend.
+    for (const auto& b : results)
+      if (b.point == r.point && b.policy && b.policy->kind == sim::PolicyKind::Fsdp && st.step_time_s > 0) {
+        speedups[name].push_back({xn, b.step.step_time_s / st.step_time_s, flagged});
+        break;
+      }
+  }
+  if (metric == PlotMetric::ScalingEfficiency)
+    for (auto& [name, pts] : values) {
+      const double base = pts.front().y;
+      for (auto& p : pts) p.y = base > 0 ? p.y / base : 0;
+    }
+
+  const auto ext = extension(out_path);
   std::string g;
-  g += svg ? "set terminal svg size 1000,420 font 'sans,11'\n" : "set terminal pngcairo size 1000,420 font 'sans,10'\n";
+  // noenhanced: a key such as nics.per_node is text, not a subscript.
+  if (ext == ".svg") g += "set terminal svg size 1100,560 dynamic noenhanced font 'sans,11'\n";
+  if (ext == ".png") g += "set terminal pngcairo size 1100,560 noenhanced font 'sans,10'\n";
+  if (ext == ".pdf") g += "set terminal pdfcairo size 11in,5.6in noenhanced font 'sans,10'\n";
   g += fmt::format("set output {}\n", quoted(out_path));
+  const bool compressed = std::any_of(results.begin(), results.end(), [](const Result& r) {
+    return r.policy && r.policy->kind != sim::PolicyKind::Fsdp;
+  });
+  if (!compressed) speedups.clear();
   g += fmt::format("set multiplot layout 1,{} title {}\n", speedups.empty() ? 1 : 2,
                    quoted(fmt::format("{}: predicted FSDP step", s.name)));
-  g += "set grid\nset key top left\nset style data linespoints\n";
-  g += fmt::format("set xlabel {}\n", quoted(s.sweep_keys.front()));
-  auto block = [&](const std::map<std::string, std::vector<std::pair<std::string, double>>>& data, const char* ylabel,
-                   const char* title, bool log) {
-    std::string out = fmt::format("set ylabel {}\nset title {}\n{}", quoted(ylabel), quoted(title),
-                                  log ? "set logscale y\n" : "unset logscale y\n");
-    std::string plots, inline_data;
-    for (const auto& name : series) {
-      auto it = data.find(name);
+  // The legend below the panels, never over the curves; y from 0, so that gaps look their size.
+  g += "set grid\nset key below Left reverse\nset style data linespoints\nset yrange [0:*]\nset offsets 0, 0, graph 0.05, 0\n";
+  std::string xlabel;
+  for (const auto& k : x_keys) xlabel += (xlabel.empty() ? "" : " / ") + k;
+  g += fmt::format("set xlabel {}\nset xrange [-0.5:{}]\n", quoted(xlabel), double(xs.size()) - 0.5);
+  bool any_flagged = false;
+  for (const auto& r : results) any_flagged |= !r.step.memory.fits() || r.step.expected_grad_error >= 1;
+  auto block = [&](const std::map<std::string, std::vector<Pt>>& data, const std::string& ylabel,
+                   const std::string& title) {
+    std::string out = fmt::format("set ylabel {}\nset title {}\n", quoted(ylabel), quoted(title));
+    std::string plots, inline_data, marked;
+    for (std::size_t i = 0; i < series.size(); ++i) {
+      auto it = data.find(series[i]);
       if (it == data.end()) continue;
-      plots += fmt::format("{}'-' using 0:2:xtic(1) title {} pointtype 7", plots.empty() ? "plot " : ", ", quoted(name));
-      for (const auto& [x, y] : it->second) inline_data += fmt::format("{} {:.9g}\n", quoted(x), y);
+      plots += fmt::format("{}'-' using 1:3:xtic(2) title {} linecolor rgb '{}' dashtype {} pointtype 7",
+                           plots.empty() ? "plot " : ", ", quoted(series[i]), kColours[i % 8], 1 + i / 8);
+      for (const auto& p : it->second) {
+        inline_data += fmt::format("{} {} {:.9g}\n", p.x, quoted(xs[p.x]), p.y);
+        if (p.flagged) marked += fmt::format("{} {:.9g}\n", p.x, p.y);
+      }
       inline_data += "e\n";
+    }
+    if (any_flagged) {  // a fixed entry, so that every panel's legend reads the same
+      plots += ", '-' using 1:2 with points pointtype 6 pointsize 2.5 linecolor rgb 'black' title "
+               "'! does not fit in memory, or gradient is noise'";
+      inline_data += (marked.empty() ? std::string("NaN NaN\n") : marked) + "e\n";
     }
     return out + plots + "\n" + inline_data;
   };
-  // Log scale only where the curve spans more than a decade; else it flattens the differences.
-  double lo = 0, hi = 0;
-  for (const auto& [name, pts] : points)
-    for (const auto& pt : pts) {
-      lo = lo == 0 ? pt.second : std::min(lo, pt.second);
-      hi = std::max(hi, pt.second);
-    }
-  g += block(points, "step time (s)", "step time", lo > 0 && hi / lo > 10);
-  if (!speedups.empty()) g += block(speedups, "speedup over fsdp", "speedup over plain FSDP", false);
+  const auto mi = info(metric);
+  g += block(values, mi.ylabel, mi.title);
+  if (!speedups.empty()) g += block(speedups, "speedup over fsdp", "speedup over plain FSDP");
   g += "unset multiplot\n";
   return g;
 }
 
-void plot(const Scenario& s, const std::vector<Result>& results, const std::string& out_path) {
-  const std::string script = gnuplot_script(s, results, out_path);
+void plot(const Scenario& s, const std::vector<Result>& results, const std::string& out_path, PlotMetric metric) {
+  const std::string script = gnuplot_script(s, results, out_path, metric);
   FILE* p = popen("gnuplot 1>&2", "w");  // its messages go to stderr, never into a report on stdout
   if (!p) throw InputError("--plot: cannot run gnuplot (install gnuplot-nox)");
   std::fwrite(script.data(), 1, script.size(), p);
-  if (pclose(p) != 0) throw InputError(fmt::format("--plot: gnuplot failed to draw '{}'", out_path));
+  if (pclose(p) != 0)
+    throw InputError(fmt::format("--plot: gnuplot failed to draw '{}' (is gnuplot installed, with the cairo "
+                                 "terminals of gnuplot-nox?)",
+                                 out_path));
 }
 
 }  // namespace tagcsim::scenarios

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tagcsim::scenarios {
 namespace {
 
@@ -93,8 +95,11 @@ std::vector<sim::Policy> load_policies(const Input& doc) {
   }
   std::vector<sim::Policy> out;
   if (entries.empty()) out.push_back(make_policy(Input::load_string("fsdp", "(default)")));
+  std::vector<std::string> own;  // per entry: the settings it gives itself, "index=8bit-max,ratio=4"
+  std::vector<bool> labelled;
   for (const auto& e : entries) {
     sim::Policy p;
+    std::string settings;
     if (e.is_map()) {
       std::vector<std::string> keys = {"name", "label", "reduce_dtype"};
       keys.insert(keys.end(), kCompressionKeys.begin(), kCompressionKeys.end());
@@ -113,12 +118,44 @@ std::vector<sim::Policy> load_policies(const Input& doc) {
         p.label = "fsdp-" + d;
       }
       if (auto v = e.find("label")) p.label = v->as_string();
+      for (const auto& k : e.keys()) {
+        if (k == "name" || k == "label" || k == "reduce_dtype") continue;
+        const YAML::Node v = e[k].raw();  // a copy: e[k] is a temporary
+        std::string text;
+        if (v.IsScalar()) {
+          text = v.Scalar();
+        } else {
+          YAML::Emitter em;
+          em << YAML::Flow << v;
+          text = em.c_str();
+        }
+        settings += fmt::format("{}{}={}", settings.empty() ? "" : ",", k, text);
+      }
     } else {
       p = make_policy(e);
       if (p.kind != sim::PolicyKind::Fsdp && compression) apply_compression(p, *compression);
     }
+    own.push_back(settings);
+    labelled.push_back(e.is_map() && e.has("label"));
     out.push_back(std::move(p));
   }
+  // Rows of one policy with different settings get different names: tagc-batched[index=8bit-max].
+  auto count = [&](const std::string& label) {
+    return std::count_if(out.begin(), out.end(), [&](const sim::Policy& p) { return p.label == label; });
+  };
+  std::vector<std::string> renamed(out.size());
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    renamed[i] = !labelled[i] && !own[i].empty() && count(out[i].label) > 1
+                     ? fmt::format("{}[{}]", out[i].label, own[i])
+                     : out[i].label;
+  for (std::size_t i = 0; i < entries.size(); ++i) out[i].label = renamed[i];
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (out[j].label == out[i].label)
+        entries[i].fail(labelled[i] ? fmt::format("the label '{}' is already taken by policies[{}]", out[i].label, j)
+                                    : fmt::format("the same policy as policies[{}] ('{}'); remove it, or tell them "
+                                                  "apart with a label",
+                                                  j, out[i].label));
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "scenarios/report.hpp"
 
 #include "common/json.hpp"
+#include "sim/compute.hpp"
 
 #include <fmt/format.h>
 
@@ -44,12 +45,18 @@ Network network_of(const Point& p, const sim::StepResult& st) {
   return n;
 }
 
-// The fsdp result at the same point, if the scenario asked for one.
+// The first plain fsdp result at the same point, if the scenario asked for one.
 const Result* baseline(const std::vector<Result>& all, const Result& r) {
   for (const auto& o : all)
-    if (o.point == r.point && o.step.policy == "fsdp") return &o;
+    if (o.point == r.point && o.policy && o.policy->kind == sim::PolicyKind::Fsdp) return &o;
   return nullptr;
 }
+
+// The decoded gradient is mostly noise: whatever such a row saves, it is not a usable win.
+bool gradient_is_noise(const Result& r) { return r.step.expected_grad_error >= 1; }
+
+// Compute without the compression kernels, which run on the compute stream too.
+double model_compute_s(const sim::Breakdown& b) { return std::max(0.0, b.compute_s - b.compression_kernels_s); }
 
 double speedup(const std::vector<Result>& all, const Result& r) {
   const Result* b = baseline(all, r);
@@ -63,54 +70,138 @@ std::string table_row(const std::vector<std::string>& cells, const std::vector<s
   return line + "\n";
 }
 
+std::string gbits(double bytes_per_s) { return fmt::format("{:g} Gb/s", bytes_per_s * 8 / 1e9); }
+std::string gbytes(double bytes_per_s) { return fmt::format("{:g} GB/s", bytes_per_s / 1e9); }
+
+std::string fabric_text(const topologies::Cluster& c) {
+  const auto& f = c.fabric;
+  using K = topologies::Fabric::Kind;
+  if (f.kind == K::SingleSwitch) return "one non-blocking switch";
+  std::string out = fmt::format("{}-level fat tree, {} nodes per leaf", f.kind == K::FatTree2 ? 2 : 3, f.nodes_per_leaf);
+  if (f.kind == K::FatTree3) out += fmt::format(", {} leaves per pod", f.leaves_per_pod);
+  return out + fmt::format(", oversubscription {:g}:1", f.oversubscription);
+}
+
+std::string coordinates_text(const Point& p) {
+  std::string out;
+  for (const auto& [k, v] : p.coordinates) out += fmt::format("{}{}={}", out.empty() ? "" : ", ", k, v);
+  return out;
+}
+
+// What is simulated, per node and in total, so that a surprising input shows before the numbers.
 std::string heading(const Scenario& s, const Point& p) {
   const auto& st = p.setup;
   const auto& c = st.cluster;
   std::string out = fmt::format("{}: {} ({:.2f}B params, {} FSDP units) on {} x {} = {} x {}\n", s.name,
                                 st.model.name, double(models::parameter_count(st.model)) / 1e9, st.units.size(),
                                 c.nodes, c.name, c.gpus(), c.gpu.name);
+  out += fmt::format("  GPUs: {} nodes x {} = {} x {}, {:.1f} GiB each, {:g} TFLOP/s bf16 peak, GEMM efficiency {:g}\n",
+                     c.nodes, c.gpus_per_node, c.gpus(), c.gpu.name, c.gpu.memory_bytes / kGiB,
+                     c.gpu.peak_flops_bf16 / 1e12, c.gpu.gemm_efficiency);
+  if (c.gpus_per_node > 1)
+    out += fmt::format("  within a node: {} {} per GPU per direction, efficiency {:g}\n", c.intra.kind,
+                       gbytes(c.intra.bandwidth), c.intra.efficiency);
+  if (c.nodes > 1)
+    out += fmt::format("  between nodes: {} x {} = {} per node, efficiency {:g}; {}\n", c.nics.count,
+                       gbits(c.nics.bandwidth), gbits(c.nics.count * c.nics.bandwidth), c.nics.efficiency,
+                       fabric_text(c));
+  else
+    out += "  between nodes: none (one node)\n";
   const int seq = st.training.seq_len > 0 ? st.training.seq_len : st.model.seq_len;
   const auto& t = st.training;
-  out += fmt::format("  {} ({}), {}, shard group {} GPUs, micro-batch {} x {} tokens, {} micro-batch(es), params {} / "
-                     "reduce {}\n",
+  out += fmt::format("  {} ({}), {}, shard group {} GPUs, micro-batch {} x {} tokens, {} micro-batch(es) = {} sequences "
+                     "per step, params {} / reduce {}\n",
                      sim::to_string(t.api), sim::to_string(t.framework), sim::to_string(t.sharding), st.shard_size(),
-                     t.micro_batch, seq, t.grad_accumulation, sim::to_string(t.param_dtype),
-                     sim::to_string(t.reduce_dtype));
+                     t.micro_batch, seq, t.grad_accumulation, std::int64_t(t.micro_batch) * t.grad_accumulation * c.gpus(),
+                     sim::to_string(t.param_dtype), sim::to_string(t.reduce_dtype));
+  out += fmt::format("  compute: {}\n", sim::compute_model_description(c.gpu));
   // Whether gradients travel once per step or once per micro-batch changes the traffic the most.
   if (t.grad_accumulation > 1)
     out += t.no_sync ? "  gradient accumulation: no_sync() on all but the last micro-batch, gradients reduced once "
                        "per step\n"
                      : "  gradient accumulation: gradients reduced after every micro-batch (no_sync: false)\n";
+  if (s.points.size() > 1) {
+    std::string keys;
+    for (const auto& k : s.sweep_keys) keys += (keys.empty() ? "" : ", ") + k;
+    out += fmt::format("  (at the first sweep point, {}; the sweep changes {})\n", coordinates_text(p), keys);
+  }
+  return out;
+}
+
+// Where a note holds: the swept values its points share when exactly those points have them
+// ("cluster.nics.per_node=800 Gb/s"), else each point.
+std::string points_text(const Scenario& s, const std::vector<const Point*>& points) {
+  std::vector<std::pair<std::string, std::string>> shared = points.front()->coordinates;
+  for (const Point* p : points)
+    std::erase_if(shared, [&](const auto& kv) {
+      return std::find(p->coordinates.begin(), p->coordinates.end(), kv) == p->coordinates.end();
+    });
+  std::size_t matching = 0;
+  for (const auto& p : s.points)
+    matching += std::all_of(shared.begin(), shared.end(), [&](const auto& kv) {
+      return std::find(p.coordinates.begin(), p.coordinates.end(), kv) != p.coordinates.end();
+    });
+  std::string out;
+  if (!shared.empty() && matching == points.size()) {
+    for (const auto& [k, v] : shared) out += fmt::format("{}{}={}", out.empty() ? "" : ", ", k, v);
+    return out;
+  }
+  for (const Point* p : points) out += (out.empty() ? "" : "; ") + coordinates_text(*p);
+  return out;
+}
+
+// Notes, each once: those that hold at every point plainly, the others with the points they belong to.
+std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& results) {
+  std::vector<std::pair<std::string, std::vector<const Point*>>> notes;
+  auto add = [&](const std::string& text, const Point* p) {
+    auto it = std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.first == text; });
+    if (it == notes.end()) it = notes.insert(notes.end(), {text, {}});
+    if (std::find(it->second.begin(), it->second.end(), p) == it->second.end()) it->second.push_back(p);
+  };
+  for (const auto& r : results)
+    if (!r.step.grad_error_basis.empty()) add(r.step.grad_error_basis, r.point);
+  for (const auto& p : s.points)
+    for (const auto& w : p.warnings) add("warning: " + w, &p);
+  std::vector<std::string> out;
+  for (const auto& [text, points] : notes) {
+    if (points.size() == s.points.size()) {
+      out.push_back(text);
+      continue;
+    }
+    out.push_back(fmt::format("(at {}) {}", points_text(s, points), text));
+  }
   return out;
 }
 
 std::string format_table(const Scenario& s, const std::vector<Result>& results) {
   std::string out;
   if (!s.description.empty()) out += s.description + "\n";
-  if (s.points.size() == 1) out += heading(s, s.points.front()) + "\n";
+  if (!s.points.empty()) out += heading(s, s.points.front()) + "\n";
   std::vector<std::string> head;
   for (const auto& k : s.sweep_keys) head.push_back(k);
-  for (const char* h : {"policy", "step time", "speedup", "tokens/s/GPU", "MFU", "peak mem", "compute",
-                        "exposed comm", "all-gather", "grad reduce", "optimizer", "grad error"})
-    head.push_back(h);
+  for (const auto& h : table_columns()) head.push_back(h);
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : results) {
     std::vector<std::string> row;
     for (const auto& kv : r.point->coordinates) row.push_back(kv.second);
     const auto& st = r.step;
     const double sp = speedup(results, r);
+    const bool noise = gradient_is_noise(r);
     row.push_back(st.policy);
     row.push_back(seconds(st.step_time_s));
-    row.push_back(sp > 0 ? fmt::format("{:.3f}x", sp) : "-");
+    row.push_back(sp <= 0 ? "-" : noise ? fmt::format("({:.3f}x) !", sp) : fmt::format("{:.3f}x", sp));
     row.push_back(fmt::format("{:.0f}", st.tokens_per_s_per_gpu));
     row.push_back(fmt::format("{:.1f}%", st.mfu * 100));
+    row.push_back(fmt::format("{:.1f}%", st.mfu_megatron * 100));
     row.push_back(fmt::format("{:.1f} GiB{}", st.memory.peak_bytes() / kGiB, st.memory.fits() ? "" : " !"));
-    row.push_back(seconds(st.breakdown.compute_s));
+    row.push_back(seconds(model_compute_s(st.breakdown)));
+    row.push_back(st.breakdown.compression_kernels_s > 0 ? seconds(st.breakdown.compression_kernels_s) : "-");
     row.push_back(seconds(st.breakdown.exposed_comm_s));
     row.push_back(seconds(st.breakdown.allgather_s));
     row.push_back(seconds(st.breakdown.reduce_scatter_s));
     row.push_back(seconds(st.breakdown.optimizer_s));
-    row.push_back(st.expected_grad_error > 0 ? fmt::format("{:.2g}", st.expected_grad_error) : "0");
+    row.push_back(st.expected_grad_error > 0 ? fmt::format("{:.2g}{}", st.expected_grad_error, noise ? " !" : "")
+                                             : "0");
     rows.push_back(std::move(row));
   }
   std::vector<std::size_t> width(head.size());
@@ -154,25 +245,39 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
     out += fmt::format("\n! does not fit in GPU memory: needs up to {:.1f} GiB per GPU, the GPU has {:.1f} GiB "
                        "(rows marked !; try activation checkpointing, a smaller micro-batch or more GPUs)\n",
                        worst->step.memory.peak_bytes() / kGiB, worst->step.memory.capacity_bytes / kGiB);
-  std::vector<std::string> notes;
-  for (const auto& r : results) {
-    if (!r.step.grad_error_basis.empty() &&
-        std::find(notes.begin(), notes.end(), r.step.grad_error_basis) == notes.end())
-      notes.push_back(r.step.grad_error_basis);
-  }
-  for (const auto& p : s.points)
-    for (const auto& w : p.warnings)
-      if (std::find(notes.begin(), notes.end(), "warning: " + w) == notes.end()) notes.push_back("warning: " + w);
-  for (const auto& n : notes) out += "note: " + n + "\n";
+  const Result* noisiest = nullptr;
+  for (const auto& r : results)
+    if (gradient_is_noise(r) && (!noisiest || r.step.expected_grad_error > noisiest->step.expected_grad_error))
+      noisiest = &r;
+  if (noisiest)
+    out += fmt::format("{}! gradient is noise: expected gradient error up to {:.2g} (>= 1: the decoded gradient is "
+                       "mostly error, training would not converge); the speedups of rows marked ! are in "
+                       "parentheses, not usable (try a lower ratio or sparsity, or `tagcsim tune "
+                       "--max-grad-error 0.1`)\n",
+                       worst ? "" : "\n", noisiest->step.expected_grad_error);
+  for (const auto& n : notes_of(s, results)) out += "note: " + n + "\n";
   return out;
 }
 
 
 std::string num(double v) { return json_number(v); }
 
+// A CSV cell: quoted when it holds a comma or a quote (a label such as tagc[index=4bit-sum,ratio=4]).
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 std::string format_json(const Scenario& s, const std::vector<Result>& results) {
-  std::string out = fmt::format("{{\n  \"scenario\": {},\n  \"file\": {},\n  \"results\": [", json_string(s.name),
-                                json_string(s.file));
+  std::string models;  // the compute model of each point's GPU, once each
+  for (const auto& p : s.points) {
+    const auto d = json_string(sim::compute_model_description(p.setup.cluster.gpu));
+    if (models.find(d) == std::string::npos) models += (models.empty() ? "" : ", ") + d;
+  }
+  std::string out = fmt::format("{{\n  \"scenario\": {},\n  \"file\": {},\n  \"compute_models\": [{}],\n  \"results\": [",
+                                json_string(s.name), json_string(s.file), models);
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const auto& st = r.step;
@@ -189,57 +294,69 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
     const double sp = speedup(results, r);
     const auto net = network_of(*r.point, st);
     out += fmt::format(
-        "{}\n    {{\n      \"point\": {{{}}},\n      \"policy\": {},\n      \"gpus\": {},\n"
+        "{}\n    {{\n      \"point\": {{{}}},\n      \"policy\": {},\n      \"policy_kind\": {},\n"
+        "      \"gpus\": {},\n"
         "      \"step_time_s\": {},\n      \"speedup_vs_fsdp\": {},\n      \"tokens_per_s_per_gpu\": {},\n"
-        "      \"mfu\": {},\n      \"peak_memory_gib\": {},\n      \"fits_in_memory\": {},\n"
+        "      \"mfu\": {},\n      \"mfu_megatron\": {},\n      \"peak_memory_gib\": {},\n      \"fits_in_memory\": {},\n"
         "      \"memory_gib\": {{\"capacity\": {}, \"allocated\": {}, \"reserved\": {}, \"sharded_state\": {}, "
         "\"gathered_params\": {}, \"gradients\": {}, \"activations\": {}, \"allocator_reserve\": {}, "
         "\"workspace\": {}}},\n"
-        "      \"breakdown\": {{\"compute_s\": {}, \"exposed_comm_s\": {}, \"allgather_s\": {}, "
-        "\"reduce_scatter_s\": {}, \"optimizer_s\": {}, \"compression_kernels_s\": {}, \"fsdp_copy_s\": {}, "
-        "\"host_s\": {}}},\n"
+        "      \"breakdown\": {{\"compute_s\": {}, \"model_compute_s\": {}, \"compression_kernels_s\": {}, "
+        "\"exposed_comm_s\": {}, \"allgather_s\": {}, \"reduce_scatter_s\": {}, \"optimizer_s\": {}, "
+        "\"fsdp_copy_s\": {}, \"host_s\": {}}},\n"
         "      \"collectives\": {{{}\n      }},\n"
         "      \"network\": {{\"nic_bytes_per_node\": {}, \"nic_utilization\": {}, \"leaf_uplink_bytes\": {}, "
         "\"leaf_uplink_utilization\": {}}},\n"
-        "      \"expected_grad_error\": {},\n      \"grad_error_basis\": {}\n"
+        "      \"expected_grad_error\": {},\n      \"gradient_is_noise\": {},\n"
+        "      \"grad_error_basis\": {}\n"
         "    }}",
-        i ? "," : "", point, json_string(st.policy), st.gpus, num(st.step_time_s), sp > 0 ? num(sp) : "null",
-        num(st.tokens_per_s_per_gpu), num(st.mfu), num(m.peak_bytes() / kGiB), m.fits() ? "true" : "false",
+        i ? "," : "", point, json_string(st.policy),
+        json_string(r.policy ? sim::to_string(r.policy->kind) : st.policy), st.gpus, num(st.step_time_s), sp > 0 ? num(sp) : "null",
+        num(st.tokens_per_s_per_gpu), num(st.mfu), num(st.mfu_megatron), num(m.peak_bytes() / kGiB), m.fits() ? "true" : "false",
         num(m.capacity_bytes / kGiB), num(m.allocated_bytes() / kGiB), num(m.reserved_bytes() / kGiB),
         num(m.sharded_state_bytes / kGiB), num(m.gathered_params_bytes / kGiB), num(m.gradient_bytes / kGiB),
         num(m.activation_bytes / kGiB), num(m.fragmentation_bytes / kGiB), num(m.workspace_bytes / kGiB),
-        num(b.compute_s), num(b.exposed_comm_s), num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s),
-        num(b.compression_kernels_s), num(b.fsdp_copy_s), num(b.host_s), colls, num(net.nic_bytes),
-        num(net.nic_util), num(net.leaf_up_bytes),
-        num(net.leaf_up_util), num(st.expected_grad_error), json_string(st.grad_error_basis));
+        num(b.compute_s), num(model_compute_s(b)), num(b.compression_kernels_s), num(b.exposed_comm_s),
+        num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s), num(b.fsdp_copy_s), num(b.host_s), colls,
+        num(net.nic_bytes), num(net.nic_util), num(net.leaf_up_bytes), num(net.leaf_up_util),
+        num(st.expected_grad_error), gradient_is_noise(r) ? "true" : "false", json_string(st.grad_error_basis));
   }
-  std::string warnings;
-  for (const auto& p : s.points)
-    for (const auto& w : p.warnings) warnings += fmt::format("{}{}", warnings.empty() ? "" : ", ", json_string(w));
-  out += fmt::format("\n  ],\n  \"warnings\": [{}]\n}}\n", warnings);
+  std::string notes;
+  for (const auto& n : notes_of(s, results)) notes += fmt::format("{}\n    {}", notes.empty() ? "" : ",", json_string(n));
+  out += fmt::format("\n  ],\n  \"notes\": [{}\n  ]\n}}\n", notes);
   return out;
 }
 
 std::string format_csv(const Scenario& s, const std::vector<Result>& results) {
   std::string out;
-  for (const auto& k : s.sweep_keys) out += k + ",";
-  out += "policy,gpus,step_time_s,speedup_vs_fsdp,tokens_per_s_per_gpu,mfu,peak_memory_gib,fits_in_memory,"
-         "compute_s,exposed_comm_s,allgather_s,reduce_scatter_s,optimizer_s,compression_kernels_s,"
-         "expected_grad_error\n";
+  for (const auto& k : s.sweep_keys) out += csv_field(k) + ",";
+  out += "policy,policy_kind,gpus,step_time_s,speedup_vs_fsdp,tokens_per_s_per_gpu,mfu,mfu_megatron,peak_memory_gib,"
+         "fits_in_memory,compute_s,model_compute_s,compression_kernels_s,exposed_comm_s,allgather_s,"
+         "reduce_scatter_s,optimizer_s,expected_grad_error,gradient_is_noise\n";
   for (const auto& r : results) {
-    for (const auto& kv : r.point->coordinates) out += kv.second + ",";
+    for (const auto& kv : r.point->coordinates) out += csv_field(kv.second) + ",";
     const auto& st = r.step;
     const auto& b = st.breakdown;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", st.policy, st.gpus, num(st.step_time_s),
-                       num(speedup(results, r)), num(st.tokens_per_s_per_gpu), num(st.mfu),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(st.policy),
+                       r.policy ? sim::to_string(r.policy->kind) : "", st.gpus, num(st.step_time_s),
+                       num(speedup(results, r)), num(st.tokens_per_s_per_gpu), num(st.mfu), num(st.mfu_megatron),
                        num(st.memory.peak_bytes() / kGiB), st.memory.fits() ? 1 : 0, num(b.compute_s),
-                       num(b.exposed_comm_s), num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s),
-                       num(b.compression_kernels_s), num(st.expected_grad_error));
+                       num(model_compute_s(b)), num(b.compression_kernels_s), num(b.exposed_comm_s),
+                       num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s), num(st.expected_grad_error),
+                       gradient_is_noise(r) ? 1 : 0);
   }
   return out;
 }
 
 }  // namespace
+
+const std::vector<std::string>& table_columns() {
+  static const std::vector<std::string> columns = {"policy",      "step time",    "speedup",      "tokens/s/GPU",
+                                                   "MFU",         "Megatron MFU", "peak mem",     "compute",
+                                                   "compression", "exposed comm", "all-gather",   "grad reduce",
+                                                   "optimizer",   "grad error"};
+  return columns;
+}
 
 Format parse_format(const std::string& text) {
   if (text == "table") return Format::Table;

@@ -13,4 +13,7 @@ Format parse_format(const std::string& text);  // InputError on unknown
 
 std::string format_results(const Scenario& s, const std::vector<Result>& results, Format f);
 
+// The table's columns after the swept keys, in order (docs/output.md explains each).
+const std::vector<std::string>& table_columns();
+
 }  // namespace tagcsim::scenarios

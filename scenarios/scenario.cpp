@@ -1,11 +1,13 @@
 #include "scenarios/scenario.hpp"
 
 #include "models/model.hpp"
+#include "sim/compute.hpp"
 #include "topologies/cluster.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -13,18 +15,67 @@
 namespace tagcsim::scenarios {
 namespace {
 
+const std::vector<std::string> kTopKeys = {"name",     "description", "model",       "cluster", "training",
+                                           "policies", "policy",      "compression", "sweep"};
+const std::vector<std::string> kTrainingKeys = {
+    "framework",         "fsdp",          "api",          "sharding",          "hybrid_shard_gpus",
+    "wrap",              "micro_batch",   "seq_len",      "grad_accumulation", "global_batch",
+    "no_sync",           "param_dtype",   "reduce_dtype", "activation_checkpointing",
+    "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
+    "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
+    "attention",         "compile",       "cross_entropy"};
+
+// The keys of each block, to tell a user whose key slipped out of its block where it belongs.
+// (The blocks' loaders own the real lists; a key missing here only loses that hint.)
+const std::vector<std::pair<std::string, std::vector<std::string>>>& block_keys() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> blocks = {
+      {"model",
+       {"preset", "layers", "hidden", "heads", "kv_heads", "ffn", "gated_mlp", "vocab", "tied_embeddings", "seq_len",
+        "learned_positions", "norm", "bias"}},
+      {"cluster", {"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric", "collectives", "nccl"}},
+      {"training", kTrainingKeys},
+      {"compression", {"ratio", "sparsity", "index", "sparsify", "select", "overlap"}},
+  };
+  return blocks;
+}
+
 sim::Dtype load_dtype(const Input& in) {
   const auto s = in.as_choice({"bf16", "fp16", "fp32"});
   return s == "bf16" ? sim::Dtype::BF16 : s == "fp16" ? sim::Dtype::FP16 : sim::Dtype::FP32;
 }
 
-// Sets `path` ("cluster.nics.bandwidth") in `root` to `value`. A preset name
-// standing where a map is needed becomes {preset: name}.
-void set_path(YAML::Node root, const std::string& path, const YAML::Node& value, const Input& where) {
+std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;
   std::stringstream ss(path);
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
-  if (parts.empty()) where.fail("expected a key path such as cluster.nodes");
+  if (!path.empty() && path.back() == '.') parts.push_back("");
+  return parts;
+}
+
+// A top-level key that belongs to a block (`nodes:` under `cluster:`, de-indented by mistake):
+// say so, preferring the block just above it.
+void check_top_level_keys(const Input& doc) {
+  std::string above;
+  for (const auto& key : doc.keys()) {
+    if (std::find(kTopKeys.begin(), kTopKeys.end(), key) != kTopKeys.end()) {
+      above = key;
+      continue;
+    }
+    std::string block;
+    for (const auto& [b, keys] : block_keys())
+      if (std::find(keys.begin(), keys.end(), key) != keys.end() && (block.empty() || b == above)) block = b;
+    if (!block.empty())
+      doc[key].fail(fmt::format("unknown key at the top level; it is a key of {}: (did you mean '{}.{}'? indent it "
+                                "under '{}:')",
+                                block, block, key, block));
+  }
+  doc.expect_keys(kTopKeys);
+}
+
+// Sets `path` ("cluster.nics.bandwidth") in `root` to `value`. A preset name
+// standing where a map is needed becomes {preset: name}.
+void set_path(YAML::Node root, const std::string& path, const YAML::Node& value) {
+  const auto parts = split_path(path);
   YAML::Node node;
   node.reset(root);
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
@@ -33,10 +84,8 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value,
       child = YAML::Node(YAML::NodeType::Map);
     } else if (child.IsScalar()) {
       YAML::Node m(YAML::NodeType::Map);
-      m["preset"] = child.Scalar();
+      m["preset"] = child;  // keeps the name's place in the file
       child = m;
-    } else if (!child.IsMap()) {
-      where.fail(fmt::format("cannot sweep '{}': '{}' is not a map", path, parts[i]));
     }
     node[parts[i]] = child;
     node.reset(child);  // rebind: yaml-cpp's operator= would overwrite the parent instead
@@ -50,6 +99,28 @@ std::string scalar_text(const YAML::Node& n) {
   e << YAML::Flow << n;
   return e.c_str();
 }
+
+// A sweep key must name a key of a part the scenario has: checked once, where the sweep gives it.
+void check_sweep_key(const Input& doc, const std::string& key, const Input& at) {
+  const auto parts = split_path(key);
+  if (parts.empty() || std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }))
+    at.fail("expected a key path such as cluster.nodes");
+  static const std::vector<std::string> parts_swept = {"model", "cluster", "training", "compression", "policies",
+                                                       "policy"};
+  if (std::find(parts_swept.begin(), parts_swept.end(), parts[0]) == parts_swept.end()) {
+    std::string hint;
+    for (const auto& [block, keys] : block_keys())
+      if (hint.empty() && std::find(keys.begin(), keys.end(), parts[0]) != keys.end())
+        hint = fmt::format(" (did you mean '{}.{}'?)", block, key);
+    if (hint.empty()) hint = did_you_mean(parts[0], parts_swept);
+    at.fail(fmt::format("a sweep key starts with model, cluster, training, compression or policies{}", hint));
+  }
+  if (parts.size() > 1 && (parts[0] == "model" || parts[0] == "cluster") && !doc.has(parts[0]))
+    at.fail(fmt::format("the scenario has no '{}:' for this key to change; add one (e.g. '{}')", parts[0],
+                        parts[0] == "model" ? "model: llama2-7b" : "cluster: dgx-h100-ib400"));
+}
+
+std::string bits_per_s(double bytes_per_s) { return fmt::format("{:g} Gb/s", bytes_per_s * 8 / 1e9); }
 
 Point load_point(const Input& doc) {
   Point p;
@@ -72,6 +143,20 @@ Point load_point(const Input& doc) {
                                       t.seq_len > p.setup.model.learned_positions)
       s->fail(fmt::format("sequence length {} exceeds the model's {} learned positions", t.seq_len,
                           p.setup.model.learned_positions));
+    // Sequences per step over all GPUs (every GPU is a data-parallel rank, HSDP included).
+    if (auto gb = tr->find("global_batch")) {
+      if (tr->has("grad_accumulation")) gb->fail("give global_batch or grad_accumulation, not both");
+      p.global_batch = gb->as_int_between(1, 1 << 30);
+      const std::int64_t per_micro_step = std::int64_t(t.micro_batch) * c.gpus();
+      if (p.global_batch % per_micro_step != 0)
+        gb->fail(fmt::format("a global batch of {} sequences is not a whole number of micro-batch steps of "
+                             "micro_batch {} x {} GPUs = {} sequences",
+                             p.global_batch, t.micro_batch, c.gpus(), per_micro_step));
+      const std::int64_t accumulation = p.global_batch / per_micro_step;
+      if (accumulation > (1 << 16))
+        gb->fail(fmt::format("{} micro-batch steps per step is more than {}", accumulation, 1 << 16));
+      t.grad_accumulation = int(accumulation);
+    }
   }
   if (auto tr = doc.find("training")) {
     auto w = tr->find("wrap");
@@ -91,6 +176,13 @@ Point load_point(const Input& doc) {
       if (auto key = tr->find(msg.substr(prefix.size(), colon - prefix.size()))) key->fail(msg.substr(colon + 2));
     throw;
   }
+  try {
+    sim::check_compute(p.setup);  // the GPU's kernel profile can time this run
+  } catch (const InputError& e) {
+    std::optional<Input> at;
+    if (auto tr = doc.find("training")) at = tr->find("attention");
+    (at ? *at : doc["cluster"]).fail(e.what());
+  }
   p.policies = load_policies(doc);
   for (const auto& pol : p.policies) {
     // The damage of a lossy index is judged on the smallest piece the policy decodes.
@@ -103,16 +195,81 @@ Point load_point(const Input& doc) {
     auto w = sim::check_policy(pol, p.setup.shard_group.ranks(), doc.file(), smallest);
     p.warnings.insert(p.warnings.end(), w.begin(), w.end());
   }
+  // `nics.bandwidth` is per NIC: overriding it alone on a multi-NIC preset multiplies it.
+  if (auto cl = doc.find("cluster"); cl && cl->is_map() && cl->has("preset") && cl->has("nics")) {
+    const Input nics = (*cl)["nics"];
+    if (nics.is_map() && nics.has("bandwidth") && !nics.has("count") && c.nics.count > 1)
+      p.warnings.push_back(fmt::format(
+          "cluster.nics.bandwidth is per NIC: {} has {} NICs per node, so each node gets {} x {} = {} (write "
+          "nics.per_node for a node's total)",
+          c.name, c.nics.count, c.nics.count, bits_per_s(c.nics.bandwidth),
+          bits_per_s(c.nics.count * c.nics.bandwidth)));
+  }
   return p;
+}
+
+// One axis of a sweep: a key and its values, or the keys of a zip, whose values advance together.
+struct Axis {
+  std::vector<std::pair<std::string, Input>> keys;
+  std::size_t size = 0;
+};
+
+std::vector<Axis> load_axes(const Input& doc, const Input& sweep) {
+  if (!sweep.is_map()) sweep.fail("expected a map of keys to lists of values, e.g. {cluster.nodes: [4, 16]}");
+  std::vector<Axis> axes;
+  auto values_of = [&](const std::string& key, const Input& values) {
+    check_sweep_key(doc, key, values);
+    if (!values.is_sequence() || values.size() == 0) values.fail("expected a non-empty list of values to sweep");
+    return values;
+  };
+  for (const auto& key : sweep.keys()) {
+    Axis axis;
+    if (key == "zip") {
+      const Input zip = sweep["zip"];
+      if (!zip.is_map() || zip.keys().empty())
+        zip.fail("expected a map of keys to lists of the same length, whose values advance together");
+      for (const auto& k : zip.keys()) {
+        const Input values = values_of(k, zip[k]);
+        if (!axis.keys.empty() && values.size() != axis.size)
+          values.fail(fmt::format("has {} values but {} has {}: zipped lists advance together and must be as long",
+                                  values.size(), axis.keys.front().first, axis.size));
+        axis.size = values.size();
+        axis.keys.emplace_back(k, values);
+      }
+    } else {
+      const Input values = values_of(key, sweep[key]);
+      axis.size = values.size();
+      axis.keys.emplace_back(key, values);
+    }
+    axes.push_back(std::move(axis));
+  }
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    for (const auto& [key, values] : axes[a].keys)
+      for (std::size_t b = 0; b <= a; ++b)
+        for (const auto& [other, ov] : axes[b].keys)
+          if (&ov != &values && other == key) values.fail(fmt::format("'{}' is swept twice", key));
+  return axes;
+}
+
+// Says an error at one sweep point again, where the user can fix it: a swept key that does not
+// exist is the sweep's own line; anything else keeps its place and names the point.
+[[noreturn]] void rethrow_at_point(const InputError& e, const std::vector<Axis>& axes,
+                                   const std::vector<std::pair<std::string, std::string>>& coordinates,
+                                   const Input& sweep) {
+  std::string point;
+  for (const auto& [k, v] : coordinates) point += fmt::format("{}{}={}", point.empty() ? "" : ", ", k, v);
+  if (e.file().empty()) throw InputError(fmt::format("{}: at sweep point {}: {}", sweep.where(), point, e.what()));
+  for (const auto& axis : axes)
+    for (const auto& [key, values] : axis.keys)
+      if (e.key() == key && e.problem().rfind("unknown key", 0) == 0)
+        throw InputError(values.file(), values.line(), values.path(), e.problem());
+  throw InputError(e.file(), e.line(), e.key(), fmt::format("at sweep point {}: {}", point, e.problem()));
 }
 
 }  // namespace
 
 sim::Training load_training(const Input& in) {
-  in.expect_keys({"framework", "fsdp", "api", "sharding", "hybrid_shard_gpus", "wrap", "micro_batch", "seq_len",
-                  "grad_accumulation", "no_sync", "param_dtype", "reduce_dtype", "activation_checkpointing", "tf32",
-                  "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch", "reshard_after_forward",
-                  "reduce_scatter_group", "host", "allocator_fragmentation"});
+  in.expect_keys(kTrainingKeys);
   sim::Training t;
   // The framework first: it decides the defaults of the keys below (docs/scenarios.md).
   if (auto v = in.find("framework")) {
@@ -172,6 +329,7 @@ sim::Training load_training(const Input& in) {
   }
   if (auto v = in.find("micro_batch")) t.micro_batch = v->as_int_between(1, 1 << 20);
   if (auto v = in.find("seq_len")) t.seq_len = v->as_int_between(1, 1 << 24);
+  // global_batch needs the cluster's size: load_point derives grad_accumulation from it.
   if (auto v = in.find("grad_accumulation")) t.grad_accumulation = v->as_int_between(1, 1 << 16);
   // Only plain FSDP1 loops call no_sync(); torchtitan (train.py Trainer.train_step) and Composer
   // (composer/distributed/dist_strategy.py ddp_sync_context: no no_sync for FSDP) reduce every micro-batch.
@@ -179,7 +337,28 @@ sim::Training load_training(const Input& in) {
   if (auto v = in.find("no_sync")) t.no_sync = v->as_bool();
   if (auto v = in.find("param_dtype")) t.param_dtype = load_dtype(*v);
   if (auto v = in.find("reduce_dtype")) t.reduce_dtype = load_dtype(*v);
-  if (auto v = in.find("activation_checkpointing")) t.activation_checkpointing = v->as_bool();
+  if (auto v = in.find("activation_checkpointing")) {
+    // true / false, or the fraction of the blocks checkpointed (selective checkpointing by block).
+    const auto text = v->is_scalar() ? v->as_string() : "";
+    char* end = nullptr;
+    const double number = std::strtod(text.c_str(), &end);
+    const bool is_number = !text.empty() && end == text.c_str() + text.size();
+    if (text != "true" && text != "false" && (!is_number || number < 0 || number > 1))
+      v->fail(fmt::format("expected true, false or the share of the blocks checkpointed, in [0, 1]; got '{}'", text));
+    const double p = text == "true" ? 1 : text == "false" ? 0 : number;
+    t.activation_checkpointing = p > 0;
+    t.impl.checkpoint_fraction = p > 0 ? p : 1;
+  }
+  if (auto v = in.find("attention")) {
+    const auto names = models::attention_kernel_names();
+    const auto s = v->as_string();
+    const auto it = std::find(names.begin(), names.end(), s);
+    if (it == names.end()) v->fail(unknown_name("attention kernel", s, names));
+    t.impl.attention = models::AttentionKernel(it - names.begin());
+  }
+  if (auto v = in.find("compile")) t.impl.compiled = v->as_bool();
+  if (auto v = in.find("cross_entropy"))
+    t.impl.fused_cross_entropy = v->as_choice({"fp32", "fused"}) == "fused";
   if (auto v = in.find("tf32")) t.tf32 = v->as_bool();
   if (auto v = in.find("limit_all_gathers")) {
     if (v->is_scalar() && v->raw().Scalar().find_first_not_of("0123456789") == std::string::npos)
@@ -224,10 +403,10 @@ sim::Training load_training(const Input& in) {
 Scenario parse_scenario(const std::string& text, const std::string& source_name) {
   const Input doc = Input::load_string(text, source_name);
   if (!doc.is_map()) doc.fail("expected a scenario: a map with model, cluster, training, policies");
-  doc.expect_keys({"name", "description", "model", "cluster", "training", "policies", "policy", "compression",
-                   "sweep"});
+  check_top_level_keys(doc);
   Scenario s;
   s.file = source_name;
+  s.text = text;
   s.name = doc.has("name") ? doc["name"].as_string() : source_name;
   if (auto d = doc.find("description")) s.description = d->as_string();
   if (doc.has("policies") && doc.has("policy")) doc["policy"].fail("give either 'policy' or 'policies', not both");
@@ -237,41 +416,37 @@ Scenario parse_scenario(const std::string& text, const std::string& source_name)
     s.points.push_back(load_point(doc));
     return s;
   }
-  // The sweep's cartesian product, first key outermost; each point is the
-  // document with the swept keys replaced, parsed like any other.
-  std::vector<std::pair<std::string, Input>> axes;
-  for (const auto& key : sweep->keys()) {
-    Input values = (*sweep)[key];
-    if (!values.is_sequence() || values.size() == 0) values.fail("expected a non-empty list of values to sweep");
-    axes.emplace_back(key, values);
-    s.sweep_keys.push_back(key);
+  const auto axes = load_axes(doc, *sweep);
+  for (const auto& axis : axes) {
+    s.sweep_axes.emplace_back();
+    for (const auto& [key, values] : axis.keys) {
+      s.sweep_keys.push_back(key);
+      s.sweep_axes.back().push_back(key);
+    }
   }
+  // Each point is the document, read afresh (so that every key keeps its line) with the swept
+  // keys replaced, and loaded like any other.
   std::vector<std::size_t> index(axes.size(), 0);
   for (;;) {
-    YAML::Node copy = YAML::Clone(doc.raw());
+    YAML::Node copy = YAML::Load(text);
     copy.remove("sweep");
     std::vector<std::pair<std::string, std::string>> coordinates;
-    for (std::size_t a = 0; a < axes.size(); ++a) {
-      const Input v = axes[a].second.at(index[a]);
-      set_path(copy, axes[a].first, v.raw(), axes[a].second);
-      coordinates.emplace_back(axes[a].first, scalar_text(v.raw()));
-    }
+    for (std::size_t a = 0; a < axes.size(); ++a)
+      for (const auto& [key, values] : axes[a].keys) {
+        const Input v = values.at(index[a]);
+        set_path(copy, key, v.raw());
+        coordinates.emplace_back(key, scalar_text(v.raw()));
+      }
     Point parsed;
     try {
       parsed = load_point(Input::wrap(copy, source_name));
     } catch (const InputError& e) {
-      // Point at the swept key that the complaint is about, if any: its line is in the file.
-      std::string point;
-      for (const auto& [k, v] : coordinates) point += fmt::format("{}{}={}", point.empty() ? "" : ", ", k, v);
-      for (const auto& [key, values] : axes)
-        if (std::string(e.what()).find(key) != std::string::npos)
-          throw InputError(fmt::format("{}: at sweep point {}: {}", values.where(), point, e.what()));
-      throw;
+      rethrow_at_point(e, axes, coordinates, *sweep);
     }
     parsed.coordinates = std::move(coordinates);
     s.points.push_back(std::move(parsed));
     std::size_t a = axes.size();
-    while (a > 0 && ++index[a - 1] == axes[a - 1].second.size()) index[--a] = 0;
+    while (a > 0 && ++index[a - 1] == axes[a - 1].size) index[--a] = 0;
     if (a == 0) break;
   }
   return s;
@@ -288,7 +463,7 @@ Scenario load_scenario(const std::string& path) {
 std::vector<Result> run(const Scenario& s) {
   std::vector<Result> out;
   for (const auto& p : s.points)
-    for (const auto& pol : p.policies) out.push_back(Result{&p, sim::simulate(p.setup, pol)});
+    for (const auto& pol : p.policies) out.push_back(Result{&p, &pol, sim::simulate(p.setup, pol)});
   return out;
 }
 

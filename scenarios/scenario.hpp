@@ -8,6 +8,10 @@
 //   policies: [fsdp, tagc]
 //   sweep: {cluster.nodes: [4, 16, 64]}
 //
+// A sweep is the cartesian product of its keys; the keys under `zip:` advance together
+// (strong scaling: nodes up, gradient accumulation down). `training.global_batch` derives the
+// gradient accumulation at each point instead.
+//
 // docs/scenarios.md lists every key.
 #pragma once
 
@@ -26,14 +30,17 @@ struct Point {
   sim::StepSetup setup;
   std::vector<sim::Policy> policies;
   std::vector<std::string> warnings;
+  int global_batch = 0;  // training.global_batch as given (sequences per step), 0 when not given
 };
 
 struct Scenario {
   std::string name;
   std::string description;
   std::string file;
-  std::vector<std::string> sweep_keys;
-  std::vector<Point> points;  // the cartesian product of the sweep, in file order
+  std::string text;                     // the file as read
+  std::vector<std::string> sweep_keys;  // every swept key, in file order (a zip's keys where it stands)
+  std::vector<std::vector<std::string>> sweep_axes;  // keys that advance together: one per key, one per zip
+  std::vector<Point> points;  // the cartesian product of the sweep axes, first axis outermost
 };
 
 Scenario load_scenario(const std::string& path);
@@ -45,6 +52,7 @@ std::vector<sim::Policy> load_policies(const Input& scenario);
 
 struct Result {
   const Point* point = nullptr;
+  const sim::Policy* policy = nullptr;
   sim::StepResult step;
 };
 // Runs every point under every policy.

@@ -1,3 +1,6 @@
+// NCCL's tuning model with the cluster's link rates. The constants below are NCCL's published
+// cost model (NVIDIA/nccl src/graph/tuning.cc and src/enqueue.cc, 2.2x), written out as data:
+// latencies in us, bandwidths in GB/s, as NCCL states them. Which one applies is said where used.
 #include "sim/collective.hpp"
 
 #include "common/input.hpp"
@@ -5,7 +8,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 
 namespace tagcsim::sim {
 
@@ -25,6 +30,18 @@ const char* to_string(Algorithm a) {
     case Algorithm::Auto: return "auto";
     case Algorithm::Ring: return "ring";
     case Algorithm::Tree: return "tree";
+    case Algorithm::Nvls: return "nvls";
+    case Algorithm::NvlsTree: return "nvls_tree";
+  }
+  return "?";
+}
+
+const char* to_string(Protocol p) {
+  switch (p) {
+    case Protocol::Auto: return "auto";
+    case Protocol::LL: return "LL";
+    case Protocol::LL128: return "LL128";
+    case Protocol::Simple: return "Simple";
   }
   return "?";
 }
@@ -38,9 +55,24 @@ CollectiveOp parse_collective_op(const std::string& text) {
 }
 
 Algorithm parse_algorithm(const std::string& text) {
-  for (auto a : {Algorithm::Auto, Algorithm::Ring, Algorithm::Tree})
-    if (text == to_string(a)) return a;
-  throw InputError(fmt::format("--algorithm: expected one of auto, ring, tree; got '{}'", text));
+  if (text == "auto") return Algorithm::Auto;
+  switch (topologies::parse_nccl_algo(text)) {
+    case topologies::NcclPins::Ring: return Algorithm::Ring;
+    case topologies::NcclPins::Tree: return Algorithm::Tree;
+    case topologies::NcclPins::Nvls: return Algorithm::Nvls;
+    case topologies::NcclPins::NvlsTree: return Algorithm::NvlsTree;
+  }
+  throw InputError(fmt::format("--algorithm: expected one of auto, ring, tree, nvls, nvls_tree; got '{}'", text));
+}
+
+Protocol parse_protocol(const std::string& text) {
+  if (text == "auto") return Protocol::Auto;
+  switch (topologies::parse_nccl_proto(text)) {
+    case topologies::NcclPins::LL: return Protocol::LL;
+    case topologies::NcclPins::LL128: return Protocol::LL128;
+    case topologies::NcclPins::Simple: return Protocol::Simple;
+  }
+  throw InputError(fmt::format("--protocol: expected one of auto, ll, ll128, simple; got '{}'", text));
 }
 
 Group whole_cluster(const topologies::Cluster& c) {
@@ -67,6 +99,47 @@ double CollectivePlan::busbw(double t) const { return algbw(t) * bus_factor(op, 
 
 namespace {
 
+constexpr double us = 1e-6, GBps = 1e9;
+constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
+constexpr int kRing = 0, kTree = 1, kNvls = 2, kNvlsTree = 3;
+
+// tuning.cc baseLat and hwLat [algorithm][protocol] (us), for NVLink, PCI and network hops.
+constexpr double kBase[4][3] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
+constexpr double kHwNvlink[4][3] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0, 0, 25}, {0, 0, 25}};
+constexpr double kHwPcie[4][3] = {{1.0, 2.5, 5.7}, {1.0, 1.9, 4.0}, {0, 0, 0}, {0, 0, 0}};
+constexpr double kHwNet[4][3] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0, 0, 18}, {0, 0, 20.9}};
+// Per GPU generation (Volta, Ampere, Hopper, Blackwell) x (1 node, 2 nodes, more) (GB/s).
+// LL's ceiling: one node by GPU generation; more by CPU (NCCL's Intel row; AMD hosts are lower).
+constexpr double kLlMaxOneNode[4] = {39.0, 87.7, 141.0, 282.0};
+constexpr double kLlMaxNet[3] = {39.0, 39.0, 20.4};
+constexpr double kPerChRingLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}};
+constexpr double kPerChTreeLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+constexpr double kPerChTree[4][3] = {{26.5, 18.5, 10}, {24, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70, 42.8, 24}};
+// "Trees are not perfectly sticking to the model for medium sizes": tree bandwidth x this, by
+// log2(bytes / 64), 64 B to 256 MB.
+constexpr double kTreeCorrection[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+// Bandwidth a protocol delivers of what the links carry: LL sends a 4-byte flag with every 4 bytes
+// of data, LL128 one 8-byte flag per 128-byte line (NCCL's model takes 0.92); trees lose 8% more
+// and LL on a tree is slower still (1/3.8).
+constexpr double kRingFraction[3] = {0.5, 0.92, 1.0};
+constexpr double kTreeFraction[3] = {0.92 / 3.8, 0.92 * 120.0 / 128, 0.92};
+// enqueue.cc: threads per channel and bytes per thread before NCCL adds a channel.
+constexpr int kThreads[3] = {512, 640, 512};
+constexpr int kThreadThreshold[3] = {8, 8, 64};
+// Data per channel and pipeline step at full size: Simple 4 MiB buffers in 8 steps, 4 steps a chunk
+// (rings) or 1 (trees); LL 512 KiB in 8 steps, half of it flags; LL128 4.9 MB in 8 steps, 15/16 data.
+constexpr double kRingChunk[3] = {32768, 576000, 2097152};
+constexpr double kTreeChunk[3] = {32768, 576000, 524288};
+constexpr double kNvlsChunk = 131072;  // NCCL_NVLS_CHUNKSIZE default
+
+int log2i(double x) { return x >= 1 ? int(std::floor(std::log2(x))) : 0; }
+
+// NCCL's compute-capability index.
+int generation(int sm) { return sm >= 100 ? 3 : sm >= 90 ? 2 : sm >= 80 ? 1 : 0; }
+
 // Switches a packet crosses between two nodes of the group, on average.
 int switch_hops(const topologies::Cluster& c, const Group& g) {
   using K = topologies::Fabric::Kind;
@@ -78,87 +151,327 @@ int switch_hops(const topologies::Cluster& c, const Group& g) {
   return span <= pod ? 3 : 5;
 }
 
+// Everything the candidates share.
+struct Ctx {
+  const topologies::Cluster& c;
+  CollectiveOp op;
+  double S;
+  Group g;
+  int n, k, R;
+  double lanes;        // concurrent groups per node
+  double nvl_rate;     // ring bytes/s per GPU over NVLink (or PCIe)
+  double nvls_rate;    // NVLS bytes/s per GPU, 0 without NVLink SHARP
+  double net_rate;     // bytes/s out of a node through the rails its GPUs in this collective use
+  int rails;
+  bool nvlink;
+  int gen;
+  int nch;             // channels of the communicator
+  int nvls_ch;
+  double scale;        // x NCCL's latency table
+  double alpha_intra_extra, alpha_inter_extra;  // per-step latencies beyond NCCL's table
+  double transport;    // the transport's per-message latency
+  int gpus_per_process;
+};
+
+// A channel is one thread block: it moves ~10 GB/s of payload (NCCL's graph search gives NVLink
+// rings 10-12 GB/s each), or its share of the link when that is more. `nc` channels of a link that
+// delivers `full` bytes/s with every channel running reach min(full, nc x per-channel rate).
+constexpr double kChannelRate = 10e9;
+double channel_rate(const Ctx& x, double full, int nc) {
+  return std::min(full, nc * std::max(full / x.nch, kChannelRate));
+}
+
+int channels_for(const Ctx& x, int p, int a) {
+  // enqueue.cc: fewer channels until each has nt x threshold bytes (LL's threshold x ranks on rings).
+  const double thr = kThreadThreshold[p] * (a == kRing && p == kLL ? x.R : 1);
+  int nc = x.nch;
+  while (nc > 1 && x.S < double(nc) * kThreads[p] * thr) --nc;
+  return nc;
+}
+
+double intra_hop(const Ctx& x, int a, int p) {
+  const double table = (x.nvlink ? kHwNvlink : kHwPcie)[a][p];
+  double lat = x.scale * table * us + x.alpha_intra_extra;
+  // Inter-node rings still post a network operation per step (NCCL's getNetOverhead, x3 for Simple).
+  if (x.n > 1 && a == kRing) lat = std::max(lat, x.c.nics.transport.overhead * (p == kSimple ? 3.0 : 1.0));
+  return lat;
+}
+
+double inter_hop(const Ctx& x, int a, int p) {
+  // With one GPU per node every network latency is exposed: NCCL uses the tree's.
+  const int row = (a == kRing && x.k == 1) ? kTree : a;
+  return x.scale * kHwNet[row][p] * us + x.transport * (p == kSimple ? 2 : 1) + x.alpha_inter_extra;
+}
+
+// The group's share of NVLink and network bytes, and the time the slower takes, per algorithm.
+struct Candidate {
+  int a = kRing, p = kSimple;
+  CollectivePlan plan;
+  double total = std::numeric_limits<double>::infinity();
+};
+
+// The bandwidth term's time for one chunk of one channel, when each channel moves `data_per_channel`.
+double chunk_time(const CollectivePlan& p, double chunk, double data_per_channel) {
+  return data_per_channel > 0 ? std::min(1.0, chunk / data_per_channel) * std::max(p.network_seconds, p.nvlink_seconds)
+                              : 0;
+}
+
+// Latency, pipeline fill and the host's launch floor.
+void finish(const Ctx& x, Candidate& cand, double base_latency, double chunk, double fill, int channels) {
+  auto& p = cand.plan;
+  const auto& cl = x.c.collectives;
+  p.chunk_bytes = chunk;
+  p.fill_seconds = fill;
+  p.latency_seconds = cl.launch_latency + base_latency + p.fill_seconds;
+  // A CPU thread launches its GPUs' kernels one after another, each with a work descriptor per
+  // channel to prepare: no collective runs faster than that.
+  const double floor = (cl.host_launch + cl.host_launch_per_channel * channels) * x.gpus_per_process;
+  if (p.seconds() < floor) p.latency_seconds += floor - p.seconds();
+  cand.total = p.seconds();
+}
+
+Candidate ring(const Ctx& x, int p) {
+  Candidate cand{kRing, p};
+  auto& plan = cand.plan;
+  const int nc = channels_for(x, p, kRing);
+  const double f = kRingFraction[p];
+  const bool chain = x.op == CollectiveOp::Reduce || x.op == CollectiveOp::Broadcast;
+  const bool allreduce = x.op == CollectiveOp::AllReduce;
+  // Per GPU, the bytes the ring moves: S per link for a chain, (R-1)/R S per pass otherwise.
+  const double per_link = chain ? x.S : (allreduce ? 2.0 : 1.0) * (x.R - 1) / x.R * x.S;
+  const double nvl_share = x.n == 1 ? 1.0 : double(x.k - 1) / x.k;  // the ring leaves each node once
+  plan.steps = chain ? x.R - 1 : (allreduce ? 2 : 1) * (x.R - 1);
+  const int inter_steps = x.n == 1 ? 0 : chain ? x.n - 1 : (allreduce ? 2 : 1) * (x.n - 1);
+  plan.nvlink_bytes = per_link * nvl_share;
+  plan.node_egress_bytes = x.n > 1 ? x.lanes * per_link / f : 0;
+  plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / channel_rate(x, x.nvl_rate * f, nc) : 0;
+  plan.network_seconds = x.n > 1 ? plan.node_egress_bytes * f / channel_rate(x, x.net_rate * f, nc) : 0;
+  // Protocol ceilings on the ring's bus bandwidth (per GPU), NCCL's llMaxBw and LL128 per channel.
+  double cap = std::numeric_limits<double>::infinity();
+  if (p == kLL) cap = (x.n == 1 ? kLlMaxOneNode[x.gen] : kLlMaxNet[std::min(x.n, 3) - 1]) * GBps;
+  if (p == kLL128) cap = x.nch * kPerChRingLL128[x.gen][std::min(x.n, 3) - 1] * GBps;
+  if (std::isfinite(cap)) plan.nvlink_seconds = std::max(plan.nvlink_seconds, per_link / channel_rate(x, cap, nc));
+  // A chain's links take turns: S crosses each, one after the other, so the fabric carries
+  // (n-1)/n of S per node on average.
+  if (chain && x.n > 1) plan.node_egress_bytes *= double(x.n - 1) / x.n;
+  double lat = x.scale * kBase[kRing][p] * us + (plan.steps - inter_steps) * intra_hop(x, kRing, p) +
+               inter_steps * inter_hop(x, kRing, p);
+  // "Plateau effect of ring": multi-node Simple all-reduces with data on every channel.
+  if (allreduce && p == kSimple && x.n > 1 && x.scale > 0 && x.S / (double(x.nch) * x.R) >= 64)
+    lat *= x.gen >= 1 ? 1.4 : 1.9;
+  // Each step moves S/R per rank over nc channels, in chunks of at most kRingChunk. A ring's steps
+  // run one after another, so the bandwidth term already holds them; what is left is the pipeline
+  // between steps: a rank forwards a chunk once its first slice has arrived, so each step after the
+  // first starts `ring_depth` chunk-times late (NCCL slices a Simple chunk in two: 0.5). The delay
+  // vanishes as chunks shrink below full size.
+  const double step_data = x.S / (double(x.R) * nc);
+  const double chunk = std::min(kRingChunk[p], step_data);
+  const double fill = x.c.collectives.ring_depth * (plan.steps - 1) * chunk_time(plan, chunk, plan.steps * step_data) *
+                      std::min(1.0, step_data / kRingChunk[p]);
+  finish(x, cand, lat, chunk, fill, nc);
+  plan.channels = nc;
+  return cand;
+}
+
+Candidate tree(const Ctx& x, int p) {
+  Candidate cand{kTree, p};
+  auto& plan = cand.plan;
+  const int nc = channels_for(x, p, kTree);
+  double f = kTreeFraction[p];
+  if (p == kLL128 && x.n == 1) f = 0.92 * 7.0 / 9;
+  if (const int ls = log2i(x.S / 64); x.S >= 64 && ls < 23) f *= kTreeCorrection[p][ls];
+  const int levels = x.n > 1 ? log2i(x.n) : 0;
+  // A chain inside each node (S up, S down per GPU) and a double binary tree across nodes: each of
+  // the two trees carries S/2 up and S/2 down each of its n-1 edges, 2(n-1)/n S per node on average.
+  plan.steps = 2 * (x.k - 1) + 2 * levels;
+  plan.nvlink_bytes = x.k > 1 ? 2 * x.S : 0;
+  plan.node_egress_bytes = x.n > 1 ? x.lanes * 2.0 * (x.n - 1) / x.n * x.S / kRingFraction[p] : 0;
+  plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / channel_rate(x, x.nvl_rate * f, nc) : 0;
+  plan.network_seconds =
+      x.n > 1 ? x.lanes * 2.0 * (x.n - 1) / x.n * x.S / channel_rate(x, x.net_rate * f, nc) : 0;
+  double cap = x.nch * kPerChTree[x.gen][std::min(x.n, 3) - 1] * GBps;
+  if (p == kLL) cap = std::min(cap, (x.n == 1 ? kLlMaxOneNode[x.gen] : kLlMaxNet[std::min(x.n, 3) - 1]) * GBps);
+  if (p == kLL128) cap = std::min(cap, x.nch * kPerChTreeLL128[x.gen][std::min(x.n, 3) - 1] * GBps);
+  plan.nvlink_seconds = std::max(plan.nvlink_seconds, 2 * x.S / channel_rate(x, cap * f / 0.92, nc));
+  const double lat = x.scale * kBase[kTree][p] * us +
+                     2 * ((x.k - 1) * intra_hop(x, kTree, p) + levels * inter_hop(x, kTree, p));
+  // A chunk climbs the chain and the tree of nodes and comes back down, stage after stage: with few
+  // chunks per channel little of that overlaps. `tree_depth` chunk-times of the slowest link.
+  const double chunk = std::min(kTreeChunk[p], x.S / nc);
+  finish(x, cand, lat, chunk, x.c.collectives.tree_depth * chunk_time(plan, chunk, x.S / nc), nc);
+  plan.channels = nc;
+  return cand;
+}
+
+// NVLS chunk size (enqueue.cc calcCollChunking): smaller chunks for smaller buffers, so that every
+// channel and head has work.
+double nvls_chunk(const Ctx& x, bool tree) {
+  const double ops = double(x.nvls_ch) * x.k;
+  double c = kNvlsChunk;
+  if (!tree) {
+    if (x.S < 64 * ops * c) c = 65536;
+    if (x.S < 8 * ops * c) c = 32768;
+    if (x.S < 2 * ops * c) c = 16384;
+  } else {
+    if (x.n >= 4) c = std::min(c, 65536.0);
+    if (x.S < 4 * ops * c && c > 65536) c = 65536;
+    if (x.S < ops * c && c > 32768) c = 32768;
+  }
+  return c;
+}
+
+// NVLink SHARP: each GPU reduces its 1/k of the buffer in the switch (multimem.ld_reduce: S out of
+// every GPU, S/k back) and multicasts the result (S/k out, S back): S (k+1)/k per GPU for an
+// all-reduce, (k-1)/k S for an all-gather or reduce-scatter (the ring's, on a slower rate).
+// Across nodes (NVLS tree) the node's reduced buffer goes through a tree of nodes.
+Candidate nvls(const Ctx& x, bool across_nodes) {
+  Candidate cand{across_nodes ? kNvlsTree : kNvls, kSimple};
+  auto& plan = cand.plan;
+  const bool allreduce = x.op == CollectiveOp::AllReduce;
+  const double c = nvls_chunk(x, across_nodes);
+  const double per_gpu = allreduce ? x.S * (x.k + 1) / x.k : x.S * (x.k - 1) / x.k;
+  const double chunks = std::ceil(x.S / (double(x.nvls_ch) * c));
+  plan.steps = 2 + (across_nodes ? 2 * log2i(x.n) : 0);
+  plan.nvlink_bytes = per_gpu;
+  plan.nvlink_seconds = per_gpu / x.nvls_rate + chunks * x.c.collectives.nvls_chunk_overhead;
+  if (across_nodes) {
+    plan.node_egress_bytes = x.lanes * 2.0 * (x.n - 1) / x.n * x.S;
+    plan.network_seconds = plan.node_egress_bytes / x.net_rate;
+  }
+  double lat = x.scale * kHwNvlink[cand.a][kSimple] * us;
+  if (across_nodes) lat += 2 * log2i(x.n) * inter_hop(x, kNvlsTree, kSimple);
+  finish(x, cand, lat, c, x.c.collectives.nvls_depth * chunk_time(plan, c, x.S / x.nvls_ch), x.nvls_ch);
+  plan.channels = x.nvls_ch;
+  return cand;
+}
+
+unsigned algo_bit(int a) {
+  using P = topologies::NcclPins;
+  return a == kRing ? P::Ring : a == kTree ? P::Tree : a == kNvls ? P::Nvls : P::NvlsTree;
+}
+unsigned proto_bit(int p) {
+  using P = topologies::NcclPins;
+  return p == kLL ? P::LL : p == kLL128 ? P::LL128 : P::Simple;
+}
+Algorithm algorithm_of(int a) {
+  return a == kRing ? Algorithm::Ring : a == kTree ? Algorithm::Tree : a == kNvls ? Algorithm::Nvls
+                                                                                  : Algorithm::NvlsTree;
+}
+Protocol protocol_of(int p) { return p == kLL ? Protocol::LL : p == kLL128 ? Protocol::LL128 : Protocol::Simple; }
+
+int communicator_channels(const topologies::Cluster& c, int k) {
+  if (c.nccl.channels > 0) return c.nccl.channels;
+  // NCCL's graph search fills the links with rings of ~10-12 GB/s each (24 channels on NVLink3,
+  // 32, its maximum, on NVLink4, 16 on H800's 8 NVLinks), at least 2.
+  const double rate = k > 1 ? c.intra.bandwidth * c.intra.efficiency : c.rail_bandwidth();
+  return std::clamp(int(std::lround(rate / 10e9)), 2, 32);
+}
+
 }  // namespace
 
 CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, double bytes, const Group& g,
                                Algorithm algorithm) {
-  CollectivePlan p;
-  p.op = op;
-  p.bytes = bytes;
-  p.group = g;
+  return plan_collective(c, op, bytes, g, PlanOptions{.algorithm = algorithm});
+}
+
+CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, double bytes, const Group& g,
+                               const PlanOptions& options) {
   const int R = g.ranks();
-  const int n = g.nodes;
-  const int gpn = g.gpus_per_node;
   if (R <= 1) {  // nothing to exchange; NCCL still launches a kernel
-    p.algorithm = Algorithm::Ring;
+    CollectivePlan p;
+    p.op = op;
+    p.bytes = bytes;
+    p.group = g;
     p.latency_seconds = c.collectives.launch_latency;
     return p;
   }
-  // Each node takes part in `lanes` groups at once (HSDP replica rings: one per local GPU).
+  const int n = g.nodes, k = g.gpus_per_node;
+  // Each node takes part in `lanes` groups at once (HSDP replica rings: one per local GPU); their
+  // GPUs sit on the rails they are wired to.
   const double lanes = std::max(1.0, double(g.count) * n / c.nodes);
-  const double net_rate = c.node_injection_bandwidth();
-  const double nvl_rate = c.intra.bandwidth * c.intra.efficiency;
-  const double alpha_intra = c.collectives.step_latency_intra + c.intra.latency;
-  const double alpha_inter =
-      c.collectives.step_latency_inter + c.nics.latency + switch_hops(c, g) * c.fabric.switch_latency;
-  // Share of a GPU's ring traffic that stays on NVLink: all of it inside one
-  // node; (g-1)/g of it when the ring leaves the node once per channel.
-  const double nvl_share = n == 1 ? 1.0 : double(gpn - 1) / gpn;
-  const double ring = double(R - 1) / R;
+  const int gpus_used = int(std::min<double>(c.gpus_per_node, lanes * k));
+  const int rails = c.rails_of_gpus(g.first_gpu, gpus_used);
+  const auto& cl = c.collectives;
+  Ctx x{.c = c,
+        .op = op,
+        .S = bytes,
+        .g = g,
+        .n = n,
+        .k = k,
+        .R = R,
+        .lanes = lanes,
+        .nvl_rate = c.intra.bandwidth * c.intra.efficiency,
+        .nvls_rate = c.intra.bandwidth * c.intra.nvls_efficiency,
+        .net_rate = rails * c.rail_bandwidth(),
+        .rails = rails,
+        .nvlink = c.intra.kind != "pcie",
+        .gen = generation(c.gpu.sm),
+        .nch = communicator_channels(c, k),
+        .nvls_ch = c.gpu.sm >= 100 ? (n > 1 ? 32 : 24) : 16,
+        .scale = cl.latency_scale,
+        // NCCL's per-hop latencies already hold a link and a switch; the fabric adds the switches
+        // beyond the first (leaf to spine and back). Without NCCL's table the links' own latencies
+        // are the hops'.
+        .alpha_intra_extra = cl.step_latency_intra + (cl.latency_scale > 0 ? 0.0 : c.intra.latency),
+        .alpha_inter_extra = cl.step_latency_inter + (cl.latency_scale > 0 ? 0.0 : c.nics.latency) +
+                             (switch_hops(c, g) - (cl.latency_scale > 0 ? 1 : 0)) * c.fabric.switch_latency,
+        .transport = c.nics.transport.latency,
+        .gpus_per_process = std::max(1, options.gpus_per_process)};
 
-  auto ring_plan = [&](double per_link, int steps, int inter_steps) {
-    p.algorithm = Algorithm::Ring;
-    p.node_egress_bytes = n > 1 ? lanes * per_link : 0;
-    p.nvlink_bytes = per_link * nvl_share;
-    p.steps = steps;
-    // NCCL's tuning model: steps that cross nodes pay the network latency,
-    // the others NVLink's.
-    p.latency_seconds = c.collectives.launch_latency + (steps - inter_steps) * alpha_intra + inter_steps * alpha_inter;
+  // What may run: the caller's choice, else the cluster's pins (NCCL_ALGO / NCCL_PROTO).
+  unsigned algos = options.algorithm != Algorithm::Auto
+                       ? algo_bit(options.algorithm == Algorithm::Ring   ? kRing
+                                  : options.algorithm == Algorithm::Tree ? kTree
+                                  : options.algorithm == Algorithm::Nvls ? kNvls
+                                                                         : kNvlsTree)
+                       : (c.nccl.algos ? c.nccl.algos : 15u);
+  const unsigned protos =
+      options.protocol != Protocol::Auto
+          ? proto_bit(options.protocol == Protocol::LL ? kLL : options.protocol == Protocol::LL128 ? kLL128 : kSimple)
+          : (c.nccl.protos ? c.nccl.protos : 7u);
+  const bool allreduce = op == CollectiveOp::AllReduce;
+  const bool has_nvls = x.nvls_rate > 0 && x.nvlink && k > 1;
+  auto runs = [&](int a) {
+    switch (a) {
+      case kRing: return true;
+      case kTree: return allreduce && n > 1;
+      case kNvls:  // one node; all-gather/reduce-scatter only where NCCL allows NVLS for them
+        return has_nvls && n == 1 &&
+               (allreduce || op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter);
+      case kNvlsTree: return has_nvls && n > 1 && allreduce;
+    }
+    return false;
   };
+  // An algorithm that cannot run this collective (tree for an all-gather) leaves it to the ring,
+  // where NCCL would refuse to run.
+  bool any = false;
+  for (int a = 0; a < 4; ++a) any = any || ((algos & algo_bit(a)) && runs(a));
+  if (!any) algos = algo_bit(kRing);
 
-  switch (op) {
-    case CollectiveOp::AllGather:
-    case CollectiveOp::ReduceScatter:
-      ring_plan(ring * bytes, R - 1, n - 1);
-      break;
-    case CollectiveOp::Reduce:
-    case CollectiveOp::Broadcast:
-      // A pipelined chain through every rank: each of its links carries the
-      // whole buffer once, so it takes S/B, but the chain has n-1 links
-      // between nodes, not n: the fabric carries (n-1)/n * S per node.
-      ring_plan(bytes, R - 1, n - 1);
-      p.network_seconds = p.node_egress_bytes / net_rate;
-      p.nvlink_seconds = p.nvlink_bytes / nvl_rate;
-      p.node_egress_bytes *= double(n - 1) / n;
-      return p;
-    case CollectiveOp::AllReduce: {
-      // NCCL counts 2n network steps for a ring all-reduce across n nodes; with
-      // one GPU per node that exceeds the 2(R-1) steps there are.
-      ring_plan(2 * ring * bytes, 2 * (R - 1), n > 1 ? std::min(2 * n, 2 * (R - 1)) : 0);
-      CollectivePlan as_ring = p;
-      as_ring.network_seconds = as_ring.node_egress_bytes / net_rate;
-      as_ring.nvlink_seconds = as_ring.nvlink_bytes / nvl_rate;
-      // Double binary tree between nodes, chains inside them. Each of the two
-      // trees carries S/2 up and S/2 down each of its n-1 edges, so a node
-      // sends 2(n-1)/n * S on average (S at 2 nodes, where the ring sends
-      // ~2S), in only 2 log2(nodes) network steps.
-      CollectivePlan as_tree = p;
-      as_tree.algorithm = Algorithm::Tree;
-      as_tree.node_egress_bytes = n > 1 ? lanes * 2.0 * (n - 1) / n * bytes : 0;
-      as_tree.nvlink_bytes = gpn > 1 ? 2 * bytes : 0;
-      const int levels = n > 1 ? int(std::ceil(std::log2(double(n)))) : 0;
-      as_tree.steps = 2 * (gpn - 1) + 2 * levels;
-      as_tree.latency_seconds =
-          c.collectives.launch_latency + 2 * (gpn - 1) * alpha_intra + 2 * levels * alpha_inter;
-      as_tree.network_seconds = as_tree.node_egress_bytes / net_rate;
-      as_tree.nvlink_seconds = as_tree.nvlink_bytes / nvl_rate;
-      const bool tree = algorithm == Algorithm::Tree ||
-                        (algorithm == Algorithm::Auto && n > 1 && as_tree.seconds() < as_ring.seconds());
-      return tree ? as_tree : as_ring;
+  Candidate best;
+  for (int a = 0; a < 4; ++a) {
+    if (!(algos & algo_bit(a)) || !runs(a)) continue;
+    if (a == kNvls || a == kNvlsTree) {
+      if (!(protos & proto_bit(kSimple))) continue;  // NVLS runs Simple only
+      const auto cand = nvls(x, a == kNvlsTree);
+      if (cand.total < best.total) best = cand;
+      continue;
+    }
+    for (int p = 0; p < 3; ++p) {
+      if (!(protos & proto_bit(p))) continue;
+      const auto cand = a == kRing ? ring(x, p) : tree(x, p);
+      if (cand.total < best.total) best = cand;
     }
   }
-  p.network_seconds = p.node_egress_bytes / net_rate;
-  p.nvlink_seconds = p.nvlink_bytes / nvl_rate;
+  if (!std::isfinite(best.total)) best = ring(x, kSimple);  // pins that exclude everything that runs here
+  CollectivePlan p = best.plan;
+  p.op = op;
+  p.bytes = bytes;
+  p.group = g;
+  p.algorithm = algorithm_of(best.a);
+  p.protocol = protocol_of(best.p);
+  p.max_channels = best.a == kNvls || best.a == kNvlsTree ? x.nvls_ch : x.nch;
+  p.rails = n > 1 ? rails : 0;
   return p;
 }
 

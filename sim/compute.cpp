@@ -1,26 +1,42 @@
 #include "sim/compute.hpp"
 
+#include "common/input.hpp"
+#include "kernels/profile.hpp"
+#include "models/kernel_list.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
 namespace tagcsim::sim {
 namespace {
-// FlashAttention-2 forward reaches ~50-73% of the tensor cores' peak on A100
-// and H100 (Dao, 2023, Fig. 5-6) while large GEMMs reach ~80-87%; we take the
-// attention core at 0.75 of the device's GEMM efficiency.
-constexpr double kAttentionVsGemm = 0.75;
-// AdamW touches 4 fp32 arrays in and 3 out per parameter.
-constexpr double kAdamBytesPerParam = 7 * 4;
 
-// cuBLAS reaches 10% less of peak on 4096-wide GEMMs than on 8192-wide ones
-// (published square-matmul rates: A100 228.0 vs 253.7 TFLOP/s, H100 742.9 vs
-// 824.2; docs/validation.md). The device's gemm_efficiency is the 8192-wide
-// one; narrower GEMMs are scaled log-linearly, and not below 4096, where
-// nothing was measured.
-double gemm_size_factor(int width) {
-  if (width <= 0 || width >= 8192) return 1;
-  return 0.90 + 0.10 * std::log2(std::max(width, 4096) / 4096.0);
+// Roofline fallback: FlashAttention reaches less of peak than a large GEMM (Dao 2023, Fig. 5-6).
+constexpr double kAttentionVsGemm = 0.75;
+
+// AdamW's foreach path, fp32 state, bytes per parameter of each pass over the shard:
+// exp_avg lerp 12, exp_avg_sq mul 8 and addcmul 12, sqrt 8, div 8, add eps 8, param addcdiv 16,
+// weight decay mul 8; gradient clipping: norm 4, scale 8. 92 in all.
+constexpr double kAdamPassBytes[] = {12, 8, 12, 8, 8, 8, 16, 8, 4, 8};
+
+double roofline_seconds(double flops, double bytes, double gemm_fraction, const topologies::DeviceProfile& gpu,
+                        Dtype compute, bool tf32) {
+  const double gemm_rate = peak_flops(gpu, compute, tf32) * gpu.gemm_efficiency;
+  const double gemm = flops * gemm_fraction;
+  return gemm / gemm_rate + (flops - gemm) / (gemm_rate * kAttentionVsGemm) +
+         bytes / (gpu.memory_bandwidth * gpu.memory_efficiency);
 }
+
+double roofline_kernel(const models::Kernel& k, const topologies::DeviceProfile& gpu, Dtype compute, bool tf32) {
+  switch (k.kind) {
+    case models::KernelKind::Gemm: return roofline_seconds(k.flops(), 0, 1, gpu, compute, tf32);
+    case models::KernelKind::Attention: return roofline_seconds(k.flops(), 0, 0, gpu, compute, tf32);
+    case models::KernelKind::Memory: return roofline_seconds(0, k.bytes, 1, gpu, compute, tf32);
+  }
+  return 0;
+}
+
 }  // namespace
 
 double bytes_of(Dtype d) { return d == Dtype::FP32 ? 4 : 2; }
@@ -47,23 +63,108 @@ double peak_flops(const topologies::DeviceProfile& gpu, Dtype compute, bool tf32
   return tf32 && gpu.peak_flops_tf32 > 0 ? gpu.peak_flops_tf32 : gpu.peak_flops_fp32;
 }
 
-UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceProfile& gpu, Dtype compute,
-                         bool tf32, double kernel_issue_s) {
-  const double gemm_rate = peak_flops(gpu, compute, tf32) * gpu.gemm_efficiency * gemm_size_factor(unit.gemm_width);
-  const double attn_rate = gemm_rate * kAttentionVsGemm;
-  const double mem_rate = gpu.memory_bandwidth * gpu.memory_efficiency;
-  auto seconds = [&](double flops, double mem_bytes, double gemm_fraction) {
-    const double gemm = flops * gemm_fraction;
-    return gemm / gemm_rate + (flops - gemm) / attn_rate + mem_bytes / mem_rate;
-  };
-  // Under activation checkpointing the model's backward already includes the recomputed forward.
-  return UnitCompute{seconds(unit.forward_flops, unit.forward_memory_bytes, unit.gemm_fraction),
-                     seconds(unit.backward_flops, unit.backward_memory_bytes, unit.backward_gemm_fraction),
-                     unit.forward_kernels * kernel_issue_s, unit.backward_kernels * kernel_issue_s};
+const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu) {
+  if (gpu.profile.empty()) return nullptr;
+  const KernelProfile& p = kernel_profile(gpu.profile);
+  if (!p.serves(gpu.name))
+    throw InputError(fmt::format("{}: kernel profile '{}' is for {}, it cannot serve the GPU '{}' (set gpu.profile "
+                                 "to a profile of that GPU, or '' for the datasheet roofline)",
+                                 p.gpu_where, p.name, p.gpu, gpu.name));
+  return &p;
+}
+
+std::string compute_model_description(const topologies::DeviceProfile& gpu) {
+  const KernelProfile* p = device_kernel_profile(gpu);
+  if (!p)
+    return fmt::format("datasheet roofline (no kernel profile): gemm_efficiency {:g}, memory_efficiency {:g}",
+                       gpu.gemm_efficiency, gpu.memory_efficiency);
+  const auto& f = p->fitted;
+  // A shipped profile is named as the repository has it, so reports do not depend on where it lives.
+  const std::string dir = kernels::data_dir() + "/";
+  const std::string file = p->file.rfind(dir, 0) == 0 ? "calibrate/profiles/" + p->file.substr(dir.size()) : p->file;
+  return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}", p->name, file,
+                     p->family, f.tensor_scale, f.memory_scale, f.basis.empty() ? " (not fitted)" : "");
+}
+
+HostCost host_cost(const StepSetup& setup) {
+  const HostCost& given = setup.training.host;
+  const KernelProfile* prof = device_kernel_profile(setup.cluster.gpu);
+  HostCost h;  // eager PyTorch's published per-op cost (sim/training.hpp)
+  h.kernel_issue_s = given.kernel_issue_s >= 0 ? given.kernel_issue_s : prof ? prof->issue_seconds : h.kernel_issue_s;
+  h.hook_s = given.hook_s >= 0 ? given.hook_s : prof ? prof->hook_seconds : h.hook_s;
+  return h;
+}
+
+UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceProfile& gpu, Dtype compute, bool tf32,
+                         models::AttentionKernel attention, double kernel_issue_s) {
+  UnitCompute c;
+  const KernelProfile* prof = device_kernel_profile(gpu);
+  if (!unit.kernels) {
+    // Built by hand: only its FLOPs and bytes are known.
+    c.forward_seconds = roofline_seconds(unit.forward_flops, unit.forward_memory_bytes, unit.gemm_fraction, gpu,
+                                         compute, tf32);
+    c.backward_seconds = roofline_seconds(unit.backward_flops, unit.backward_memory_bytes,
+                                          unit.backward_gemm_fraction, gpu, compute, tf32);
+    c.forward_kernels = unit.forward_kernels;
+    c.backward_kernels = unit.backward_kernels;
+  } else {
+    auto time = [&](const std::vector<models::Kernel>& list, double& gpu_s, int& count) {
+      for (const auto& k : list)
+        gpu_s += prof ? prof->kernel_seconds(k, attention, compute, tf32) : roofline_kernel(k, gpu, compute, tf32);
+      count = int(list.size());
+    };
+    time(unit.kernels->forward, c.forward_seconds, c.forward_kernels);
+    time(unit.kernels->backward, c.backward_seconds, c.backward_kernels);
+  }
+  c.forward_issue_seconds = c.forward_kernels * kernel_issue_s;
+  c.backward_issue_seconds = c.backward_kernels * kernel_issue_s;
+  return c;
+}
+
+UnitCompute unit_compute(const StepSetup& setup, int u) {
+  const auto& t = setup.training;
+  return unit_compute(setup.units[std::size_t(u)], setup.cluster.gpu, t.param_dtype, t.tf32, t.impl.attention,
+                      host_cost(setup).kernel_issue_s);
+}
+
+double memory_kernel_seconds(double bytes, const topologies::DeviceProfile& gpu) {
+  if (bytes <= 0) return 0;
+  const KernelProfile* prof = device_kernel_profile(gpu);
+  return prof ? prof->memory_seconds(bytes) : bytes / (gpu.memory_bandwidth * gpu.memory_efficiency);
 }
 
 double optimizer_seconds(double shard_params, const topologies::DeviceProfile& gpu) {
-  return shard_params * kAdamBytesPerParam / (gpu.memory_bandwidth * gpu.memory_efficiency);
+  const KernelProfile* prof = device_kernel_profile(gpu);
+  double t = 0;
+  for (double b : kAdamPassBytes)
+    t += prof ? prof->memory_seconds(b * shard_params) : b * shard_params / (gpu.memory_bandwidth * gpu.memory_efficiency);
+  return t;
+}
+
+double kernel_flops_per_token(const StepSetup& setup) {
+  const int seq = setup.training.seq_len > 0 ? setup.training.seq_len : setup.model.seq_len;
+  const double tokens = double(setup.training.micro_batch) * seq;
+  double flops = 0;
+  for (const auto& u : setup.units) {
+    if (!u.kernels) return models::model_flops_per_token(setup.model);
+    for (const auto* list : {&u.kernels->forward, &u.kernels->backward})
+      for (const auto& k : *list)
+        if (k.pass != models::Pass::Recompute) flops += k.flops();
+  }
+  return tokens > 0 ? flops / tokens : 0;
+}
+
+void check_compute(const StepSetup& setup) {
+  const KernelProfile* prof = device_kernel_profile(setup.cluster.gpu);
+  if (!prof) return;
+  const auto a = setup.training.impl.attention;
+  if (!prof->has_attention(a)) {
+    std::string have;
+    for (const auto& k : prof->attention_kernels()) have += (have.empty() ? "" : ", ") + k;
+    throw InputError(fmt::format("{}: kernel profile '{}' has no curves for the '{}' attention kernel, so it cannot "
+                                 "time this run (it has: {}; set training.attention to one of them)",
+                                 prof->file, prof->name, models::to_string(a), have));
+  }
 }
 
 }  // namespace tagcsim::sim

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -44,28 +45,45 @@ void count_traffic(Run& run, int src, int dst, double bytes) {
 }
 
 // The network phase of a collective: every node sends its share to the next
-// node of its ring, all at once; the phase ends when the slowest flow ends.
+// node of its ring, all at once, through the rails its GPUs use (one flow per
+// rail when the platform is built per rail); the phase ends when the slowest
+// flow ends.
 void network_phase(Run& run, const Phase& phase) {
   const CollectivePlan& plan = phase.plan;
-  const auto& nodes = run.platform->nodes;
+  const auto& pf = *run.platform;
+  const int nodes = pf.node_count();
   Group g = plan.group;
-  g.nodes = reduced_group_nodes(g, run.full_nodes, int(nodes.size()));
+  g.nodes = reduced_group_nodes(g, run.full_nodes, nodes);
   if (g.nodes <= 1 || plan.node_egress_bytes <= 0) return;
-  const int rings = int(nodes.size()) / g.nodes;
-  const auto bytes = static_cast<std::uint64_t>(plan.node_egress_bytes * phase.count + 0.5);
+  const int rings = nodes / g.nodes;
+  // Built per rail, a collective loads only its GPUs' rails; otherwise one link stands for all.
+  const int first_rail = pf.rails > 1 ? run.cluster->rail_of_gpu(g.first_gpu) : 0;
+  const int rails = pf.rails > 1 ? std::clamp(plan.rails, 1, pf.rails - first_rail) : 1;
+  const auto bytes = static_cast<std::uint64_t>(plan.node_egress_bytes * phase.count / rails + 0.5);
   std::vector<sg4::CommPtr> flows;
-  flows.reserve(nodes.size());
+  flows.reserve(std::size_t(nodes) * rails);
   for (int r = 0; r < rings; ++r) {
     const int first = (r / g.node_stride) * g.nodes * g.node_stride + r % g.node_stride;
     for (int k = 0; k < g.nodes; ++k) {
       const int src = first + k * g.node_stride;
       const int dst = first + ((k + 1) % g.nodes) * g.node_stride;
-      flows.push_back(sg4::Comm::sendto_async(nodes[src], nodes[dst], bytes));
-      count_traffic(run, src, dst, double(bytes));
+      for (int rail = first_rail; rail < first_rail + rails; ++rail)
+        flows.push_back(sg4::Comm::sendto_async(pf.host(src, rail), pf.host(dst, rail), bytes));
+      count_traffic(run, src, dst, double(bytes) * rails);
     }
   }
   run.out.flows += flows.size();
   sg4::Comm::wait_all(flows);
+}
+
+// Rails need their own links when some collective uses only some of a node's GPUs; when every
+// collective spreads over all rails alike, one link per node is exact and faster.
+bool needs_rails(const Schedule& schedule, const topologies::Cluster& c) {
+  if (c.rails() <= 1) return false;
+  for (const auto& t : schedule.tasks)
+    for (const auto& ph : t.phases)
+      if (ph.plan.node_egress_bytes > 0 && ph.plan.rails > 0 && ph.plan.rails < c.rails()) return true;
+  return false;
 }
 
 void stream_actor(Run* run, std::vector<int> tasks) {
@@ -114,7 +132,7 @@ Replay replay_here(const Schedule& schedule, const topologies::Cluster& cluster,
   topologies::configure_engine(engine);
   const double t0 = wall_now();
   const auto built = exploit_symmetry ? reduced_cluster(cluster, symmetric_nodes(schedule, cluster)) : cluster;
-  const auto platform = topologies::build_platform(engine, built);
+  const auto platform = topologies::build_platform(engine, built, needs_rails(schedule, cluster));
   Run run;
   run.cluster = &built;
   run.schedule = &schedule;
@@ -134,7 +152,7 @@ Replay replay_here(const Schedule& schedule, const topologies::Cluster& cluster,
       sg4::Actor::create(to_string(Stream(s)), platform.nodes[0], stream_actor, &run, per_stream[s]);
   engine.run();
   run.out.platform_wall_s = t1 - t0;
-  run.out.simulated_nodes = int(platform.nodes.size());
+  run.out.simulated_nodes = platform.node_count();
   run.out.run_wall_s = wall_now() - t1;
   return run.out;
 }

@@ -87,6 +87,7 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
   shape.seq_len = training.seq_len > 0 ? training.seq_len : model.seq_len;
   shape.activation_bytes = bytes_of(training.param_dtype);
   shape.activation_checkpointing = training.activation_checkpointing;
+  shape.impl = training.impl;
   s.units = models::fsdp_units(model, training.wrap, shape);
 
   const int gpn = cluster.gpus_per_node;
@@ -125,9 +126,8 @@ int fsdp_reduce_scatter(Schedule& s, const StepSetup& setup, int u, int grad_rea
     double copy = t.reduce_dtype != t.param_dtype ? P * (pb + rb) : 0;
     if (N > 1) copy += 2 * P * rb + 2 * P / N * rb;
     if (copy > 0) {
-      const auto& gpu = setup.cluster.gpu;
       Task cast = detail::copy_task("grad cast+divide " + unit.name, u, Stream::PostBackward, copy,
-                                    gpu.memory_bandwidth * gpu.memory_efficiency);
+                                    setup.cluster.gpu);
       cast.after = {grad_ready};
       grad_ready = s.add(std::move(cast));
     }
@@ -225,12 +225,9 @@ void Program::buffer(MemoryKind kind, double bytes, int from, int to, bool from_
 }
 
 Costs costs_of(const StepSetup& setup) {
-  const auto& t = setup.training;
-  Costs c;
-  for (const auto& u : setup.units)
-    c.units.push_back(unit_compute(u, setup.cluster.gpu, t.param_dtype, t.tf32, t.host.kernel_issue_s));
-  c.hook_s = t.host.hook_s;
-  c.hbm_rate = setup.cluster.gpu.memory_bandwidth * setup.cluster.gpu.memory_efficiency;
+  Costs c{.gpu = &setup.cluster.gpu};
+  for (int u = 0; u < int(setup.units.size()); ++u) c.units.push_back(unit_compute(setup, u));
+  c.hook_s = host_cost(setup).hook_s;
   return c;
 }
 
@@ -239,9 +236,9 @@ Task compute_task(const StepSetup& setup, int u, Category c, double seconds) {
               .category = c, .unit = u, .seconds = seconds};
 }
 
-Task copy_task(const std::string& name, int u, Stream stream, double bytes, double hbm_rate) {
+Task copy_task(const std::string& name, int u, Stream stream, double bytes, const topologies::DeviceProfile& gpu) {
   return Task{.name = name, .stream = stream, .category = Category::FsdpCopy, .unit = u,
-              .seconds = hbm_rate > 0 ? bytes / hbm_rate : 0};
+              .seconds = memory_kernel_seconds(bytes, gpu)};
 }
 
 Task all_gather_task(const StepSetup& setup, int u, const Group& group, const char* phase) {

@@ -82,7 +82,7 @@ struct Fsdp2 {
     if (forward && ag_state >= 0) p.wait(Stream::AllGather, ag_state);
     p.wait(Stream::Compute, ag);
     const int out = p.issue(copy_task("all-gather copy-out " + name(u), u, Stream::Compute, 2 * P(u) * pb,
-                                      cost.hbm_rate));
+                                      *cost.gpu));
     if (forward) {
       release_held_output(out);
       ag_state = out, held_ag = ag;
@@ -125,7 +125,7 @@ struct Fsdp2 {
       // differs from the parameters), then reshard (reshard_after_backward).
       if (fp32_accumulation) {
         const double bytes = had >= 0 ? Pu * (pb + 2 * rb) : Pu * (pb + rb);  // add into it, or cast into it
-        p.issue(copy_task("grad accumulate " + name(u), u, Stream::Compute, bytes, cost.hbm_rate));
+        p.issue(copy_task("grad accumulate " + name(u), u, Stream::Compute, bytes, *cost.gpu));
       }
       p.buffer(MemoryKind::Gradients, Pu * pb, bwd, p.last(Stream::Compute));
       if (had < 0) accumulated[u] = p.last(Stream::Compute);
@@ -133,7 +133,7 @@ struct Fsdp2 {
       return;
     }
     if (had >= 0 && fp32_accumulation)
-      p.issue(copy_task("grad accumulate " + name(u), u, Stream::Compute, Pu * (pb + 2 * rb), cost.hbm_rate));
+      p.issue(copy_task("grad accumulate " + name(u), u, Stream::Compute, Pu * (pb + 2 * rb), *cost.gpu));
     reshard(u, false);
     // Back-pressure: the compute stream waits for the previous reduce-scatter
     // before this copy-in (comm_ctx.reduce_scatter_state).
@@ -143,7 +143,7 @@ struct Fsdp2 {
     double bytes = (had >= 0 && fp32_accumulation ? rb : pb) * Pu + rb * Pu;
     if (setup.training.reduce_dtype == Dtype::FP16) bytes += 2 * Pu * rb + 2 * Pu / setup.shard_size() * rb;
     const int copy_in =
-        p.issue(copy_task("reduce-scatter copy-in " + name(u), u, Stream::Compute, bytes, cost.hbm_rate));
+        p.issue(copy_task("reduce-scatter copy-in " + name(u), u, Stream::Compute, bytes, *cost.gpu));
     const std::size_t before = s.tasks.size();
     const int done = reduce(s, setup, u, copy_in);
     rs_state = p.adopt(before, setup.reduce_stream(), done);

@@ -56,14 +56,14 @@ class Program {
 
 // What the FSDP builders share.
 struct Costs {
+  const topologies::DeviceProfile* gpu = nullptr;  // times the copies and casts
   std::vector<UnitCompute> units;
   double hook_s = 0;
-  double hbm_rate = 0;  // bytes/s of copies and casts
 };
 Costs costs_of(const StepSetup& setup);
 
 Task compute_task(const StepSetup& setup, int u, Category c, double seconds);
-Task copy_task(const std::string& name, int u, Stream stream, double bytes, double hbm_rate);
+Task copy_task(const std::string& name, int u, Stream stream, double bytes, const topologies::DeviceProfile& gpu);
 Task all_gather_task(const StepSetup& setup, int u, const Group& group, const char* phase);
 Task optimizer_task(const StepSetup& setup);
 // The unit whose forward and backward compute sit at the ends of the passes

@@ -48,7 +48,8 @@ struct StepResult {
   std::string policy = "fsdp";
   double step_time_s = 0;
   double tokens_per_s_per_gpu = 0;
-  double mfu = 0;
+  double mfu = 0;           // model FLOPs as the kernels run them (causal attention halved) / peak
+  double mfu_megatron = 0;  // the Megatron / LLM Foundry convention: 6N + 12 L h s per token / peak
   Breakdown breakdown;
   Memory memory;
   std::map<std::string, CollectiveTotals> collectives;  // by category name

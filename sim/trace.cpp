@@ -6,36 +6,48 @@
 
 namespace tagcsim::sim {
 
-std::string chrome_trace(const StepResult& step, const std::string& title) {
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  out += fmt::format("{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{{\"name\":{}}}}}",
-                     json_string(title));
-  // One track per stream, the host's first: it issues what the others run.
-  for (int s = 0; s < kStreams; ++s) {
-    out += fmt::format(",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}",
-                       s, to_string(Stream(s)));
-    out += fmt::format(",\n{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":{},\"args\":{{"
-                       "\"sort_index\":{}}}}}",
-                       s, Stream(s) == Stream::Host ? -1 : s);
-  }
-  const auto& tasks = step.schedule.tasks;
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    const Task& t = tasks[i];
-    const auto& tm = step.replay.timings[i];
-    std::string args = fmt::format("\"category\":\"{}\"", to_string(t.category));
-    for (std::size_t k = 0; k < t.phases.size(); ++k) {
-      const Phase& ph = t.phases[k];
-      args += fmt::format(",\"phase{}\":\"{} x {} {} of {:.0f} bytes, node egress {:.0f}\"", k, ph.count,
-                          ph.label.empty() ? to_string(ph.plan.op) : ph.label, to_string(ph.plan.algorithm),
-                          ph.plan.bytes, ph.plan.node_egress_bytes);
+std::string chrome_trace(const std::vector<TraceProcess>& processes) {
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  std::string sep = "\n";
+  for (std::size_t pid = 0; pid < processes.size(); ++pid) {
+    const StepResult& step = *processes[pid].step;
+    out += fmt::format("{}{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":{}}}}}", sep, pid,
+                       json_string(processes[pid].name));
+    sep = ",\n";
+    // Perfetto orders processes by this index: the file's order, the report's order.
+    out += fmt::format(",\n{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
+                       pid, pid);
+    // One track per stream, the host's first: it issues what the others run.
+    for (int s = 0; s < kStreams; ++s) {
+      out += fmt::format(",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}",
+                         pid, s, to_string(Stream(s)));
+      out += fmt::format(",\n{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{"
+                         "\"sort_index\":{}}}}}",
+                         pid, s, Stream(s) == Stream::Host ? -1 : s);
     }
-    out += fmt::format(",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.3f},"
-                       "\"dur\":{:.3f},\"args\":{{{}}}}}",
-                       json_string(t.name), to_string(t.category), int(t.stream), tm.start * 1e6,
-                       (tm.end - tm.start) * 1e6, args);
+    const auto& tasks = step.schedule.tasks;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const Task& t = tasks[i];
+      const auto& tm = step.replay.timings[i];
+      std::string args = fmt::format("\"category\":\"{}\"", to_string(t.category));
+      for (std::size_t k = 0; k < t.phases.size(); ++k) {
+        const Phase& ph = t.phases[k];
+        args += fmt::format(",\"phase{}\":\"{} x {} {} of {:.0f} bytes, node egress {:.0f}\"", k, ph.count,
+                            ph.label.empty() ? to_string(ph.plan.op) : ph.label, to_string(ph.plan.algorithm),
+                            ph.plan.bytes, ph.plan.node_egress_bytes);
+      }
+      out += fmt::format(",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},"
+                         "\"dur\":{:.3f},\"args\":{{{}}}}}",
+                         json_string(t.name), to_string(t.category), pid, int(t.stream), tm.start * 1e6,
+                         (tm.end - tm.start) * 1e6, args);
+    }
   }
   out += "\n]}\n";
   return out;
+}
+
+std::string chrome_trace(const StepResult& step, const std::string& title) {
+  return chrome_trace(std::vector<TraceProcess>{{title, &step}});
 }
 
 }  // namespace tagcsim::sim

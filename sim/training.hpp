@@ -29,16 +29,18 @@ const char* to_string(Api a);
 const char* to_string(Framework f);
 
 // The CPU thread that runs the Python training loop and issues every kernel.
+// These defaults serve GPUs without a kernel profile; a profile carries its host's own
+// (calibrate/profiles/device-*.yaml `host:`), and the scenario's `training.host` overrides both.
 struct HostCost {
   // Per kernel launched by eager PyTorch: pytorch/pytorch issue 41383 measures
   // 5 us per op without autograd and 6.8 us with it (CPU tensors, so dispatch
-  // only); tritonbench (K09/K10 in validation/data/published_kernels.yaml)
-  // 2.7-4.2 us to launch an empty compiled kernel on H100. torch.compile and
-  // CUDA graphs lower it.
-  double kernel_issue_s = 4e-6;
+  // only; launch-cpu-pt41383-* in validation/data/published_kernels.yaml);
+  // tritonbench (K09/K10) 2.7-4.2 us to launch an empty compiled kernel on
+  // H100. torch.compile and CUDA graphs lower it.
+  double kernel_issue_s = 6.8e-6;
   // Per FSDP hook call (pre/post forward, pre/post backward): an estimate of
   // their Python, not a measurement.
-  double hook_s = 30e-6;
+  double hook_s = 50e-6;
 };
 
 struct Training {
@@ -70,12 +72,13 @@ struct Training {
   // over them).
   int reshard_after_forward = -1;
   ReduceScatterGroup reduce_scatter_group = ReduceScatterGroup::Shared;
-  HostCost host;
+  HostCost host{-1, -1};             // -1: the profile's (or HostCost's defaults); sim::host_cost resolves it
   // The caching allocator's reserve beyond the allocated peak, as a fraction of
   // it: torchtitan's published H100 runs show peak reserved minus peak
   // allocated of 8-14 GiB (issue 11's survey, not vendored in validation/data),
   // about 0.15 of their allocated peak.
   double allocator_fragmentation = 0.15;
+  models::Implementation impl;      // attention kernel, torch.compile, fused loss, checkpointed share
 };
 
 }  // namespace tagcsim::sim

@@ -40,19 +40,6 @@ node-a:1001:1001 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
 # Avg bus bandwidth    : 0.08
 )";
 
-// A cluster built by hand: NVLink 450 GB/s per GPU, 4 x 50 GB/s NICs per node, one switch.
-topologies::Cluster hand_cluster() {
-  topologies::Cluster c;
-  c.name = "hand";
-  c.nodes = 1;
-  c.gpus_per_node = 8;
-  c.intra = {.kind = "nvswitch", .bandwidth = 450e9, .latency = 0.5e-6, .efficiency = 0.7};
-  c.nics = {.count = 4, .bandwidth = 50e9, .latency = 1.5e-6, .efficiency = 0.9};
-  c.fabric = {.kind = topologies::Fabric::Kind::SingleSwitch, .switch_latency = 0.3e-6};
-  c.collectives = {.step_latency_intra = 0.6e-6, .step_latency_inter = 2e-6, .launch_latency = 5e-6};
-  return c;
-}
-
 // The model's own times for `op` over sizes 8 B .. 8 GiB on nodes x gpn.
 std::vector<Point> synthetic(const topologies::Cluster& c, CollectiveOp op, int nodes, int gpn) {
   std::vector<Point> out;
@@ -131,126 +118,194 @@ TEST_CASE("bad nccl-tests input is an InputError naming file and line") {
   CHECK(error_of([&] { parse_nccl_tests(kLog, "x.log", {.op = "all_reduce"}); }).find("x.log:2: the log says") == 0);
 }
 
-TEST_CASE("the fit recovers the model's own parameters from a synthetic sweep") {
-  auto truth = hand_cluster();
-  truth.collectives = {.step_latency_intra = 3e-6, .step_latency_inter = 12e-6, .launch_latency = 9e-6};
-  truth.intra.efficiency = 0.8;
-  truth.nics.efficiency = 0.85;
-  // Several rank counts inside a node separate launch from per-step latency; two node counts
-  // separate the network steps; big buffers pin the NVLink and NIC efficiencies.
-  std::vector<Point> pts;
-  for (int g : {2, 4, 8}) {
-    auto s = synthetic(truth, CollectiveOp::AllGather, 1, g);
-    pts.insert(pts.end(), s.begin(), s.end());
+TEST_CASE("size bands: median and 90th percentile of |error| per band") {
+  std::vector<PointFit> pts;
+  for (double e : {0.01, -0.02, 0.03, -0.04, 0.05, 0.06, -0.07, 0.08, 0.09, -0.50}) {
+    PointFit f;
+    f.used = true;
+    f.point.bytes = 2 << 20;  // 2 MiB: the 1-64 MiB band
+    f.error = e;
+    pts.push_back(f);
   }
-  for (int n : {2, 4}) {
-    auto s = synthetic(truth, CollectiveOp::ReduceScatter, n, 8);
-    pts.insert(pts.end(), s.begin(), s.end());
-  }
-  const auto r = fit(pts, hand_cluster());
-  CHECK(r.converged);
-  for (const auto& p : r.params) CHECK_MESSAGE(p.status == ParamFit::Status::Fitted, param_key(p.param));
-  CHECK(r.cluster.collectives.launch_latency == doctest::Approx(9e-6).epsilon(1e-6));
-  CHECK(r.cluster.collectives.step_latency_intra == doctest::Approx(3e-6).epsilon(1e-6));
-  CHECK(r.cluster.collectives.step_latency_inter == doctest::Approx(12e-6).epsilon(1e-6));
-  CHECK(r.cluster.intra.efficiency == doctest::Approx(0.8).epsilon(1e-6));
-  CHECK(r.cluster.nics.efficiency == doctest::Approx(0.85).epsilon(1e-6));
-  CHECK(r.error.max_abs < 1e-9);
+  pts.back().point.bytes = 1024;  // the -50% point is small
+  const auto mid = summarize(pts, size_bands()[1]);
+  CHECK(mid.points == 9);
+  CHECK(mid.median_abs == doctest::Approx(0.05));
+  CHECK(mid.p90_abs == doctest::Approx(0.09));  // nearest rank: the 9th of 9
+  CHECK(summarize(pts, size_bands()[0]).median_abs == doctest::Approx(0.5));
+  CHECK(summarize(pts).p90_abs == doctest::Approx(0.09));  // 9th of 10
+  CHECK(summarize(pts).max_abs == doctest::Approx(0.5));
 }
 
-TEST_CASE("one sweep of one rank count: launch latency is held, the step latency and efficiency fitted") {
-  auto truth = hand_cluster();  // launch 5 us, as the base
-  truth.collectives.step_latency_intra = 3e-6;
+TEST_CASE("the fit recovers the model's own parameters from synthetic sweeps") {
+  // The truth: a DGX H100 cluster with NCCL's latency table and known values of what is fitted.
+  auto truth = topologies::preset("dgx-h100-ib400");
+  truth.intra.efficiency = 0.80;
+  truth.intra.nvls_efficiency = 0.70;
+  truth.nics.transport.latency = 12e-6;
+  truth.nics.efficiency = truth.nics.transport.efficiency = 0.90;
+  truth.collectives.tree_depth = 2.0;
+  // Sweeps that make each one the bottleneck somewhere: one node of 4 (ring) and 8 (NVLS) GPUs,
+  // and 2 and 4 nodes (trees and rings over InfiniBand).
+  std::vector<Point> pts;
+  for (auto [n, g] : {std::pair{1, 4}, std::pair{1, 8}, std::pair{2, 8}, std::pair{4, 8}}) {
+    auto s = synthetic(truth, CollectiveOp::AllReduce, n, g);
+    pts.insert(pts.end(), s.begin(), s.end());
+  }
+  auto start = truth;
+  start.intra.efficiency = 0.75;
+  start.intra.nvls_efficiency = 0.65;
+  start.nics.transport.latency = 30e-6;
+  start.nics.efficiency = start.nics.transport.efficiency = 0.95;
+  start.collectives.tree_depth = 1.0;
+  FitOptions o;  // fix what this data barely sees, to test the rest
+  for (auto p : {Param::HostLaunch, Param::HostLaunchPerChannel, Param::RingDepth, Param::NvlsDepth,
+                 Param::NvlsChunkOverhead, Param::TransportOverhead})
+    o.hold.push_back(p);
+  const auto r = fit(pts, start, o);
+  auto value = [&](Param p) {
+    for (const auto& f : r.params)
+      if (f.id.param == p) return f.value;
+    FAIL("no parameter " << param_key(p));
+    return 0.0;
+  };
+  CHECK(value(Param::IntraEfficiency) == doctest::Approx(0.80).epsilon(0.01));
+  CHECK(value(Param::NvlsEfficiency) == doctest::Approx(0.70).epsilon(0.01));
+  CHECK(value(Param::NicEfficiency) == doctest::Approx(0.90).epsilon(0.01));
+  CHECK(value(Param::TransportLatency) == doctest::Approx(12e-6).epsilon(0.05));
+  CHECK(value(Param::TreeDepth) == doctest::Approx(2.0).epsilon(0.05));
+  CHECK(r.error.median_abs < 0.005);
+  // The fitted cluster carries the values, under their scopes.
+  CHECK(r.clusters.front().intra.efficiency == doctest::Approx(value(Param::IntraEfficiency)));
+  CHECK(r.params[0].id.name() == "collectives.launch_latency");
+  bool scoped = false;
+  for (const auto& f : r.params) scoped = scoped || f.id.name() == "nics.transport.latency@ib";
+  CHECK(scoped);
+}
+
+TEST_CASE("one node: no transport parameter, launch latency held, --hold honoured") {
+  auto truth = topologies::preset("dgx-h100-ib400");
+  truth.nodes = 1;
   truth.intra.efficiency = 0.8;
-  const auto r = fit(synthetic(truth, CollectiveOp::AllReduce, 1, 8), hand_cluster());
-  CHECK(r.params[int(Param::LaunchLatency)].status == ParamFit::Status::Held);
-  CHECK(r.params[int(Param::StepLatencyInter)].status == ParamFit::Status::Held);  // one node: no network step
-  CHECK(r.params[int(Param::NicEfficiency)].status == ParamFit::Status::Held);
-  CHECK(r.cluster.collectives.step_latency_intra == doctest::Approx(3e-6).epsilon(1e-6));
-  CHECK(r.cluster.intra.efficiency == doctest::Approx(0.8).epsilon(1e-6));
-  // --hold keeps a parameter at the base whatever the data says.
+  const auto pts = synthetic(truth, CollectiveOp::AllGather, 1, 8);
+  const auto r = fit(pts, topologies::preset("dgx-h100-ib400"));
+  for (const auto& f : r.params) {
+    CAPTURE(f.id.name());
+    CHECK(f.id.param != Param::TransportLatency);
+    CHECK(f.id.param != Param::NicEfficiency);
+    if (f.id.param == Param::LaunchLatency) CHECK(f.status == ParamFit::Status::Held);
+    if (f.id.param == Param::IntraEfficiency) CHECK(f.value == doctest::Approx(0.8).epsilon(0.01));
+  }
   FitOptions o;
   o.hold = {parse_param("intra_node.efficiency", "--hold")};
-  const auto held = fit(synthetic(truth, CollectiveOp::AllReduce, 1, 8), hand_cluster(), o);
-  CHECK(held.cluster.intra.efficiency == 0.7);
-  CHECK(held.params[int(Param::IntraEfficiency)].why == "on request (--hold)");
+  const auto held = fit(pts, topologies::preset("dgx-h100-ib400"), o);
+  for (const auto& f : held.params)
+    if (f.id.param == Param::IntraEfficiency) {
+      CHECK(f.value == topologies::preset("dgx-h100-ib400").intra.efficiency);
+      CHECK(f.why == "on request (--hold)");
+    }
   CHECK(error_of([] { parse_param("efficiency", "--hold"); }).find("unknown parameter 'efficiency'") !=
         std::string::npos);
 }
 
 TEST_CASE("data faster than the link allows holds the efficiency at 1 and says so") {
-  auto fast = hand_cluster();
+  auto fast = topologies::preset("dgx-h100-ib400");
   fast.intra.bandwidth = 600e9;  // the data comes from a faster link than the base describes
   fast.intra.efficiency = 1.0;
-  const auto r = fit(synthetic(fast, CollectiveOp::AllGather, 1, 8), hand_cluster());
-  const auto& e = r.params[int(Param::IntraEfficiency)];
-  CHECK(e.status == ParamFit::Status::AtBound);
-  CHECK(e.value == 1.0);
-  CHECK(e.why.find("> 1") != std::string::npos);
+  fast.intra.nvls_efficiency = 0;
+  auto base = topologies::preset("dgx-h100-ib400");
+  base.intra.nvls_efficiency = 0;
+  const auto r = fit(synthetic(fast, CollectiveOp::AllGather, 1, 8), base);
+  bool found = false;
+  for (const auto& e : r.params)
+    if (e.id.param == Param::IntraEfficiency) {
+      found = true;
+      CHECK(e.status == ParamFit::Status::AtBound);
+      CHECK(e.value == 1.0);
+      CHECK(e.why.find("above its physical range") != std::string::npos);
+    }
+  CHECK(found);
 }
 
-TEST_CASE("a profile reads back as the fitted cluster") {
-  auto truth = hand_cluster();
-  truth.collectives.step_latency_intra = 2.5e-6;
-  truth.intra.efficiency = 0.75;
-  auto base = topologies::preset("dgx-h100-ib400");
-  base.nodes = 1;
-  const auto r = fit(synthetic(truth, CollectiveOp::AllGather, 1, 8), base);
-  const std::string text = profile_yaml(r, {.command = "tagcsim calibrate ...", .data = {"synthetic"},
-                                            .base_cluster = "{preset: dgx-h100-ib400, nodes: 1}"});
+TEST_CASE("a profile reads back as the fitted cluster, and a transport profile as the transport") {
+  auto truth = topologies::preset("aws-p5");
+  truth.intra.efficiency = 0.79;
+  truth.nics.transport.latency = 30e-6;
+  std::vector<Point> pts = synthetic(truth, CollectiveOp::AllReduce, 2, 8);
+  auto one = synthetic(truth, CollectiveOp::AllGather, 1, 8);
+  pts.insert(pts.end(), one.begin(), one.end());
+  const auto base = topologies::preset("aws-p5");
+  const auto r = fit(pts, base);
+  const Provenance how{.command = "tagcsim calibrate ...", .data = {"synthetic"}, .base_cluster = "aws-p5"};
+  const std::string text = profile_yaml(r, how);
   CHECK(text.find("# Produced by:\n#   tagcsim calibrate ...") != std::string::npos);
   CHECK(text.find("launch_latency: ") == std::string::npos);  // held: not an override
   const auto back = topologies::load_cluster(Input::load_string(text, "profile.yaml")["cluster"]);
-  CHECK(back.name == "dgx-h100-ib400");
-  CHECK(back.nodes == 1);
-  CHECK(back.intra.efficiency == doctest::Approx(r.cluster.intra.efficiency).epsilon(1e-4));
-  CHECK(back.collectives.step_latency_intra == doctest::Approx(r.cluster.collectives.step_latency_intra).epsilon(1e-3));
-  CHECK(back.collectives.launch_latency == base.collectives.launch_latency);
+  CHECK(back.name == "aws-p5");
+  CHECK(back.intra.efficiency == doctest::Approx(r.clusters.front().intra.efficiency).epsilon(1e-3));
+  CHECK(back.nics.transport.latency == doctest::Approx(r.clusters.front().nics.transport.latency).epsilon(1e-3));
+  const std::string tr = transport_yaml(r, how, base.nics.transport);
+  const auto t = topologies::load_transport(Input::load_string(tr, "transport-efa.yaml")["transport"]);
+  CHECK(t.name == "efa");
+  CHECK(t.latency == doctest::Approx(r.clusters.front().nics.transport.latency).epsilon(1e-3));
+  CHECK(error_of([&] { transport_yaml(r, how, topologies::load_transport(std::string("ib"))); })
+            .find("no parameter of transport 'ib'") != std::string::npos);
 }
 
 TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(kPublished == std::string(TAGCSIM_SOURCE_DIR) + "/validation/data/published_measurements.yaml");
   const auto groups = load_published(kPublished);
-  REQUIRE(groups.size() == 6);
+  REQUIRE(groups.size() == 7);
   CHECK(groups[0].name == "nccl-a100-1n-mleng-allreduce");
+  CHECK(groups[0].source_key == "S01");
   CHECK(groups[0].points.size() == 20);
   CHECK(groups[0].points[0].op == CollectiveOp::AllReduce);
   CHECK(groups[0].points[0].time_s == doctest::Approx(43.83e-6));
+  CHECK(groups[0].points[0].gpus_per_process == 8);  // -g 8: one process drives the node
+  CHECK(groups[1].points[0].gpus_per_process == 1);
   CHECK(published_base_cluster(groups[0]) == "{preset: dgx-a100-ib200, nodes: 1}");
-  const auto& h200 = groups.back();  // a GPU-count sweep of bus bandwidths only
+  // The H200 GPU-count sweep published bus bandwidths with and without NVLink SHARP: two tables.
+  const auto& h200 = groups[5];
   CHECK(h200.name == "nccl-h200-mleng-allreduce-8GiB");
   CHECK(h200.points.size() == 5);
   CHECK(h200.points[0].time_derived);
   CHECK(h200.points[0].busbw == doctest::Approx(363.3e9));
+  CHECK(h200.points[0].algos == 0);
+  const auto& off = groups[6];
+  CHECK(off.name == "nccl-h200-mleng-allreduce-8GiB-nvls-off");
+  CHECK(off.points[4].busbw == doctest::Approx(365.6e9));
+  CHECK(off.points[4].algos == (topologies::NcclPins::Ring | topologies::NcclPins::Tree));
   CHECK(error_of([] { load_published("/nonexistent/pm.yaml"); }).find("published measurements not found") !=
         std::string::npos);
 }
 
-TEST_CASE("fitting the published sweeps: residuals as measured") {
+TEST_CASE("fitting every published table at once, from the priors: the presets' values, as measured") {
   const auto groups = load_published(kPublished);
-  auto fit_group = [&](const std::string& name) {
-    for (const auto& g : groups)
-      if (g.name == name) return fit(g.points, load_cluster_arg(published_base_cluster(g)));
-    FAIL("no group " << name);
-    return FitResult{};
+  std::vector<Sample> samples;
+  for (const auto& g : groups) {
+    const auto c = with_priors(load_cluster_arg(published_base_cluster(g)));
+    for (const auto& p : g.points) samples.push_back({p, c, g.name});
+  }
+  REQUIRE(samples.size() == 129);
+  FitOptions o;
+  o.prior_weight = kPriorWeight;  // as `tagcsim calibrate published --all --priors`
+  const auto r = fit(samples, o);
+  auto value = [&](const std::string& name) {
+    for (const auto& f : r.params)
+      if (f.id.name() == name) return f.value;
+    FAIL("no parameter " << name);
+    return 0.0;
   };
-  // 8x A100 NVLink3 all_reduce, 32 KiB .. 16 GiB. The model has no protocol switching, so the
-  // 1-32 MiB middle is worst (measured max 36.2% at 1 MiB, mean 15.4%).
-  const auto a100 = fit_group("nccl-a100-1n-mleng-allreduce");
-  CHECK(a100.error.points == 20);
-  CHECK(a100.error.max_abs < 0.37);
-  CHECK(a100.error.mean_abs < 0.16);
-  CHECK(a100.cluster.intra.efficiency == doctest::Approx(0.702).epsilon(0.01));
-  CHECK(a100.cluster.collectives.step_latency_intra == doctest::Approx(3.16e-6).epsilon(0.01));
-  // 4..8x H200 NVLink4, ring (NVLS off), 8 GiB: the NVLink efficiency, within 0.4%.
-  const auto h200 = fit_group("nccl-h200-mleng-allreduce-8GiB");
-  CHECK(h200.cluster.intra.efficiency == doctest::Approx(0.811).epsilon(0.005));
-  CHECK(h200.error.max_abs < 0.005);
-  // 2x8 A100 over EFA: NCCL's tree at 2 nodes sends S per node (the ring ~2S), so the fitted
-  // NIC efficiency is a physical 0.69 of 400 Gb/s, and the 80 us of a 2-node step latency shows.
-  const auto p4de = fit_group("nccl-a100-2n-aws-p4de-efa-allreduce");
-  CHECK(p4de.params[int(Param::NicEfficiency)].status == ParamFit::Status::Fitted);
-  CHECK(p4de.cluster.nics.efficiency == doctest::Approx(0.6905).epsilon(0.01));
-  CHECK(p4de.cluster.collectives.step_latency_inter == doctest::Approx(76.08e-6).epsilon(0.01));
-  CHECK(p4de.error.max_abs < 0.45);
+  // As written to calibrate/profiles/nccl-model.yaml and transport-efa.yaml, and carried by the presets.
+  CHECK(value("intra_node.efficiency@nvlink3") == doctest::Approx(topologies::preset("dgx-a100-ib200").intra.efficiency).epsilon(2e-3));
+  CHECK(value("intra_node.efficiency@nvlink4") == doctest::Approx(topologies::preset("dgx-h100-ib400").intra.efficiency).epsilon(2e-3));
+  CHECK(value("intra_node.nvls_efficiency@nvlink4") ==
+        doctest::Approx(topologies::preset("dgx-h100-ib400").intra.nvls_efficiency).epsilon(2e-3));
+  CHECK(value("nics.transport.latency@efa") == doctest::Approx(topologies::preset("aws-p5").nics.transport.latency).epsilon(1e-2));
+  CHECK(value("collectives.host_launch_per_channel") ==
+        doctest::Approx(topologies::preset("aws-p5").collectives.host_launch_per_channel).epsilon(1e-2));
+  // Residuals as measured (docs/calibration.md): in-sample, per size band.
+  CHECK(summarize(r.points, size_bands()[4]).median_abs < 0.05);   // >= 1 MiB: 4.3%
+  CHECK(summarize(r.points, size_bands()[3]).median_abs < 0.08);   // 32 KiB-1 MiB: 7.7%
+  CHECK(summarize(r.points, size_bands()[4]).p90_abs < 0.22);      // >= 1 MiB: 21.4%
 }

@@ -114,10 +114,6 @@ TEST_CASE("box fit: recovers NCCL launch and step latency and NVLink efficiency 
   add_nccl(m, truth, noise);
   const auto f = fit_box(m);
   REQUIRE(f.nccl);
-  const auto& p = f.nccl->params;
-  CHECK(p[int(Param::IntraEfficiency)].status == ParamFit::Status::Fitted);
-  CHECK(p[int(Param::LaunchLatency)].status == ParamFit::Status::Fitted);
-  CHECK(p[int(Param::StepLatencyIntra)].status == ParamFit::Status::Fitted);
   // Base values were 0.8, 5 us and 0.3 us: the fit must move to the truth.
   CHECK(f.cluster.intra.efficiency == doctest::Approx(0.75).epsilon(0.03));
   CHECK(f.cluster.collectives.launch_latency == doctest::Approx(6e-6).epsilon(0.15));

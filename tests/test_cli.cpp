@@ -1,9 +1,12 @@
 // The command line as a user meets it: exit codes and one-line errors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 
@@ -40,7 +43,7 @@ TEST_CASE("bad scenario input exits with code 2 and one line naming file, line a
   CHECK(o.code == 2);
   CHECK(o.output == "tagcsim: error: " + path +
                         ":2: cluster.nodez: unknown key (did you mean 'nodes'?); expected one of: "
-                        "preset, file, name, nodes, gpus_per_node, gpu, intra_node, nics, fabric, collectives, source\n");
+                        "preset, file, name, nodes, gpus_per_node, gpu, intra_node, nics, fabric, collectives, nccl, source\n");
 }
 
 TEST_CASE("every kind of bad input exits with code 2 and one line naming file:line and the key path") {
@@ -80,11 +83,21 @@ TEST_CASE("an unknown option exits with code 2") {
   CHECK(tagcsim("collective --cluster dgx-h100-ib400 --op all_scatter").code == 2);
 }
 
-TEST_CASE("tagcsim collective prints time, algbw and busbw the nccl-tests way") {
+TEST_CASE("tagcsim collective prints time, algbw and busbw the nccl-tests way, with NCCL's choices") {
   const auto o = tagcsim("collective --cluster dgx-h100-ib400 --op all_gather --bytes 1GiB --gpus 16");
   CHECK(o.code == 0);
   CHECK(o.output.find("busbw GB/s") != std::string::npos);
   CHECK(o.output.find("1073741824") != std::string::npos);
+  CHECK(o.output.find("proto") != std::string::npos);
+  CHECK(o.output.find(" ring ") != std::string::npos);
+  // A small all-reduce on one node: LL on a ring; a large one: NVLink SHARP.
+  const auto ar = tagcsim("collective --cluster dgx-h100-ib400 --op all_reduce --bytes 8KiB,8GiB --gpus 8");
+  CHECK(ar.code == 0);
+  CHECK(ar.output.find(" ring     LL ") != std::string::npos);
+  CHECK(ar.output.find(" nvls Simple  16") != std::string::npos);
+  const auto pinned = tagcsim("collective --cluster aws-p4de --op all_reduce --bytes 8KiB --gpus 16");
+  CHECK(pinned.output.find("# pinned: proto simple (aws-ofi-nccl") != std::string::npos);
+  CHECK(tagcsim("collective --cluster dgx-h100-ib400 --protocol LL256").code == 2);
 }
 
 TEST_CASE("calibrate validate runs on the shipped tables without --data") {
@@ -92,4 +105,217 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data") {
   CHECK(o.code == 0);
   CHECK(o.output.find("nccl-a100-1n-mleng-allreduce") != std::string::npos);
   CHECK(o.output.find("not found") == std::string::npos);
+  // Per table and size band, with each source left out in turn.
+  CHECK(o.output.find("held out (source S12 left out)") != std::string::npos);
+  CHECK(o.output.find("  32 KiB-1 MiB    preset n=20") != std::string::npos);
+  CHECK(tagcsim("calibrate validate --loo table").output.find("held out (table nccl-h100-1n-dgxc-allreduce left out)") !=
+        std::string::npos);
+  CHECK(tagcsim("calibrate validate --loo sources").code == 2);
+}
+
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool one_error_line(const Outcome& o) {
+  return o.code == 2 && o.output.rfind("tagcsim: error: ", 0) == 0 && o.output.find('\n') == o.output.size() - 1;
+}
+
+const char* kSmall = "name: small\nmodel: llama2-7b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
+                     "training: {micro_batch: 1, seq_len: 2048}\n";
+
+}  // namespace
+
+TEST_CASE("cli: a bare-number bandwidth is refused with the unit it probably meant") {
+  const auto path = write_temp("bare.yaml", "model: llama2-7b\ncluster:\n  preset: aws-p4de\n  nics: {bandwidth: 400}\n");
+  const auto o = tagcsim("run " + path);
+  CHECK(one_error_line(o));
+  CHECK(o.output.find(path + ":4: cluster.nics.bandwidth: expected a bandwidth with a unit, got '400' (did you mean "
+                             "'400 Gb/s'? a bare number would be 400 B/s)") != std::string::npos);
+  const auto typo = write_temp("typo.yaml", "model: llama2-7b\ncluster:\n  preset: aws-p4de\n  nics: {bandwidth: 400 Gbit}\n");
+  const auto t = tagcsim("run " + typo);
+  CHECK(one_error_line(t));
+  CHECK(t.output.find("unknown unit 'Gbit' (did you mean '400 Gbit/s'?") != std::string::npos);
+}
+
+TEST_CASE("cli: a row whose gradient error is 1 or more is marked, its speedup in parentheses") {
+  const auto o = tagcsim("run scenarios/quickstart.yaml");
+  CHECK(o.code == 0);
+  // tagc as published (1-bit SUM index) over 32 ranks: the decoded gradient is noise.
+  std::string tagc_row;
+  std::stringstream ss(o.output);
+  for (std::string line; std::getline(ss, line);)
+    if (line.rfind("tagc ", 0) == 0) tagc_row = line;
+  REQUIRE(!tagc_row.empty());
+  CHECK(tagc_row.find("x) !") != std::string::npos);   // the speedup, in parentheses and marked
+  CHECK(tagc_row.size() >= 2);
+  CHECK(tagc_row.substr(tagc_row.size() - 2) == " !");  // the grad error cell
+  CHECK(o.output.find("\n! gradient is noise: expected gradient error up to ") != std::string::npos);
+}
+
+TEST_CASE("cli: --resolved prints YAML that runs as is and gives byte-identical results") {
+  for (const char* scenario : {"scenarios/quickstart.yaml", "scenarios/tagc-paper.yaml"}) {
+    CAPTURE(scenario);
+    const auto resolved = tagcsim(std::string("run ") + scenario + " --resolved");
+    REQUIRE(resolved.code == 0);
+    CHECK(resolved.output.find("preset:") == std::string::npos);  // presets expanded
+    CHECK(resolved.output.find("bandwidth: ") != std::string::npos);
+    const auto path = write_temp("resolved.yaml", resolved.output);
+    for (const char* format : {"table", "csv"}) {
+      const auto a = tagcsim(std::string("run ") + scenario + " --format " + format);
+      const auto b = tagcsim("run " + path + " --format " + format);
+      CHECK(a.code == 0);
+      CHECK(a.output == b.output);
+    }
+  }
+}
+
+TEST_CASE("cli: show lists presets and prints one with every value, its unit and its source") {
+  const auto all = tagcsim("show");
+  CHECK(all.code == 0);
+  CHECK(all.output.find("llama3.1-8b") != std::string::npos);
+  CHECK(all.output.find("aws-p4de") != std::string::npos);
+  CHECK(all.output.find("h100-sxm") != std::string::npos);
+  const auto p4de = tagcsim("show clusters p4de");  // an alias
+  CHECK(p4de.code == 0);
+  CHECK(p4de.output.find("# cluster preset aws-p4de (also: p4de") != std::string::npos);
+  CHECK(p4de.output.find("bandwidth: 100 Gb/s") != std::string::npos);
+  CHECK(p4de.output.find("4 x 100 Gb/s = 400 Gb/s per node") != std::string::npos);
+  CHECK(p4de.output.find("source: \"AWS p4de.24xlarge") != std::string::npos);
+  // What show prints is YAML a scenario takes as is.
+  const auto path = write_temp("shown.yaml", "model: llama3-8b\n" + p4de.output.substr(p4de.output.find('\n') + 1));
+  const auto a = tagcsim("run " + path + " --format csv");
+  const auto b = tagcsim("run " + write_temp("preset.yaml", "model: llama3.1-8b\ncluster: aws-p4de\n") + " --format csv");
+  CHECK(a.code == 0);
+  CHECK(a.output == b.output);
+  const auto bad = tagcsim("show Llama3.1-8B");
+  CHECK(one_error_line(bad));
+  CHECK(bad.output.find("did you mean 'llama3.1-8b'?") != std::string::npos);
+}
+
+TEST_CASE("cli: aliases resolve: llama3-8b, p4de, dgx-h100") {
+  const auto path = write_temp("alias.yaml", "model: llama3-8b\ncluster: p4de\n");
+  const auto o = tagcsim("run " + path);
+  CHECK(o.code == 0);
+  CHECK(o.output.find(": llama3.1-8b (8.03B params, 33 FSDP units) on 2 x aws-p4de = 16 x A100-SXM4-80GB") !=
+        std::string::npos);
+  CHECK(o.output.find("between nodes: 4 x 100 Gb/s = 400 Gb/s per node, efficiency") != std::string::npos);
+  CHECK(tagcsim("collective --cluster dgx-h100 --bytes 1MiB").code == 0);
+}
+
+TEST_CASE("cli: rows of one policy with different settings have distinct labels") {
+  const auto path = write_temp("labels.yaml", std::string(kSmall) +
+                                                  "policies: [fsdp, tagc-batched, {name: tagc-batched, index: 4bit-sum}]\n");
+  const auto o = tagcsim("run " + path + " --format csv");
+  CHECK(o.code == 0);
+  CHECK(o.output.find("\ntagc-batched,tagc-batched,8,") != std::string::npos);
+  CHECK(o.output.find("\ntagc-batched[index=4bit-sum],tagc-batched,8,") != std::string::npos);
+}
+
+TEST_CASE("cli: a zip sweep advances its keys together") {
+  const auto path = write_temp("zip.yaml", std::string(kSmall) +
+                                               "sweep:\n  zip:\n    cluster.nodes: [1, 2]\n"
+                                               "    training.grad_accumulation: [2, 1]\n");
+  const auto o = tagcsim("run " + path + " --format csv");
+  CHECK(o.code == 0);
+  // Two rows, not four: (1 node, 2 micro-batches) and (2 nodes, 1), both 16 sequences per step.
+  CHECK(o.output.rfind("cluster.nodes,training.grad_accumulation,policy,", 0) == 0);
+  CHECK(o.output.find("\n1,2,fsdp,fsdp,8,") != std::string::npos);
+  CHECK(o.output.find("\n2,1,fsdp,fsdp,16,") != std::string::npos);
+  CHECK(std::count(o.output.begin(), o.output.end(), '\n') == 3);
+}
+
+TEST_CASE("cli: --plot takes a metric, and refuses an extension it cannot write") {
+  const auto path = write_temp("plot.yaml", std::string(kSmall) + "sweep:\n  cluster.nodes: [1, 2]\n");
+  const auto jpg = tagcsim("run " + path + " --plot /tmp/tagcsim_test_plot.jpg");
+  CHECK(one_error_line(jpg));
+  CHECK(jpg.output.find("expected a file name ending in .png, .svg or .pdf (not .jpg)") != std::string::npos);
+  const auto metric = tagcsim("run " + path + " --plot /tmp/tagcsim_test_plot.svg --plot-metric tokens");
+  CHECK(one_error_line(metric));
+  CHECK(metric.output.find("did you mean 'tokens-per-gpu'?") != std::string::npos);
+  // Drawn when gnuplot is there (scripts/install-deps.sh installs it).
+  if (std::system("command -v gnuplot > /dev/null 2>&1") == 0) {
+    const std::string svg = "/tmp/tagcsim_test_plot_mfu.svg";
+    std::remove(svg.c_str());
+    const auto o = tagcsim("run " + path + " --plot " + svg + " --plot-metric mfu");
+    CHECK(o.code == 0);
+    CHECK(read_all(svg).find("MFU (%)") != std::string::npos);
+  }
+}
+
+TEST_CASE("cli: --trace writes one file per sweep point, named by it, each policy its own process") {
+  const auto path = write_temp("trace.yaml", std::string(kSmall) + "policies: [fsdp, tagc-batched]\n"
+                                                                   "sweep:\n  cluster.nodes: [1, 2]\n");
+  for (const char* f : {"/tmp/tagcsim_test_step.nodes=1.json", "/tmp/tagcsim_test_step.nodes=2.json",
+                        "/tmp/tagcsim_test_step.1.json"})
+    std::remove(f);
+  const auto o = tagcsim("run " + path + " --trace /tmp/tagcsim_test_step.json");
+  CHECK(o.code == 0);
+  for (const char* f : {"/tmp/tagcsim_test_step.nodes=1.json", "/tmp/tagcsim_test_step.nodes=2.json"}) {
+    CAPTURE(f);
+    const auto trace = read_all(f);
+    CHECK(trace.find("\"pid\":0,\"args\":{\"name\":\"fsdp\"}") != std::string::npos);
+    CHECK(trace.find("\"pid\":1,\"args\":{\"name\":\"tagc-batched\"}") != std::string::npos);
+  }
+  CHECK(read_all("/tmp/tagcsim_test_step.1.json").empty());  // no numbered files
+}
+
+TEST_CASE("cli: the line of an error in compression settings, and of a misspelt sweep key") {
+  const auto c = write_temp("compression.yaml", std::string(kSmall) +
+                                                    "policies: [tagc]\ncompression:\n  ratio: 2\n  ratioo: 3\n"
+                                                    "sweep:\n  cluster.nodes: [1, 2]\n");
+  const auto o = tagcsim("run " + c);
+  CHECK(one_error_line(o));
+  CHECK(o.output.find(c + ":8: compression.ratioo: ") != std::string::npos);  // was :1:
+  const auto s = write_temp("sweepkey.yaml", std::string(kSmall) + "sweep:\n  cluster.nodez: [1, 2]\n");
+  const auto t = tagcsim("run " + s);
+  CHECK(one_error_line(t));
+  CHECK(t.output.rfind("tagcsim: error: " + s + ":6: sweep.cluster.nodez: unknown key (did you mean 'nodes'?)", 0) == 0);
+  CHECK(t.output.find(":1:") == std::string::npos);  // no second location at line 1
+}
+
+TEST_CASE("cli: YAML, block and sweep mistakes are one plain line with exit code 2") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"model: llama2-7b\ncluster:\n\tpreset: dgx-h100-ib400\n", ":3: not valid YAML (illegal map value): this line is indented with a tab"},
+      {"model: llama2-7b\ncluster:\n  preset: dgx-h100-ib400\n   nodes: 4\n", ":4: not valid YAML (illegal map value): this key is indented more"},
+      {"model: llama2-7b\ncluster:\n  preset: dgx-h100-ib400\nnodes: 4\n", ":4: nodes: unknown key at the top level; it is a key of cluster: (did you mean 'cluster.nodes'?"},
+      {"model: llama2-7b\nsweep:\n  cluster.nodes: [2, 4]\n", ":3: sweep.cluster.nodes: the scenario has no 'cluster:'"},
+      {"model: llama2-7b\ncluster:\n  preset: dgx-h100-ib400\n  nics: {bandwidth: 400 gb/s}\n", "(did you mean '400 GB/s' or '400 Gb/s'?"},
+  };
+  for (const auto& [yaml, expected] : cases) {
+    CAPTURE(yaml);
+    const auto path = write_temp("mistake.yaml", yaml);
+    const auto o = tagcsim("run " + path);
+    CHECK(one_error_line(o));
+    CHECK(o.output.find(expected) != std::string::npos);
+  }
+}
+
+TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without --gpus") {
+  const auto o = tagcsim("collective --cluster aws-p4de --op all_reduce --bytes 1MiB");
+  CHECK(o.code == 0);
+  CHECK(o.output.rfind("# all_reduce on aws-p4de: 2 nodes x 8 GPUs = 16 GPUs (the preset's size; --gpus N to change)", 0) == 0);
+  const auto j = tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 32 --format json");
+  CHECK(j.output.find("\"nodes\": 4, \"gpus_per_node\": 8, \"ranks\": 32") != std::string::npos);
+}
+
+TEST_CASE("tagcsim validate prints predicted against measured, and a row's scenario runs") {
+  const auto o = tagcsim("validate --only 'fsdp-mpt7b-a100-40gb-8gpu-seq2048'");
+  CHECK(o.code == 0);
+  CHECK(o.output.find("| fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT | S31 | MPT-7b | 8 | 2048 | 3679 |") !=
+        std::string::npos);
+  CHECK(o.output.find("| fitted on all rows (in-sample) | 1 |") != std::string::npos);
+  const auto s = tagcsim("validate --scenario fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT");
+  CHECK(s.code == 0);
+  const auto path = write_temp("row.yaml", s.output);
+  const auto r = tagcsim("run " + path);
+  CHECK(r.code == 0);
+  CHECK(r.output.find("kernel profile device-a100-40gb") != std::string::npos);
+  CHECK(tagcsim("validate --write").code == 2);  // --write only with --fit
+  CHECK(tagcsim("validate --scenario nope").output.find("--scenario: no validation row 'nope'") != std::string::npos);
 }

@@ -1,8 +1,11 @@
-// Collectives on hand-built clusters, against their textbook formulas.
+// Collectives on hand-built clusters, against their textbook formulas and NCCL's cost model
+// computed by hand: rails, protocols, channels, NVLS.
 #include "sim/collective.hpp"
 #include "sim/replay.hpp"
 
 #include <doctest/doctest.h>
+
+#include <cmath>
 
 using namespace tagcsim;
 using namespace tagcsim::sim;
@@ -21,6 +24,32 @@ topologies::Cluster flat_cluster(int nodes, double nic_bw, double step_latency) 
   c.fabric.kind = topologies::Fabric::Kind::SingleSwitch;
   c.collectives = {.step_latency_intra = 0, .step_latency_inter = step_latency, .launch_latency = 0};
   return c;
+}
+
+// Nodes of 8 GPUs and 8 NICs of 50 GB/s, one per GPU (a DGX H100), latency-free: times are bytes / rate.
+topologies::Cluster rail_cluster(int nodes) {
+  auto c = flat_cluster(nodes, 50e9, 0);
+  c.gpus_per_node = 8;
+  c.nics.count = 8;
+  c.intra.efficiency = 0.825;
+  return c;
+}
+
+// One 8x H100 node with NCCL's latency table (scale 1) and nothing fitted: no fill, no host cost.
+topologies::Cluster h100_node(int gpus, double nvls_efficiency) {
+  auto c = flat_cluster(1, 50e9, 0);
+  c.gpus_per_node = gpus;
+  c.gpu.sm = 90;
+  c.intra.efficiency = 0.825;
+  c.intra.nvls_efficiency = nvls_efficiency;
+  c.collectives.latency_scale = 1;
+  return c;
+}
+
+Task task(const CollectivePlan& plan, Stream stream) {
+  Task t{.name = to_string(plan.op), .stream = stream, .category = Category::AllGather};
+  t.phases = {{plan}};
+  return t;
 }
 
 }  // namespace
@@ -118,4 +147,184 @@ TEST_CASE("busbw follows nccl-tests' factors") {
   CHECK(bus_factor(CollectiveOp::AllReduce, 8) == doctest::Approx(1.75));
   CHECK(bus_factor(CollectiveOp::AllGather, 8) == doctest::Approx(0.875));
   CHECK(bus_factor(CollectiveOp::Reduce, 8) == doctest::Approx(1.0));
+}
+
+TEST_CASE("rails: 2 nodes x 1 GPU on an 8-NIC node get one NIC's bandwidth") {
+  const auto c = rail_cluster(2);
+  const double S = 1e9;
+  const Group one_gpu{.nodes = 2, .gpus_per_node = 1, .node_stride = 1, .count = 1, .first_gpu = 3};
+  const auto plan = plan_collective(c, CollectiveOp::AllGather, S, one_gpu);
+  CHECK(c.rails() == 8);
+  CHECK(c.rail_of_gpu(3) == 3);
+  CHECK(plan.rails == 1);
+  // A 2-rank ring sends S/2 each way through GPU 3's NIC: 0.5 GB at 50 GB/s = 10 ms, not the
+  // node's 400 GB/s (1.25 ms).
+  CHECK(plan.node_egress_bytes == doctest::Approx(S / 2));
+  CHECK(plan.network_seconds == doctest::Approx(0.5e9 / 50e9));
+  CHECK(simulate_collective(c, plan) == doctest::Approx(0.01).epsilon(1e-6));
+}
+
+TEST_CASE("rails: 8 GPUs per node across 2 nodes use all 8 rails") {
+  const auto c = rail_cluster(2);
+  const double S = 1e9;
+  const auto plan = plan_collective(c, CollectiveOp::AllGather, S, whole_cluster(c));
+  CHECK(plan.rails == 8);
+  // 16 ranks: each node sends 15/16 S across the cut, through 8 x 50 GB/s.
+  const double expected = 15.0 / 16 * S / 400e9;  // 2.34375 ms
+  CHECK(plan.network_seconds == doctest::Approx(expected));
+  // With a second, 1-GPU collective beside it the platform is built rail by rail: the all-gather's
+  // flows then run one per rail, 1/8 of the bytes each, and take the same time.
+  Schedule s;
+  s.add(task(plan, Stream::AllGather));
+  const Group tiny{.nodes = 2, .gpus_per_node = 1, .node_stride = 1, .count = 1, .first_gpu = 0};
+  s.add(task(plan_collective(c, CollectiveOp::AllGather, 2, tiny), Stream::ReduceScatter));
+  const auto r = replay(s, c);
+  CHECK(r.flows == 2 * 8 + 2);  // per node: one flow per rail; the tiny one on rail 0
+  CHECK(r.timings[0].end - r.timings[0].start == doctest::Approx(expected).epsilon(1e-6));
+}
+
+TEST_CASE("rails: two jobs on the same rail share it, on different rails they do not") {
+  const auto c = rail_cluster(2);
+  const double S = 1e9;
+  auto job = [&](int gpu) {
+    const Group g{.nodes = 2, .gpus_per_node = 1, .node_stride = 1, .count = 1, .first_gpu = gpu};
+    return plan_collective(c, CollectiveOp::AllGather, S, g);
+  };
+  auto both = [&](int gpu_a, int gpu_b) {
+    Schedule s;
+    s.add(task(job(gpu_a), Stream::AllGather));
+    s.add(task(job(gpu_b), Stream::ReduceScatter));
+    return replay(s, c);
+  };
+  const double alone = 0.5e9 / 50e9;  // 10 ms on one NIC
+  const auto same = both(2, 2);
+  CHECK(same.timings[0].end == doctest::Approx(2 * alone).epsilon(1e-6));
+  CHECK(same.timings[1].end == doctest::Approx(2 * alone).epsilon(1e-6));
+  const auto apart = both(2, 5);
+  CHECK(apart.timings[0].end == doctest::Approx(alone).epsilon(1e-6));
+  CHECK(apart.timings[1].end == doctest::Approx(alone).epsilon(1e-6));
+  // GPUs sharing a NIC (4 NICs for 8 GPUs) share its rail.
+  auto shared = c;
+  shared.nics.count = 4;
+  shared.nics.bandwidth = 100e9;
+  CHECK(shared.rails() == 4);
+  CHECK(shared.rail_of_gpu(4) == shared.rail_of_gpu(5));
+  CHECK(shared.rail_of_gpu(3) != shared.rail_of_gpu(4));
+}
+
+TEST_CASE("protocols: LL, then LL128, then Simple, switching where NCCL's cost model says") {
+  // 8x H100, NVLink4 at 450 GB/s x 0.825 = 371.25 GB/s, ring all-reduce over 14 steps. From
+  // NCCL's tuning.cc: base + 14 x per-hop latency, and each protocol's bandwidth ceiling:
+  //   LL     6.6 + 14 x 0.6 = 15.0 us,  min(371.25 x 0.5, 141 llMaxBw on Hopper) = 141 GB/s
+  //   LL128  14 + 14 x 1.9  = 40.6 us,  371.25 x 0.92 = 341.55 GB/s
+  //   Simple 8.4 + 14 x 3.4 = 56.0 us,  371.25 GB/s
+  // time = latency + 2 * 7/8 * S / rate. LL = LL128 at 3.513 MB, LL128 = Simple at 37.58 MB.
+  const auto c = h100_node(8, 0);
+  auto t = [](double lat_us, double rate_gbps, double S) { return lat_us * 1e-6 + 1.75 * S / (rate_gbps * 1e9); };
+  const double ll_ll128 = 25.6e-6 / (1.75e-9 * (1 / 141.0 - 1 / 341.55));
+  const double ll128_simple = 15.4e-6 / (1.75e-9 * (1 / 341.55 - 1 / 371.25));
+  CHECK(ll_ll128 == doctest::Approx(3.513e6).epsilon(1e-3));
+  CHECK(ll128_simple == doctest::Approx(37.58e6).epsilon(1e-3));
+  struct Case {
+    double S;
+    Protocol expected;
+    double seconds;
+  };
+  const Case cases[] = {{0.98 * ll_ll128, Protocol::LL, t(15.0, 141, 0.98 * ll_ll128)},
+                        {1.02 * ll_ll128, Protocol::LL128, t(40.6, 341.55, 1.02 * ll_ll128)},
+                        {0.98 * ll128_simple, Protocol::LL128, t(40.6, 341.55, 0.98 * ll128_simple)},
+                        {1.02 * ll128_simple, Protocol::Simple, t(56.0, 371.25, 1.02 * ll128_simple)}};
+  for (const auto& k : cases) {
+    CAPTURE(k.S);
+    const auto plan = plan_collective(c, CollectiveOp::AllReduce, k.S, whole_cluster(c));
+    CHECK(plan.algorithm == Algorithm::Ring);
+    CHECK(plan.protocol == k.expected);
+    CHECK(plan.channels == 32);
+    CHECK(plan.seconds() == doctest::Approx(k.seconds).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("channels: NCCL runs fewer at small sizes, each moving at most ~10 GB/s") {
+  const auto c = h100_node(8, 0);
+  // LL on a ring adds a channel per 512 threads x 8 B x 8 ranks = 32 KiB.
+  const auto small = plan_collective(c, CollectiveOp::AllReduce, 65536, whole_cluster(c));
+  CHECK(small.protocol == Protocol::LL);
+  CHECK(small.channels == 2);
+  CHECK(small.max_channels == 32);
+  // 2 channels of 10 GB/s: 1.75 x 64 KiB / 20 GB/s, well under LL's 141 GB/s ceiling.
+  CHECK(small.seconds() == doctest::Approx(15e-6 + 1.75 * 65536 / 20e9).epsilon(1e-9));
+}
+
+TEST_CASE("pins: NCCL_ALGO / NCCL_PROTO as nccl: {algo, proto} in the cluster") {
+  auto c = h100_node(8, 0.686);
+  c.nccl.protos = topologies::NcclPins::Simple;
+  const auto simple = plan_collective(c, CollectiveOp::AllReduce, 1 << 20, whole_cluster(c));
+  CHECK(simple.protocol == Protocol::Simple);
+  c.nccl = {};
+  c.nccl.algos = topologies::NcclPins::Ring;
+  CHECK(plan_collective(c, CollectiveOp::AllReduce, 8e9, whole_cluster(c)).algorithm == Algorithm::Ring);
+  // An algorithm the collective cannot run leaves it to the ring (tree only does all-reduce).
+  c.nccl.algos = topologies::NcclPins::Tree;
+  CHECK(plan_collective(c, CollectiveOp::AllGather, 8e9, whole_cluster(c)).algorithm == Algorithm::Ring);
+  // The caller's choice overrides the pins.
+  CHECK(plan_collective(c, CollectiveOp::AllReduce, 8e9, whole_cluster(c), Algorithm::Nvls).algorithm ==
+        Algorithm::Nvls);
+}
+
+TEST_CASE("NVLS all-reduce on 8x H100 uses the NVLS bandwidth formula") {
+  // Each GPU reduces 1/8 of the buffer in the switch (S out, S/8 back) and multicasts it (S/8 out,
+  // S back): S x 9/8 per GPU at 450 GB/s x 0.686 = 308.7 GB/s. busbw = 2 x 7/8 x S / t
+  // = 2(k-1)/(k+1) x 308.7 = 480.2 GB/s, the NCCL maintainers' figure.
+  const auto c = h100_node(8, 0.686);
+  const double S = 8.0 * (1 << 30);
+  const auto plan = plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c));
+  CHECK(plan.algorithm == Algorithm::Nvls);
+  CHECK(plan.protocol == Protocol::Simple);
+  CHECK(plan.channels == 16);
+  CHECK(plan.nvlink_bytes == doctest::Approx(S * 9 / 8));
+  CHECK(plan.nvlink_seconds == doctest::Approx(S * 9 / 8 / (450e9 * 0.686)));
+  CHECK(plan.latency_seconds == doctest::Approx(25e-6));  // NCCL's NVLS latency, no fill here
+  CHECK(plan.busbw(plan.nvlink_seconds) / 1e9 == doctest::Approx(14.0 / 9 * 450 * 0.686).epsilon(1e-9));
+  CHECK(plan.busbw(plan.nvlink_seconds) / 1e9 == doctest::Approx(480.2).epsilon(1e-3));
+  // On 4 GPUs NVLS would give 2 x 3/5 x 308.7 = 370.4 GB/s, under the ring's 371.25: NCCL's choice
+  // (and the measured one on H200) is the ring.
+  const auto four = h100_node(4, 0.686);
+  CHECK(plan_collective(four, CollectiveOp::AllReduce, S, whole_cluster(four)).algorithm == Algorithm::Ring);
+}
+
+TEST_CASE("a process driving 8 GPUs (nccl-tests -g 8) cannot beat 8 launches with their channels") {
+  auto c = h100_node(8, 0);
+  c.collectives.host_launch = 5e-6;
+  c.collectives.host_launch_per_channel = 0.3e-6;
+  const auto one = plan_collective(c, CollectiveOp::AllReduce, 32768, whole_cluster(c));
+  CHECK(one.channels == 1);
+  CHECK(one.seconds() == doctest::Approx(15e-6 + 1.75 * 32768 / 10e9).epsilon(1e-9));  // the GPU's time
+  const auto eight = plan_collective(c, CollectiveOp::AllReduce, 32768, whole_cluster(c),
+                                     PlanOptions{.gpus_per_process = 8});
+  CHECK(eight.seconds() == doctest::Approx(8 * (5e-6 + 0.3e-6)).epsilon(1e-9));
+}
+
+TEST_CASE("rail-optimized fabrics give each rail its own leaf switch and uplink") {
+  // 4 nodes, 2 per leaf, 8 rails of 50 GB/s, 8:1 oversubscribed. Two jobs of one GPU per node
+  // (rails 0 and 1), each ring pairing node i with node i+2 in the other leaf: both nodes of a
+  // leaf send 0.5 GB up per job.
+  auto c = rail_cluster(4);
+  c.fabric = {.kind = topologies::Fabric::Kind::FatTree2, .nodes_per_leaf = 2, .leaves_per_pod = 0,
+              .oversubscription = 8, .switch_latency = 0};
+  auto both = [&] {
+    Schedule s;
+    for (int gpu : {0, 1}) {
+      const Group g{.nodes = 2, .gpus_per_node = 1, .node_stride = 2, .count = 2, .first_gpu = gpu};
+      s.add(task(plan_collective(c, CollectiveOp::AllGather, 1e9, g), gpu ? Stream::ReduceScatter : Stream::AllGather));
+    }
+    return replay(s, c);
+  };
+  // One leaf switch for all NICs: its uplink, 2 x 400 / 8 = 100 GB/s, is shared by 4 flows: 25 GB/s each.
+  c.fabric.rail_optimized = false;
+  CHECK(both().timings[0].end == doctest::Approx(0.5e9 / 25e9).epsilon(1e-6));
+  // One leaf switch per rail: rail 0's uplink, 2 x 50 / 8 = 12.5 GB/s, carries only job 0's 2 flows.
+  c.fabric.rail_optimized = true;
+  const auto r = both();
+  CHECK(r.timings[0].end == doctest::Approx(0.5e9 / 6.25e9).epsilon(1e-6));
+  CHECK(r.timings[1].end == doctest::Approx(0.5e9 / 6.25e9).epsilon(1e-6));
 }

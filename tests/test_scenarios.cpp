@@ -1,9 +1,17 @@
 // Scenario files: what they parse into, sweeps, and one test per kind of bad input.
 #include "scenarios/plot.hpp"
 #include "scenarios/report.hpp"
+#include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 
 using namespace tagcsim;
 using namespace tagcsim::scenarios;
@@ -140,17 +148,296 @@ TEST_CASE("a sweep plots as one curve per policy along the first swept key") {
   const auto g = gnuplot_script(s, results, "out.png");
   CHECK(g.find("set output \"out.png\"") != std::string::npos);
   CHECK(g.find("set xlabel \"cluster.nodes\"") != std::string::npos);
-  CHECK(g.find("title \"fsdp\"") != std::string::npos);
-  CHECK(g.find("title \"tagc-batched\"") != std::string::npos);
+  CHECK(g.find("title \"fsdp\" linecolor") != std::string::npos);
+  CHECK(g.find("title \"tagc-batched\" linecolor") != std::string::npos);
   CHECK(g.find("speedup over plain FSDP") != std::string::npos);
   CHECK_THROWS_WITH_AS(gnuplot_script(parse(""), run(parse("")), "x.png"), doctest::Contains("--plot needs a 'sweep:'"),
                        InputError);
 }
 
 TEST_CASE("bad input in a sweep names the swept key's line and the point") {
+  // A misspelt swept key: one location, the sweep's line (it used to add a second one, at line 1).
   CHECK_THROWS_WITH_AS(parse("sweep:\n  cluster.nodez: [2, 4]\n"),
-                       doctest::Contains("t.yaml:8: sweep.cluster.nodez: at sweep point cluster.nodez=2:"), InputError);
-  CHECK_THROWS_WITH_AS(parse("sweep:\n  cluster.nodes: [2, -4]\n"),
-                       doctest::Contains("at sweep point cluster.nodes=-4: t.yaml:8: cluster.nodes: expected an integer >= 1"),
+                       "t.yaml:8: sweep.cluster.nodez: unknown key (did you mean 'nodes'?); expected one of: preset, "
+                       "file, name, nodes, gpus_per_node, gpu, intra_node, nics, fabric, collectives, nccl, source",
                        InputError);
+  CHECK_THROWS_WITH_AS(parse("sweep:\n  cluster.nodes: [2, -4]\n"),
+                       "t.yaml:8: cluster.nodes: at sweep point cluster.nodes=-4: expected an integer >= 1, got -4",
+                       InputError);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sweeps that advance together, a global batch, labels, line numbers.
+
+TEST_CASE("a zip sweep advances its keys together: strong scaling at a fixed global batch") {
+  const auto s = parse(
+      "sweep:\n  zip:\n    cluster.nodes: [1, 2, 4]\n    training.grad_accumulation: [8, 4, 2]\n"
+      "  training.wrap: [block, size]\n");
+  REQUIRE(s.points.size() == 6);  // 3 zipped values x 2 wraps, not 3 x 3 x 2
+  REQUIRE(s.sweep_axes.size() == 2);
+  CHECK(s.sweep_axes[0] == std::vector<std::string>{"cluster.nodes", "training.grad_accumulation"});
+  CHECK(s.sweep_keys == std::vector<std::string>{"cluster.nodes", "training.grad_accumulation", "training.wrap"});
+  // Every point trains 8 nodes' worth of micro-batches: nodes x accumulation = 8.
+  for (const auto& p : s.points)
+    CHECK(p.setup.cluster.nodes * p.setup.training.grad_accumulation == 8);
+  CHECK(s.points[2].setup.cluster.nodes == 2);
+  CHECK(s.points[2].setup.training.wrap == models::WrapPolicy::Block);
+  CHECK(s.points[3].setup.training.wrap == models::WrapPolicy::Size);
+  CHECK_THROWS_WITH_AS(parse("sweep:\n  zip:\n    cluster.nodes: [1, 2]\n    training.micro_batch: [1, 2, 4]\n"),
+                       "t.yaml:10: sweep.zip.training.micro_batch: has 3 values but cluster.nodes has 2: zipped lists "
+                       "advance together and must be as long",
+                       InputError);
+}
+
+TEST_CASE("training.global_batch derives the gradient accumulation at every point") {
+  // 64 sequences per step; micro_batch 2 on 8, 16 and 32 GPUs: 4, 2 and 1 micro-batches.
+  const auto s = parse("  global_batch: 64\nsweep:\n  cluster.nodes: [1, 2, 4]\n");
+  REQUIRE(s.points.size() == 3);
+  CHECK(s.points[0].setup.training.grad_accumulation == 4);
+  CHECK(s.points[1].setup.training.grad_accumulation == 2);
+  CHECK(s.points[2].setup.training.grad_accumulation == 1);
+  CHECK(s.points[0].global_batch == 64);
+  CHECK_THROWS_WITH_AS(parse("  global_batch: 96\nsweep:\n  cluster.nodes: [1, 2, 4]\n"),
+                       "t.yaml:7: training.global_batch: at sweep point cluster.nodes=4: a global batch of 96 sequences "
+                       "is not a whole number of micro-batch steps of micro_batch 2 x 32 GPUs = 64 sequences",
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse("  global_batch: 64\n  grad_accumulation: 2\n"),
+                       "t.yaml:7: training.global_batch: give global_batch or grad_accumulation, not both", InputError);
+}
+
+TEST_CASE("rows of one policy with different settings get distinct labels") {
+  const auto s = parse_scenario(
+      "model: llama2-7b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
+      "policies: [fsdp, tagc-batched, {name: tagc-batched, index: 4bit-sum, ratio: 4}, {name: tagc, ratio: 3}]\n",
+      "t.yaml");
+  const auto& pol = s.points[0].policies;
+  REQUIRE(pol.size() == 4);
+  CHECK(pol[0].label == "fsdp");
+  CHECK(pol[1].label == "tagc-batched");
+  CHECK(pol[2].label == "tagc-batched[index=4bit-sum,ratio=4]");
+  CHECK(pol[3].label == "tagc");  // alone of its kind: the plain name
+  CHECK_THROWS_WITH_AS(parse("policies: [tagc, tagc]\n"),
+                       "t.yaml:7: policies[1]: the same policy as policies[0] ('tagc'); remove it, or tell them apart "
+                       "with a label",
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse("policies: [{name: tagc, label: x}, {name: fsdp, label: x}]\n"),
+                       "t.yaml:7: policies[1]: the label 'x' is already taken by policies[0]", InputError);
+}
+
+TEST_CASE("line numbers: a compression key in a swept scenario, a misspelt sweep key") {
+  // Both used to say line 1: the swept copies of the document had lost their lines.
+  CHECK_THROWS_WITH_AS(parse("policies: [tagc]\ncompression:\n  ratio: 2\n  ratioo: 3\nsweep:\n  cluster.nodes: [1, 2]\n"),
+                       doctest::Contains("t.yaml:10: compression.ratioo: "), InputError);
+  CHECK_THROWS_WITH_AS(parse("policies: [tagc]\ncompression:\n  ratio: 0.5\nsweep:\n  cluster.nodes: [1, 2]\n"),
+                       "t.yaml:9: compression.ratio: at sweep point cluster.nodes=1: expected a ratio > 1 "
+                       "(uncompressed / sketch size), got 0.5",
+                       InputError);
+}
+
+TEST_CASE("bad input: a key that slipped out of its block, a sweep with nothing to change") {
+  CHECK_THROWS_WITH_AS(parse_scenario("model: llama2-7b\ncluster:\n  preset: dgx-h100-ib400\nnodes: 4\n", "t.yaml"),
+                       "t.yaml:4: nodes: unknown key at the top level; it is a key of cluster: (did you mean "
+                       "'cluster.nodes'? indent it under 'cluster:')",
+                       InputError);
+  // seq_len belongs to model and training: the block just above decides.
+  CHECK_THROWS_WITH_AS(parse_scenario("model: llama2-7b\ncluster: dgx-h100-ib400\ntraining:\n  micro_batch: 1\nseq_len: 9\n",
+                                      "t.yaml"),
+                       doctest::Contains("did you mean 'training.seq_len'?"), InputError);
+  CHECK_THROWS_WITH_AS(parse_scenario("model: llama2-7b\nsweep:\n  cluster.nodes: [2, 4]\n", "t.yaml"),
+                       "t.yaml:3: sweep.cluster.nodes: the scenario has no 'cluster:' for this key to change; add one "
+                       "(e.g. 'cluster: dgx-h100-ib400')",
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse("sweep:\n  nodes: [2, 4]\n"),
+                       "t.yaml:8: sweep.nodes: a sweep key starts with model, cluster, training, compression or "
+                       "policies (did you mean 'cluster.nodes'?)",
+                       InputError);
+}
+
+TEST_CASE("nics.per_node is a node's total, and overriding only the per-NIC bandwidth of a multi-NIC preset warns") {
+  // dgx-h100-ib400 has 8 NICs: 800 Gb/s per node is 100 Gb/s = 12.5 GB/s per NIC.
+  const auto s = parse_scenario(
+      "model: llama2-7b\ncluster:\n  preset: dgx-h100-ib400\n  nics: {per_node: 800 Gb/s}\n", "t.yaml");
+  CHECK(s.points[0].setup.cluster.nics.bandwidth == 12.5e9);
+  CHECK(s.points[0].warnings.empty());
+  const auto w = parse_scenario(
+      "model: llama2-7b\ncluster:\n  preset: dgx-h100-ib400\n  nics: {bandwidth: 400 Gb/s}\n", "t.yaml");
+  REQUIRE(w.points[0].warnings.size() == 1);
+  CHECK(w.points[0].warnings[0] ==
+        "cluster.nics.bandwidth is per NIC: dgx-h100-ib400 has 8 NICs per node, so each node gets 8 x 400 Gb/s = "
+        "3200 Gb/s (write nics.per_node for a node's total)");
+  CHECK_THROWS_WITH_AS(
+      parse_scenario("model: llama2-7b\ncluster:\n  preset: aws-p4de\n  nics: {bandwidth: 100 Gb/s, per_node: 400 Gb/s}\n",
+                     "t.yaml"),
+      doctest::Contains("t.yaml:4: cluster.nics.per_node: give nics.bandwidth (per NIC) or nics.per_node"), InputError);
+}
+
+TEST_CASE("aliases that users type resolve to the presets") {
+  const auto s = parse_scenario("model: llama3-8b\ncluster: {preset: p4de, gpu: a100}\n", "t.yaml");
+  CHECK(s.points[0].setup.model.name == "llama3.1-8b");
+  CHECK(s.points[0].setup.cluster.name == "aws-p4de");
+  CHECK(s.points[0].setup.cluster.gpu.name == "A100-SXM4-80GB");
+  CHECK_THROWS_WITH_AS(parse_scenario("model: llama-3-8B\ncluster: p4de\n", "t.yaml"),
+                       doctest::Contains("unknown model preset 'llama-3-8B' (did you mean 'llama3.1-8b'?)"), InputError);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the report says.
+
+TEST_CASE("a row whose gradient error is 1 or more is marked, and its speedup is not offered as a win") {
+  // tagc's 1-bit SUM index over 32 ranks decodes mostly noise (its warning says so).
+  const auto s = parse("policies: [fsdp, tagc]\n");
+  const auto results = run(s);
+  REQUIRE(results.size() == 2);
+  REQUIRE(results[1].step.expected_grad_error >= 1);
+  const auto table = format_results(s, results, Format::Table);
+  const double sp = results[0].step.step_time_s / results[1].step.step_time_s;
+  CHECK(table.find(fmt::format("({:.3f}x) !", sp)) != std::string::npos);
+  CHECK(table.find(fmt::format("{:.2g} !", results[1].step.expected_grad_error)) != std::string::npos);
+  CHECK(table.find("! gradient is noise: expected gradient error up to") != std::string::npos);
+  const auto json = format_results(s, results, Format::Json);
+  CHECK(json.find("\"gradient_is_noise\": true") != std::string::npos);
+  CHECK(json.find("\"gradient_is_noise\": false") != std::string::npos);
+  // The header states per-node totals.
+  CHECK(table.find("between nodes: 8 x 400 Gb/s = 3200 Gb/s per node, efficiency") != std::string::npos);
+}
+
+TEST_CASE("a note is printed once, with the sweep points it belongs to") {
+  // tagc's warning names the rank count: one per point; the others hold everywhere.
+  const auto s = parse("policies: [{name: tagc, index: 1bit-sum}]\nsweep:\n  cluster.nodes: [1, 2]\n");
+  const auto table = format_results(s, run(s), Format::Table);
+  CHECK(table.find("note: (at cluster.nodes=1) warning: policy tagc: the 1-bit SUM index is lossy over 8 ranks") !=
+        std::string::npos);
+  CHECK(table.find("note: (at cluster.nodes=2) warning: policy tagc: the 1-bit SUM index is lossy over 16 ranks") !=
+        std::string::npos);
+  std::size_t count = 0;
+  for (auto at = table.find("lossy over 8 ranks"); at != std::string::npos; at = table.find("lossy over 8 ranks", at + 1))
+    ++count;
+  CHECK(count == 1);
+}
+
+namespace {
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The names in the first cell of the markdown table under `## heading`.
+std::vector<std::string> documented(const std::string& doc, const std::string& heading) {
+  std::vector<std::string> out;
+  auto at = doc.find("\n## " + heading + "\n");
+  REQUIRE(at != std::string::npos);
+  const auto end = doc.find("\n## ", at + 1);
+  std::stringstream ss(doc.substr(at, end - at));
+  for (std::string line; std::getline(ss, line);)
+    if (line.rfind("| `", 0) == 0) out.push_back(line.substr(3, line.find('`', 3) - 3));
+  return out;
+}
+
+void json_keys(const YAML::Node& n, std::set<std::string>& keys) {
+  if (n.IsSequence())
+    for (const auto& e : n) json_keys(e, keys);
+  if (!n.IsMap()) return;
+  for (const auto& kv : n) {
+    const auto k = kv.first.as<std::string>();
+    keys.insert(k);
+    if (k == "point") continue;  // swept keys
+    if (k == "collectives") {    // kinds of collective
+      for (const auto& c : kv.second) json_keys(c.second, keys);
+      continue;
+    }
+    json_keys(kv.second, keys);
+  }
+}
+}  // namespace
+
+TEST_CASE("docs/output.md explains every table column, JSON key and CSV column, and nothing else") {
+  const std::string doc = read_file(std::string(TAGCSIM_SOURCE_DIR) + "/docs/output.md");
+  const auto s = parse("policies: [fsdp, tagc-batched]\n");
+  const auto results = run(s);
+  // The table's header line, split at runs of two spaces.
+  const auto table = format_results(s, results, Format::Table);
+  const auto header_at = table.find("\npolicy ");
+  REQUIRE(header_at != std::string::npos);
+  const std::string header = table.substr(header_at + 1, table.find('\n', header_at + 1) - header_at - 1);
+  std::vector<std::string> columns;
+  std::stringstream hs(header);
+  std::string cell, word;
+  while (hs >> word) {
+    const bool joined = !cell.empty() && header.find(cell + " " + word) != std::string::npos;
+    if (!cell.empty() && !joined) columns.push_back(cell), cell.clear();
+    cell += (cell.empty() ? "" : " ") + word;
+  }
+  columns.push_back(cell);
+  CHECK(columns == table_columns());
+  CHECK(documented(doc, "Table columns") == table_columns());
+
+  std::set<std::string> keys;
+  json_keys(YAML::Load(format_results(s, results, Format::Json)), keys);
+  const auto doc_json = documented(doc, "JSON keys");
+  CHECK(std::set<std::string>(doc_json.begin(), doc_json.end()) == keys);
+
+  const auto csv = format_results(s, results, Format::Csv);
+  std::vector<std::string> csv_columns;
+  std::stringstream cs(csv.substr(0, csv.find('\n')));
+  for (std::string c; std::getline(cs, c, ',');) csv_columns.push_back(c);
+  CHECK(documented(doc, "CSV columns") == csv_columns);
+}
+
+TEST_CASE("the resolved YAML of every shipped scenario loads to the same setups, and resolves to itself") {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TAGCSIM_SOURCE_DIR) + "/scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    CAPTURE(entry.path().string());
+    const auto s = load_scenario(entry.path().string());
+    const std::string yaml = resolved_yaml(s);
+    const auto r = parse_scenario(yaml, "resolved.yaml");
+    const auto again = resolved_yaml(r);
+    CHECK(again.substr(again.find('\n')) == yaml.substr(yaml.find('\n')));  // all but the first line, the file name
+    REQUIRE(r.points.size() == s.points.size());
+    CHECK(r.name == s.name);
+    CHECK(r.sweep_keys == s.sweep_keys);
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      const auto &a = s.points[i].setup, &b = r.points[i].setup;
+      CHECK(b.model.name == a.model.name);
+      CHECK(models::parameter_count(b.model) == models::parameter_count(a.model));
+      CHECK(b.cluster.gpus() == a.cluster.gpus());
+      CHECK(b.cluster.nics.bandwidth == a.cluster.nics.bandwidth);  // exactly: the units are written exactly
+      CHECK(b.cluster.gpu.peak_flops_bf16 == a.cluster.gpu.peak_flops_bf16);
+      CHECK(b.cluster.gpu.memory_bytes == a.cluster.gpu.memory_bytes);
+      CHECK(b.cluster.collectives.step_latency_inter == a.cluster.collectives.step_latency_inter);
+      CHECK(b.training.grad_accumulation == a.training.grad_accumulation);
+      CHECK(b.units.size() == a.units.size());
+      REQUIRE(r.points[i].policies.size() == s.points[i].policies.size());
+      for (std::size_t k = 0; k < s.points[i].policies.size(); ++k) {
+        CHECK(r.points[i].policies[k].label == s.points[i].policies[k].label);
+        CHECK(r.points[i].policies[k].ratio == s.points[i].policies[k].ratio);
+        CHECK(r.points[i].policies[k].index == s.points[i].policies[k].index);
+      }
+    }
+  }
+}
+
+TEST_CASE("plots: the metric chosen, y from 0, marked points, one colour per series in both panels") {
+  const auto s = parse("policies: [fsdp, tagc-batched]\nsweep:\n  cluster.nodes: [1, 2]\n");
+  const auto results = run(s);
+  const auto g = gnuplot_script(s, results, "out.svg", PlotMetric::ScalingEfficiency);
+  CHECK(g.find("set terminal svg") != std::string::npos);
+  CHECK(g.find("set yrange [0:*]") != std::string::npos);
+  CHECK(g.find("set key below Left reverse") != std::string::npos);
+  CHECK(g.find("title \"scaling efficiency\"") != std::string::npos);
+  // fsdp's first point is its own base: efficiency 1 at x = 0.
+  CHECK(g.find("0 \"1\" 1\n") != std::string::npos);
+  // tagc-batched is the second series: the same colour in the metric and the speedup panel.
+  const std::string second = "title \"tagc-batched\" linecolor rgb '#D55E00'";
+  const auto first_at = g.find(second);
+  REQUIRE(first_at != std::string::npos);
+  CHECK(g.find(second, first_at + 1) != std::string::npos);
+  // tagc-batched decodes noise here: its points are circled, with a legend entry.
+  CHECK(g.find("'! does not fit in memory, or gradient is noise'") != std::string::npos);
+  CHECK(gnuplot_script(s, results, "out.pdf", PlotMetric::Mfu).find("set terminal pdfcairo") != std::string::npos);
+  CHECK_THROWS_WITH_AS(gnuplot_script(s, results, "out.jpg"),
+                       "--plot: cannot draw 'out.jpg': expected a file name ending in .png, .svg or .pdf (not .jpg)",
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_plot_metric("tokens"), doctest::Contains("(did you mean 'tokens-per-gpu'?)"), InputError);
 }

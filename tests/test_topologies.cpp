@@ -3,6 +3,8 @@
 // the presets cite.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "topologies/cluster.hpp"
@@ -19,17 +21,18 @@ Cluster load(const std::string& text) { return load_cluster(cluster_input(text))
 }  // namespace
 
 TEST_CASE("every cluster preset validates and names its sources") {
-  REQUIRE(preset_names().size() == 10);
+  REQUIRE(preset_names().size() == 15);
   for (const auto& name : preset_names()) {
     CAPTURE(name);
     Cluster c = preset(name);
     CHECK(c.name == name);
     CHECK_NOTHROW(validate(c, name));
     CHECK_NOTHROW(load(std::string("cluster: ") + name));
-    // Collective latencies are either fitted (naming the profile) or labelled provisional.
-    const bool labelled = c.source.find("provisional") != std::string::npos ||
-                          c.source.find("fitted to nccl-") != std::string::npos;
-    CHECK(labelled);
+    // NCCL's costs name the fitted profile; the transport says where its numbers come from.
+    CHECK(c.source.find("calibrate/profiles/nccl-model.yaml") != std::string::npos);
+    CHECK(c.source.find("Transport: ") != std::string::npos);
+    CHECK(!c.nics.transport.source.empty());
+    CHECK(c.collectives.latency_scale == 1);
     CHECK(c.gpu.source.size() > 50);
   }
 }
@@ -49,8 +52,12 @@ TEST_CASE("every device preset is complete and cites its efficiency derivation")
     CHECK(d.memory_efficiency <= 1);
     CHECK(!d.source.empty());
   }
-  CHECK_THROWS_AS(device("h100"), InputError);
-  CHECK_THROWS_AS(preset("dgx-h100"), InputError);
+  CHECK_THROWS_AS(device("h99"), InputError);
+  CHECK_THROWS_AS(preset("dgx-h99"), InputError);
+  // What users type for them: aliases.
+  CHECK(device("h100").name == device("h100-sxm").name);
+  CHECK(preset("dgx-h100").name == "dgx-h100-ib400");
+  CHECK(preset("p4de").name == "aws-p4de");
 }
 
 TEST_CASE("device presets match the datasheets and the published GEMM / STREAM rates") {
@@ -59,12 +66,13 @@ TEST_CASE("device presets match the datasheets and the published GEMM / STREAM r
   CHECK(h100.peak_flops_tf32 == Approx(494.7e12));
   CHECK(h100.peak_flops_fp32 == Approx(66.9e12));
   CHECK(h100.memory_bandwidth == Approx(3.35e12));
-  CHECK(h100.gemm_efficiency == Approx(0.455));  // fitted to published FSDP throughput (docs/validation.md)
+  CHECK(h100.gemm_efficiency == Approx(0.455));  // the datasheet roofline's, when no kernel profile is used
+  CHECK(h100.profile == "device-h100-sxm");
   CHECK(h100.memory_efficiency == Approx(2.97 / 3.35).epsilon(1e-3));  // STREAM triad
   DeviceProfile a100 = device("a100-80gb");
   CHECK(a100.peak_flops_bf16 == Approx(312e12));
   CHECK(a100.memory_bandwidth == Approx(2.039e12));
-  CHECK(a100.gemm_efficiency == Approx(0.675));  // fitted likewise; the best matmul reaches 271.2 / 312
+  CHECK(a100.gemm_efficiency == Approx(0.675));  // likewise; the best matmul reaches 271.2 / 312
   CHECK(a100.memory_efficiency == Approx(1.70 / 2.039).epsilon(1e-3));
   CHECK(device("a100-40gb").memory_bandwidth == Approx(1.555e12));
   DeviceProfile h200 = device("h200-sxm");
@@ -78,12 +86,18 @@ TEST_CASE("dgx-h100-ib400: 8 NDR NICs of 50 GB/s at the ConnectX-7 efficiency") 
   CHECK(c.gpus_per_node == 8);
   CHECK(c.nics.count == 8);
   CHECK(c.nics.bandwidth == Approx(50e9));
-  CHECK(c.nics.efficiency == Approx(0.97));  // 48.5 of 50 GB/s
+  CHECK(c.nics.efficiency == Approx(0.97));  // 48.5 of 50 GB/s, from the InfiniBand transport profile
+  CHECK(c.nics.transport.name == "ib");
   CHECK(c.node_injection_bandwidth() == Approx(8 * 50e9 * c.nics.efficiency));
   CHECK(c.node_injection_bandwidth() == Approx(388e9));
+  CHECK(c.rails() == 8);  // one ConnectX-7 per GPU
+  CHECK(c.rail_bandwidth() == Approx(48.5e9));
   CHECK(c.intra.bandwidth == Approx(450e9));
-  CHECK(c.intra.efficiency == Approx(0.805));
+  CHECK(c.intra.efficiency == Approx(0.8234));  // NCCL's 20.6 of 25 GB/s per NVLink4 link, fitted
+  CHECK(c.intra.nvls_efficiency > 0.6);         // NVLink SHARP
+  CHECK(c.gpu.sm == 90);
   CHECK(c.fabric.kind == Fabric::Kind::FatTree2);
+  CHECK(c.fabric.rail_optimized);
   CHECK(c.fabric.nodes_per_leaf == 32);
   CHECK(c.fabric.oversubscription == 1);
 }
@@ -93,9 +107,25 @@ TEST_CASE("AWS, Ethernet and TAGC presets: per-node NIC totals and slower TCP la
   CHECK(preset("aws-p5").nics.count * preset("aws-p5").nics.bandwidth == Approx(3200e9 / 8));
   CHECK(preset("eth-25g").nics.bandwidth == Approx(25e9 / 8));
   CHECK(preset("eth-100g").nics.bandwidth == Approx(100e9 / 8));
-  const double ib_step = preset("dgx-h100-ib400").collectives.step_latency_inter;
-  for (const char* name : {"eth-25g", "eth-100g", "tagc-2x1-1g"})
-    CHECK(preset(name).collectives.step_latency_inter >= 10 * ib_step);
+  // Rails: p4de shares a 100 Gb/s NIC between 2 GPUs, p5 gives each GPU 4 of them.
+  CHECK(preset("aws-p4de").rails() == 4);
+  CHECK(preset("aws-p4de").rail_of_gpu(1) == 0);
+  CHECK(preset("aws-p5").rails() == 8);
+  CHECK(preset("aws-p5").rail_bandwidth() == Approx(4 * 12.5e9 * preset("aws-p5").nics.efficiency));
+  // aws-ofi-nccl sets NCCL_PROTO=simple on p4d/p4de.
+  CHECK(preset("aws-p4de").nccl.protos == NcclPins::Simple);
+  CHECK(preset("aws-p5").nccl.protos == 0);
+  // TCP pays more per message than RDMA; EFA's fitted cost sits between.
+  const double ib = preset("dgx-h100-ib400").nics.transport.latency;
+  for (const char* name : {"eth-25g", "eth-100g", "tagc-2x1-1g"}) CHECK(preset(name).nics.transport.latency == Approx(ib + 10e-6));
+  CHECK(preset("aws-p5").nics.transport.name == "efa");
+  CHECK(preset("gcp-a3-high").nics.transport.kind == "tcpx");
+  CHECK(preset("gcp-a3-high").rails() == 4);
+  CHECK(preset("gcp-a3-mega").nics.transport.kind == "tcpxo");
+  CHECK(preset("gcp-a3-mega").node_injection_bandwidth() == Approx(8 * 25e9 * 0.85));
+  CHECK(preset("oci-h100-roce").nics.transport.kind == "roce");
+  CHECK(preset("oci-h100-roce").rails() == 8);  // 16 NICs, 2 per GPU
+  CHECK(preset("azure-nd-h100-v5").node_injection_bandwidth() == Approx(8 * 50e9 * 0.97));
   const std::pair<const char*, double> tagc[] = {
       {"tagc-2x1-1g", 1}, {"tagc-2x1-10g", 10}, {"tagc-2x1-25g", 25}, {"tagc-2x1-100g", 100}};
   for (auto [name, gbps] : tagc) {
@@ -116,7 +146,7 @@ cluster:
   name: lab
   nodes: 2
   gpus_per_node: 4
-  gpu: {name: X, peak_flops_bf16: 989 TFLOP/s, peak_flops_fp32: 60e12, memory_bytes: 80 GiB, memory_bandwidth: 3 TB/s}
+  gpu: {name: X, peak_flops_bf16: 989 TFLOP/s, peak_flops_fp32: 60 TFLOP/s, memory_bytes: 80 GiB, memory_bandwidth: 3 TB/s}
   intra_node: {kind: pcie, bandwidth: 50 GB/s, latency: 1 us}
   nics: {count: 1, bandwidth: 400 Gb/s, latency: 1.5 us, efficiency: 0.5}
   collectives: {step_latency_intra: 2 us, step_latency_inter: 5 us, launch_latency: 0.01 ms}
@@ -269,16 +299,16 @@ TEST_CASE("errors: fabric geometry and NICs, blamed on the key the user wrote") 
 
 TEST_CASE("errors: unknown presets and missing keys") {
   CHECK_THROWS_WITH_AS(
-      load("cluster: dgx-h100\n"),
-      Contains("t.yaml:1: cluster: unknown cluster preset 'dgx-h100' (did you mean 'dgx-h100-ib400'?)"),
+      load("cluster: dgx-h10\n"),
+      Contains("t.yaml:1: cluster: unknown cluster preset 'dgx-h10' (did you mean 'dgx-h100-ib400'?)"),
       InputError);
   CHECK_THROWS_WITH_AS(
       load("cluster:\n  preset: aws-p6\n"),
       Contains("t.yaml:2: cluster.preset: unknown cluster preset 'aws-p6' (did you mean 'aws-p5'?)"),
       InputError);
   CHECK_THROWS_WITH_AS(
-      load("cluster:\n  preset: aws-p5\n  gpu: h100\n"),
-      Contains("t.yaml:3: cluster.gpu: unknown device preset 'h100' (did you mean 'h100-sxm'?)"), InputError);
+      load("cluster:\n  preset: aws-p5\n  gpu: h10\n"),
+      Contains("t.yaml:3: cluster.gpu: unknown device preset 'h10' (did you mean 'h100-sxm'?)"), InputError);
   CHECK_THROWS_WITH_AS(load("cluster:\n  preset: aws-p5\n  gpu: {preset: b200}\n"),
                        Contains("t.yaml:3: cluster.gpu.preset: unknown device preset 'b200'"), InputError);
   CHECK_THROWS_WITH_AS(load("cluster:\n  nodes: 1\n"),
@@ -309,6 +339,8 @@ TEST_CASE("validate() checks clusters built in code, naming the field") {
 TEST_CASE("load_device: preset name, preset with overrides, full map") {
   auto dev = [](const std::string& text) { return load_device(Input::load_string(text, "d.yaml")["gpu"]); };
   CHECK(dev("gpu: l4").name == "L4-24GB");
+  CHECK(dev("gpu: {preset: h100-sxm, profile: my-h100.yaml}").profile == "my-h100.yaml");
+  CHECK(dev("gpu: {preset: h100-sxm, profile: ''}").profile.empty());  // the datasheet roofline
   DeviceProfile d = dev("gpu: {preset: h100-sxm, gemm_efficiency: 0.6}");
   CHECK(d.gemm_efficiency == Approx(0.6));
   CHECK(d.peak_flops_bf16 == Approx(989.4e12));
@@ -323,4 +355,73 @@ TEST_CASE("load_device: preset name, preset with overrides, full map") {
                        InputError);
   CHECK_THROWS_WITH_AS(dev("gpu: {peak_flops_bf16: 1e15}"),
                        Contains("gpu: missing required key 'peak_flops_fp32'"), InputError);
+}
+
+TEST_CASE("transports: a profile by name, by path or inline, and a missing field is an error at its file:line") {
+  const Cluster c = load("cluster:\n  preset: dgx-h100-ib400\n  nics: {transport: roce}\n");
+  CHECK(c.nics.transport.kind == "roce");
+  CHECK(c.nics.efficiency == Approx(0.96));  // the transport's, as no efficiency was given
+  const Cluster d = load("cluster:\n  preset: dgx-h100-ib400\n  nics: {transport: roce, efficiency: 0.9}\n");
+  CHECK(d.nics.efficiency == Approx(0.9));
+  const Cluster e = load("cluster:\n  preset: dgx-h100-ib400\n  nics:\n    transport: {name: mine, kind: ib, latency: 3 us, "
+                         "overhead: 1 us, efficiency: 0.8, source: test}\n");
+  CHECK(e.nics.transport.latency == Approx(3e-6));
+  CHECK(e.nics.efficiency == Approx(0.8));
+  const std::string path = "/tmp/tagcsim_test_transport.yaml";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs("# no efficiency\ntransport:\n  name: x\n  kind: efa\n  latency: 20 us\n  overhead: 2 us\n  source: t\n", f);
+    std::fclose(f);
+  }
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: aws-p5\n  nics: {transport: " + path + "}\n"),
+                       Contains((path + ":3: transport: missing required key 'efficiency'").c_str()), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: aws-p5\n  nics: {transport: infiniband}\n"),
+                       Contains("t.yaml:3: cluster.nics.transport: unknown transport profile 'infiniband'"), InputError);
+  CHECK_THROWS_WITH_AS(load_transport(Input::load_string("{name: x, kind: rdma, latency: 1 us, overhead: 1 us, "
+                                                         "efficiency: 0.9, source: s}", "p.yaml")),
+                       Contains("p.yaml:1: kind: expected one of: ib, roce, efa, tcpx, tcpxo, socket"), InputError);
+  const auto names = transport_names();
+  for (const char* n : {"ib", "roce", "efa", "tcpx", "tcpxo", "socket"}) {
+    CAPTURE(n);
+    CHECK(std::find(names.begin(), names.end(), n) != names.end());
+    CHECK_NOTHROW(load_transport(std::string(n)));
+  }
+}
+
+TEST_CASE("rails: GPUs map to their NICs, and more rails than GPUs or NICs that do not split are errors") {
+  Cluster c = load("cluster:\n  preset: dgx-h100-ib400\n  nics: {count: 4, bandwidth: 100 Gb/s}\n");
+  CHECK(c.rails() == 4);
+  CHECK(c.rail_of_gpu(0) == 0);
+  CHECK(c.rail_of_gpu(7) == 3);
+  CHECK(c.rails_of_gpus(2, 2) == 1);  // GPUs 2 and 3 share a NIC
+  CHECK(c.rails_of_gpus(0, 8) == 4);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  gpus_per_node: 4\n  nics: {count: 8, rails: 8}\n"),
+                       Contains("t.yaml:4: cluster.nics.rails: 8 rails need at least 8 GPUs per node (each rail is "
+                                "some GPUs' NICs), got 4"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nics: {count: 6, rails: 4}\n"),
+                       Contains("t.yaml:3: cluster.nics.rails: 6 NICs and 8 GPUs per node do not split evenly into 4 "
+                                "rails"),
+                       InputError);
+  CHECK(load("cluster:\n  preset: dgx-h100-ib400\n  fabric: {rail_optimized: false}\n").fabric.rail_optimized == false);
+}
+
+TEST_CASE("nccl: pins like NCCL_ALGO / NCCL_PROTO, and an unknown algorithm or protocol is a one-line error") {
+  const Cluster c = load("cluster:\n  preset: dgx-h100-ib400\n  nccl: {algo: ring, proto: [LL128, simple], channels: 8}\n");
+  CHECK(c.nccl.algos == NcclPins::Ring);
+  CHECK(c.nccl.protos == (NcclPins::LL128 | NcclPins::Simple));
+  CHECK(c.nccl.channels == 8);
+  CHECK(describe(c.nccl) == "algo ring; proto ll128,simple; channels 8");
+  CHECK(load("cluster:\n  preset: dgx-h100-ib400\n  nccl: {algo: \"^nvls,nvlstree\"}\n").nccl.algos ==
+        (NcclPins::Ring | NcclPins::Tree));
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nccl: {algo: rings}\n"),
+                       Contains("t.yaml:3: cluster.nccl.algo: unknown NCCL algorithm 'rings' (did you mean 'ring'?)"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nccl:\n    proto: [simple, LL256]\n"),
+                       Contains("t.yaml:4: cluster.nccl.proto[1]: unknown NCCL protocol 'LL256'"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nccl: {proto: \"^ll,ll128,simple\"}\n"),
+                       Contains("t.yaml:3: cluster.nccl.proto: excludes every protocol"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nccl: {algorithm: ring}\n"),
+                       Contains("t.yaml:3: cluster.nccl.algorithm: unknown key; expected one of: algo, proto, channels, source"),
+                       InputError);
 }

@@ -116,12 +116,17 @@ TEST_CASE("on 8 ranks the bound binds: a looser bound buys a faster step with mo
 
 TEST_CASE("the replay overrules the analytic cost where a compressed kind does not pay") {
   // GPT-2 1.5B at 100 Gb/s: the per-unit cost says compressing mlp_down saves a few ms, the replay
-  // (its reductions overlap backward compute) says the step is faster without it.
+  // (its reductions overlap backward compute) says the step is faster without it. The GPU is timed
+  // by its datasheet roofline at a fixed efficiency, so that the case does not move with the
+  // fitted kernel profiles.
   Training t;
   t.wrap = models::WrapPolicy::Size;
   t.micro_batch = 4;
   t.seq_len = 1024;
-  const auto setup = make_setup(models::preset("gpt2-1.5b"), topologies::preset("tagc-2x1-100g"), t);
+  auto cluster = topologies::preset("tagc-2x1-100g");
+  cluster.gpu.profile = "";
+  cluster.gpu.gemm_efficiency = 0.6;
+  const auto setup = make_setup(models::preset("gpt2-1.5b"), cluster, t);
   TuneOptions o;
   o.max_grad_error = 0.05;
   const auto r = tune(setup, o);

@@ -1,100 +1,150 @@
-// Predictions against published FSDP throughput (scenarios/validation/, docs/validation.md).
-//
-// The bounds are the errors measured there, with the training GEMM efficiency fitted by
-// least squares on the eager entries whose activation checkpointing tagcsim models exactly
-// (scripts/validate-fsdp.sh --fit cluster.gpu.gemm_efficiency --scale-by gemm_size_factor
-// --train 'compile=false.*ac=(none|full)$|gpu=h100-500w compile=false'). The fitted value is
-// applied here as an override (the presets carry it too, but the 500 W class is not a preset),
-// and sim/compute.cpp scales it by the cuBLAS efficiency at the model's hidden size relative
-// to 8192-wide GEMMs.
+// Validation against published FSDP throughput (scenarios/validation.hpp, docs/validation.md):
+// every shipped row, its scenario and its measurement from validation/data, the LLM Foundry
+// mapping, the fit of the families' parameters, and leave-one-source-out.
+#include "models/model.hpp"
 #include "scenarios/scenario.hpp"
+#include "scenarios/validation.hpp"
+#include "sim/kernel_profile.hpp"
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <sstream>
-#include <string>
+#include <set>
 
 using namespace tagcsim;
+using doctest::Approx;
+using doctest::Contains;
 
 namespace {
 
-const std::string kDir = std::string(TAGCSIM_SOURCE_DIR) + "/scenarios/validation/";
-
-// Fitted training GEMM efficiency at 8192-wide GEMMs, per GPU class (docs/validation.md).
-const std::map<std::string, double> kFitted = {{"a100", 0.675}, {"h100", 0.455}, {"h100-500w", 0.37}};
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+const std::vector<scenarios::ValidationRow>& rows() {
+  static const auto r = scenarios::validation_rows(TAGCSIM_SOURCE_DIR);
+  return r;
 }
 
-// The "# validation: k=v ..." line of a scenario.
-std::map<std::string, std::string> tags(const std::string& text) {
-  std::map<std::string, std::string> out;
-  const auto at = text.find("# validation: ");
-  if (at == std::string::npos) return out;
-  std::istringstream line(text.substr(at + 14, text.find('\n', at) - at - 14));
-  for (std::string kv; line >> kv;)
-    if (auto eq = kv.find('='); eq != std::string::npos) out[kv.substr(0, eq)] = kv.substr(eq + 1);
-  return out;
-}
-
-struct Check {
-  double measured = 0, predicted = 0;
-  double error() const { return predicted / measured - 1; }
-};
-
-// Runs entry `id` with the fitted GEMM efficiency of its GPU class.
-Check run_fitted(const std::string& id) {
-  const std::string text = read(kDir + id + ".yaml");
-  auto t = tags(text);
-  REQUIRE(!t["gpu"].empty());
-  const double e = kFitted.at(t["gpu"]);  // sim/compute.cpp scales it by the GEMM width
-  const auto s = scenarios::parse_scenario(
-      text + "sweep: {cluster.gpu.gemm_efficiency: [" + std::to_string(e) + "]}\n", id + ".yaml");
-  const auto r = scenarios::run(s);
-  REQUIRE(r.size() == 1);
-  return {std::stod(t["measured_tps"]), r[0].step.tokens_per_s_per_gpu};
+const scenarios::ValidationRow& row(const std::string& id) {
+  for (const auto& r : rows())
+    if (r.id == id) return r;
+  FAIL("no row " << id);
+  return rows().front();
 }
 
 }  // namespace
 
-TEST_CASE("every validation scenario loads and carries its measurement") {
-  int n = 0;
-  for (const auto& f : std::filesystem::directory_iterator(kDir)) {
-    if (f.path().extension() != ".yaml") continue;
-    const std::string text = read(f.path().string());
-    CAPTURE(f.path().filename().string());
-    auto t = tags(text);
-    CHECK(std::stod(t["measured_tps"]) > 0);
-    CHECK(kFitted.count(t["gpu"]) == 1);
-    CHECK_NOTHROW(scenarios::parse_scenario(text, f.path().string()));
-    ++n;
+TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from validation/data") {
+  REQUIRE(rows().size() == 30 + 78);
+  std::set<std::string> ids, sources;
+  int counted = 0;
+  for (const auto& r : rows()) {
+    CAPTURE(r.id);
+    CHECK(ids.insert(r.id).second);
+    sources.insert(r.source);
+    counted += r.counted;
+    CHECK(r.measured_tps > 0);
+    CHECK(r.family != "roofline");  // every row's GPU has a kernel profile
   }
-  CHECK(n == 30);  // the kind: fsdp entries of published_measurements.yaml
+  CHECK(counted == 106);  // the two float8 rows are listed, not counted
+  CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38"});
+  // Values as the data files give them.
+  CHECK(row("fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT").measured_tps == 3679);
+  CHECK(row("fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT").published_mfu == Approx(0.5092));
+  CHECK(row("fsdp-fms-llama2-7b-a100-128gpu-2403").measured_tps == 3700);
+  CHECK(row("fsdp-tt-llama31-8b-h100-8gpu-fsdp").seq == 8192);  // "8192 (from the train config)" in the data
+  CHECK(!row("fsdp-tt-llama31-8b-h100-8gpu-fsdp-compile-float8").counted);
+  // No scenario file repeats a measured value: they come from the data by id.
+  for (const auto& r : rows())
+    if (r.framework != "llm-foundry") CHECK(r.scenario.find("measured_tps") == std::string::npos);
 }
 
-TEST_CASE("A100, fitted GEMM efficiency: fit entries within the fit's largest error, 6%") {
-  // Llama-2 70B, 64x A100, torchtitan FSDP2, full AC, 2x4096: published 353 tok/s/GPU (measured -0.7%).
-  const auto tt70 = run_fitted("fsdp-tt-70b-llama2-a100-64gpu-bs2-full");
-  CHECK(std::abs(tt70.error()) < 0.06);
-  // Llama-2 7B, 128x A100 at 400 Gb/s per node, fms-fsdp HSDP, eager: published 3700 (measured +6.0%).
-  const auto fms7 = run_fitted("fsdp-fms-llama2-7b-a100-128gpu-2403");
-  CHECK(std::abs(fms7.error()) < 0.065);
+TEST_CASE("the LLM Foundry mapping rebuilds the published model and Composer's FSDP setup") {
+  const auto& r = row("fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT");
+  CHECK(r.params == 6658859008.0);  // the entry's num_params: learned positions and biases included
+  CHECK(r.size_bucket() == "5-10B");
+  CHECK(r.seq_bucket() == "2k");
+  const auto s = scenarios::parse_scenario(r.scenario, r.scenario_file);
+  const auto& setup = s.points.at(0).setup;
+  CHECK(setup.cluster.gpus() == 8);
+  CHECK(setup.cluster.gpu.name == "A100-SXM4-40GB");
+  CHECK(setup.cluster.nics.count * setup.cluster.nics.bandwidth == Approx(1600e9 / 8));  // 1600 Gb/s per node
+  const auto& t = setup.training;
+  CHECK(t.micro_batch == 12);
+  CHECK(t.grad_accumulation == 4);
+  CHECK(t.seq_len == 2048);
+  CHECK(!t.no_sync);
+  CHECK(t.reduce_dtype == sim::Dtype::BF16);
+  CHECK(t.backward_prefetch == sim::BackwardPrefetch::Post);
+  CHECK(t.activation_checkpointing);
+  CHECK(t.impl.attention == models::AttentionKernel::FlashTriton);
+  CHECK(t.impl.fused_cross_entropy);
+  CHECK(setup.model.learned_positions == 2048);
+  CHECK(setup.model.bias);
 }
 
-TEST_CASE("H100, fitted GEMM efficiency: Llama-2 7B on 96x H100 HSDP") {
-  // Eager (fit entry): published 7500 tok/s/GPU, measured +10.5%, the fit's largest H100 error.
-  const auto eager = run_fitted("fsdp-fms-llama2-7b-h100-96gpu-2403");
-  CHECK(std::abs(eager.error()) < 0.11);
-  // torch.compile (held out): published 9600, measured -13.7%. tagcsim charges eager element-wise
-  // traffic, so a compiled run must come out slower than measured, by less than the held-out 15%.
-  const auto compiled = run_fitted("fsdp-fms-llama2-7b-h100-96gpu-2405");
-  CHECK(compiled.error() < 0);
-  CHECK(compiled.error() > -0.15);
+TEST_CASE("a scenario that names no data entry is an error") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / "tagcsim-validation-test";
+  fs::remove_all(root);
+  fs::create_directories(root / "validation");
+  fs::create_directories(root / "scenarios");
+  fs::copy(fs::path(TAGCSIM_SOURCE_DIR) / "validation" / "data", root / "validation" / "data");
+  fs::copy(fs::path(TAGCSIM_SOURCE_DIR) / "scenarios" / "validation", root / "scenarios" / "validation");
+  std::ofstream(root / "scenarios" / "validation" / "fsdp-nobody.yaml") << "name: x\n";
+  CHECK_THROWS_WITH_AS(scenarios::validation_rows(root.string()),
+                       Contains("fsdp-nobody.yaml: names no kind: fsdp entry of validation/data"), InputError);
+  fs::remove(root / "scenarios" / "validation" / "fsdp-nobody.yaml");
+  fs::remove(root / "scenarios" / "validation" / "fsdp-fms-llama2-7b-a100-128gpu-2403.yaml");
+  CHECK_THROWS_WITH_AS(scenarios::validation_rows(root.string()), Contains("no scenario for this entry"), InputError);
+  fs::remove_all(root);
+}
+
+TEST_CASE("with the shipped fit, rows across sources and GPUs come within a few per cent") {
+  // In-sample errors of `tagcsim validate` (docs/validation.md), with a margin for the fit.
+  for (const char* id : {"fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT", "fsdp-mpt760m-a100-40gb-8gpu-seq2048-mb12-acF",
+                         "fsdp-fms-llama2-70b-a100-128gpu-2403", "fsdp-tt-13b-llama2-a100-64gpu-bs2-none",
+                         "fsdp-fms-llama2-7b-h100-96gpu-2403", "fsdp-tt-llama31-8b-h100-8gpu-fsdp-compile"}) {
+    CAPTURE(id);
+    const auto& r = row(id);
+    CHECK(std::abs(scenarios::predict(r).error(r.measured_tps)) < 0.06);
+  }
+}
+
+TEST_CASE("the fit recovers the parameters that made the measurements") {
+  // Rows whose "measurements" are tagcsim's own predictions at tensor_scale 0.9 and memory_scale
+  // 0.7: a small model (memory-bound kernels weigh) and a large one (GEMMs weigh).
+  std::vector<scenarios::ValidationRow> r = {row("fsdp-mpt125m-a100-40gb-8gpu-seq512-mb104-acF"),
+                                             row("fsdp-mpt350m-a100-40gb-8gpu-seq2048-mb16-acF"),
+                                             row("fsdp-mpt30b-a100-40gb-32gpu-seq2048-mb4-acT")};
+  sim::override_fitted_parameters("ampere", {0.9, 0.7, "truth"});
+  for (auto& x : r) x.measured_tps = scenarios::predict(x).tps;
+  sim::override_fitted_parameters("ampere", {1, 1, "start"});
+  const auto fits = scenarios::fit(r, {0, 1, 2});
+  CHECK(fits.at("ampere").tensor_scale == Approx(0.9).epsilon(0.01));
+  CHECK(fits.at("ampere").memory_scale == Approx(0.7).epsilon(0.01));
+  CHECK(sim::fitted_parameters("ampere").tensor_scale == fits.at("ampere").tensor_scale);  // left in force
+  sim::clear_fitted_overrides();
+}
+
+TEST_CASE("leave one source out predicts each source from a fit without it") {
+  std::vector<scenarios::ValidationRow> r = {row("fsdp-mpt125m-a100-40gb-8gpu-seq512-mb104-acF"),
+                                             row("fsdp-mpt30b-a100-40gb-32gpu-seq2048-mb4-acT"),
+                                             row("fsdp-tt-13b-llama2-a100-64gpu-bs2-none"),
+                                             row("fsdp-tt-70b-llama2-a100-64gpu-bs2-full")};
+  scenarios::ValidationOptions o;
+  o.leave_one_source_out = true;
+  const auto before = sim::fitted_parameters("ampere");
+  const auto run = scenarios::validate(r, o);
+  REQUIRE(run.fold_fits.size() == 2);
+  // Holding out S36 fits on the two S31 rows alone, and the other way round.
+  CHECK(run.fold_fits.count("S31") == 1);
+  CHECK(run.fold_fits.count("S36") == 1);
+  for (const auto& res : run.results) CHECK(res.has_held_out);
+  CHECK(run.fold_fits.at("S31").at("ampere").basis.find("over 2 ampere rows") != std::string::npos);
+  // The fitted parameters in force before are back in force after.
+  CHECK(sim::fitted_parameters("ampere").tensor_scale == before.tensor_scale);
+  CHECK(sim::kernel_profile("device-a100-40gb").fitted.memory_scale == before.memory_scale);
+  const auto text = scenarios::format_validation(run);
+  CHECK(text.find("| leave one source out (held out) | 4 |") != std::string::npos);
+  CHECK(text.find("mean signed error by bucket") != std::string::npos);
+  sim::clear_fitted_overrides();
 }

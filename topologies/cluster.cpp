@@ -7,10 +7,13 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <numeric>
 
 namespace tagcsim::topologies {
 namespace {
@@ -54,6 +57,9 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (!in_unit_interval(c.intra.efficiency))
     fail({"intra_node.efficiency"}, fraction_msg(c.intra.efficiency));
   if (c.intra.latency < 0) fail({"intra_node.latency"}, "expected a non-negative time");
+  if (!(c.intra.nvls_efficiency >= 0 && c.intra.nvls_efficiency <= 1))
+    fail({"intra_node.nvls_efficiency"},
+         fmt::format("expected a fraction in [0, 1] (0: no NVLink SHARP), got {:g}", c.intra.nvls_efficiency));
 
   // NICs only matter with several nodes; a single node is valid with any network description.
   if (c.nodes > 1) {
@@ -67,6 +73,21 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (c.nics.count < 0) fail({"nics.count"}, fmt::format("expected an integer >= 0, got {}", c.nics.count));
   if (!in_unit_interval(c.nics.efficiency)) fail({"nics.efficiency"}, fraction_msg(c.nics.efficiency));
   if (c.nics.latency < 0) fail({"nics.latency"}, "expected a non-negative time");
+  // Rails: every GPU maps to one NIC group, every NIC to one GPU group.
+  if (c.nics.rails < 0) fail({"nics.rails"}, fmt::format("expected an integer >= 1, got {}", c.nics.rails));
+  if (c.nics.rails > c.gpus_per_node)
+    fail({"nics.rails", "gpus_per_node"},
+         fmt::format("{} rails need at least {} GPUs per node (each rail is some GPUs' NICs), got {}", c.nics.rails,
+                     c.nics.rails, c.gpus_per_node));
+  if (c.nics.count > 0 && c.nics.rails > 0) {
+    const int r = c.rails();
+    if (r > c.nics.count)
+      fail({"nics.rails", "nics.count"}, fmt::format("{} rails need at least {} NICs, got {}", r, r, c.nics.count));
+    if (c.nics.count % r != 0 || c.gpus_per_node % r != 0)
+      fail({"nics.rails", "nics.count", "gpus_per_node"},
+           fmt::format("{} NICs and {} GPUs per node do not split evenly into {} rails", c.nics.count,
+                       c.gpus_per_node, r));
+  }
 
   const Fabric& f = c.fabric;
   if (!(f.oversubscription >= 1))
@@ -74,8 +95,10 @@ void check_cluster(const Cluster& c, const Blame& fail) {
          fmt::format("expected a downlink:uplink ratio >= 1, got {:g}", f.oversubscription));
   if (f.switch_latency < 0) fail({"fabric.switch_latency"}, "expected a non-negative time");
   const auto& cl = c.collectives;
-  if (cl.step_latency_intra < 0 || cl.step_latency_inter < 0 || cl.launch_latency < 0)
-    fail({"collectives"}, "expected non-negative latencies");
+  if (cl.step_latency_intra < 0 || cl.step_latency_inter < 0 || cl.launch_latency < 0 || cl.latency_scale < 0 ||
+      cl.host_launch < 0 || cl.host_launch_per_channel < 0 || cl.ring_depth < 0 || cl.tree_depth < 0 || cl.nvls_depth < 0 || cl.nvls_chunk_overhead < 0)
+    fail({"collectives"}, "expected non-negative latencies, scales and depths");
+  if (c.nics.transport.latency < 0) fail({"nics.transport"}, "expected a non-negative transport latency");
   // One node never touches the fabric, so any fabric description is fine for it.
   if (f.kind == Fabric::Kind::SingleSwitch || c.nodes == 1) return;
 
@@ -133,10 +156,10 @@ class Reader {
 };
 
 DeviceProfile preset_device(const Input& name_in) {
-  auto name = name_in.as_string();
+  auto name = canonical_device_name(name_in.as_string());
   auto names = device_names();
   if (std::find(names.begin(), names.end(), name) == names.end())
-    name_in.fail(unknown_name("device preset", name, names));
+    name_in.fail(unknown_name("device preset", name, names, device_aliases()));
   return topologies::device(name);
 }
 
@@ -148,7 +171,8 @@ DeviceProfile Reader::device(const Input& in, const DeviceProfile& base, bool ha
     return preset_device(in);
   }
   in.expect_keys({"preset", "name", "peak_flops_bf16", "peak_flops_fp32", "peak_flops_tf32", "memory_bytes",
-                  "memory_bandwidth", "gemm_efficiency", "memory_efficiency", "source"});
+                  "memory_bandwidth", "gemm_efficiency", "memory_efficiency", "compute_capability", "profile",
+                  "source"});
   DeviceProfile d = base;
   std::vector<std::string> changed;
   if (auto p = in.find("preset")) d = preset_device(*p), has_base = true;
@@ -170,6 +194,13 @@ DeviceProfile Reader::device(const Input& in, const DeviceProfile& base, bool ha
   field("memory_bandwidth", [&](const Input& v) { d.memory_bandwidth = v.as_bandwidth(); });
   field("gemm_efficiency", [&](const Input& v) { d.gemm_efficiency = v.as_double(); });
   field("memory_efficiency", [&](const Input& v) { d.memory_efficiency = v.as_double(); });
+  // NCCL's latency tables differ per GPU generation (Volta 7.0, Ampere 8.0, Hopper 9.0).
+  field("compute_capability", [&](const Input& v) {
+    const double cc = v.as_positive();
+    if (cc < 6 || cc >= 13) v.fail(fmt::format("expected a CUDA compute capability such as 8.0 or 9.0, got {:g}", cc));
+    d.sm = int(std::lround(cc * 10));
+  });
+  field("profile", [&](const Input& v) { d.profile = v.as_string(); });
   bool own_source = in.has("source");
   field("source", [&](const Input& v) { d.source = v.as_string(); });
   if (d.name.empty()) d.name = "custom";
@@ -230,6 +261,25 @@ int Cluster::leaves_in_pod() const {
 }
 int Cluster::pods() const { return leaves() / std::max(1, leaves_in_pod()); }
 
+int Cluster::rails() const {
+  if (nics.rails > 0) return nics.rails;
+  // One rail per GPU with a NIC or more each, one per NIC when GPUs share them; otherwise the
+  // largest grouping that splits both evenly.
+  return std::max(1, std::gcd(std::max(0, nics.count), std::max(1, gpus_per_node)));
+}
+
+int Cluster::rail_of_gpu(int local_gpu) const {
+  const int r = rails();
+  return std::clamp(int(std::int64_t(local_gpu) * r / std::max(1, gpus_per_node)), 0, r - 1);
+}
+
+int Cluster::rails_of_gpus(int first, int count) const {
+  if (count <= 0) return 0;
+  if (count >= gpus_per_node) return rails();
+  return rail_of_gpu(first + count - 1) - rail_of_gpu(first) + 1;
+}
+
+
 DeviceProfile load_device(const Input& in) { return load_device(in, DeviceProfile{}); }
 
 DeviceProfile load_device(const Input& in, const DeviceProfile& base) {
@@ -246,16 +296,16 @@ DeviceProfile load_device(const Input& in, const DeviceProfile& base) {
 
 Cluster load_cluster(const Input& in) {
   if (in.is_scalar()) {
-    auto name = in.as_string();
+    auto name = canonical_preset_name(in.as_string());
     auto names = preset_names();
     if (std::find(names.begin(), names.end(), name) == names.end())
-      in.fail(unknown_name("cluster preset", name, names));
+      in.fail(unknown_name("cluster preset", name, names, preset_aliases()));
     return preset(name);
   }
   if (!in.is_map())
     in.fail(fmt::format("expected a cluster preset name or a map; presets: {}", join(preset_names())));
   in.expect_keys({"preset", "file", "name", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric",
-                  "collectives", "source"});
+                  "collectives", "nccl", "source"});
 
   Reader r(in);
   Cluster c;
@@ -265,10 +315,10 @@ Cluster load_cluster(const Input& in) {
   const bool has_preset = p.has_value() || file.has_value();
   if (file) c = load_cluster_file(*file);  // a cluster file (e.g. `tagcsim calibrate box`'s) as the base
   if (p) {
-    auto name = p->as_string();
+    auto name = canonical_preset_name(p->as_string());
     auto names = preset_names();
     if (std::find(names.begin(), names.end(), name) == names.end())
-      p->fail(unknown_name("cluster preset", name, names));
+      p->fail(unknown_name("cluster preset", name, names, preset_aliases()));
     c = preset(name);
   }
   r.opt(in, "name", "name", [&](const Input& v) { c.name = v.as_string(); });
@@ -281,7 +331,7 @@ Cluster load_cluster(const Input& in) {
   // Without a preset, the links a cluster of this shape uses must be described.
   if (!has_preset && c.gpus_per_node > 1) (void)in["intra_node"]["bandwidth"];
   if (auto m = in.find("intra_node")) {
-    m->expect_keys({"kind", "bandwidth", "latency", "efficiency"});
+    m->expect_keys({"kind", "generation", "bandwidth", "latency", "efficiency", "nvls_efficiency"});
     r.opt(*m, "kind", "intra_node.kind", [&](const Input& v) {
       c.intra.kind = v.as_choice({"nvswitch", "nvlink", "pcie"});
     });
@@ -290,18 +340,37 @@ Cluster load_cluster(const Input& in) {
     r.opt(*m, "latency", "intra_node.latency", [&](const Input& v) { c.intra.latency = v.as_seconds(); });
     r.opt(*m, "efficiency", "intra_node.efficiency",
           [&](const Input& v) { c.intra.efficiency = v.as_double(); });
+    r.opt(*m, "nvls_efficiency", "intra_node.nvls_efficiency",
+          [&](const Input& v) { c.intra.nvls_efficiency = v.as_double(); });
+    // Fitted NVLink efficiencies are shared by generation (calibrate/params.cpp).
+    r.opt(*m, "generation", "intra_node.generation", [&](const Input& v) { c.intra.name = v.as_string(); });
   }
-  if (!has_preset && c.nodes > 1) (void)in["nics"]["count"], (void)in["nics"]["bandwidth"];
+  if (!has_preset && c.nodes > 1) {
+    (void)in["nics"]["count"];
+    if (!in["nics"].has("per_node")) (void)in["nics"]["bandwidth"];
+  }
   if (auto m = in.find("nics")) {
-    m->expect_keys({"count", "bandwidth", "latency", "efficiency"});
+    m->expect_keys({"count", "bandwidth", "per_node", "latency", "efficiency", "transport", "rails"});
     r.opt(*m, "count", "nics.count",
           [&](const Input& v) { c.nics.count = v.as_int_between(0, 1024); });
     r.opt(*m, "bandwidth", "nics.bandwidth", [&](const Input& v) { c.nics.bandwidth = v.as_bandwidth(); });
+    // A node's total over its NICs, as instance tables quote it ("400 Gb/s" for 4 x 100 Gb/s).
+    r.opt(*m, "per_node", "nics.per_node", [&](const Input& v) {
+      if (m->has("bandwidth")) v.fail("give nics.bandwidth (per NIC) or nics.per_node (all NICs of a node), not both");
+      if (c.nics.count < 1) v.fail("a per-node bandwidth needs nics.count >= 1");
+      c.nics.bandwidth = v.as_bandwidth() / c.nics.count;
+    });
     r.opt(*m, "latency", "nics.latency", [&](const Input& v) { c.nics.latency = v.as_seconds(); });
+    // The transport brings its achievable efficiency; an explicit `efficiency` overrides it.
+    r.opt(*m, "transport", "nics.transport", [&](const Input& v) {
+      c.nics.transport = load_transport(v);
+      c.nics.efficiency = c.nics.transport.efficiency;
+    });
     r.opt(*m, "efficiency", "nics.efficiency", [&](const Input& v) { c.nics.efficiency = v.as_double(); });
+    r.opt(*m, "rails", "nics.rails", [&](const Input& v) { c.nics.rails = v.as_int_between(1, 1024); });
   }
   if (auto m = in.find("fabric")) {
-    m->expect_keys({"kind", "nodes_per_leaf", "leaves_per_pod", "oversubscription", "switch_latency"});
+    m->expect_keys({"kind", "nodes_per_leaf", "leaves_per_pod", "oversubscription", "switch_latency", "rail_optimized"});
     r.opt(*m, "kind", "fabric.kind", [&](const Input& v) {
       auto k = v.as_choice({"single_switch", "fat_tree_2", "fat_tree_3"});
       c.fabric.kind = k == "fat_tree_2"   ? Fabric::Kind::FatTree2
@@ -316,9 +385,12 @@ Cluster load_cluster(const Input& in) {
           [&](const Input& v) { c.fabric.oversubscription = v.as_double(); });
     r.opt(*m, "switch_latency", "fabric.switch_latency",
           [&](const Input& v) { c.fabric.switch_latency = v.as_seconds(); });
+    r.opt(*m, "rail_optimized", "fabric.rail_optimized",
+          [&](const Input& v) { c.fabric.rail_optimized = v.as_bool(); });
   }
   if (auto m = in.find("collectives")) {
-    m->expect_keys({"step_latency_intra", "step_latency_inter", "launch_latency"});
+    m->expect_keys({"step_latency_intra", "step_latency_inter", "launch_latency", "latency_scale", "host_launch",
+                    "host_launch_per_channel", "ring_depth", "tree_depth", "nvls_depth", "nvls_chunk_overhead"});
     auto& cl = c.collectives;
     r.opt(*m, "step_latency_intra", "collectives.step_latency_intra",
           [&](const Input& v) { cl.step_latency_intra = v.as_seconds(); });
@@ -326,7 +398,19 @@ Cluster load_cluster(const Input& in) {
           [&](const Input& v) { cl.step_latency_inter = v.as_seconds(); });
     r.opt(*m, "launch_latency", "collectives.launch_latency",
           [&](const Input& v) { cl.launch_latency = v.as_seconds(); });
+    r.opt(*m, "latency_scale", "collectives.latency_scale",
+          [&](const Input& v) { cl.latency_scale = v.as_non_negative(); });
+    r.opt(*m, "host_launch", "collectives.host_launch", [&](const Input& v) { cl.host_launch = v.as_seconds(); });
+    r.opt(*m, "host_launch_per_channel", "collectives.host_launch_per_channel",
+          [&](const Input& v) { cl.host_launch_per_channel = v.as_seconds(); });
+    for (auto [key, field] : {std::pair{"ring_depth", &CollectiveParams::ring_depth},
+                              std::pair{"tree_depth", &CollectiveParams::tree_depth},
+                              std::pair{"nvls_depth", &CollectiveParams::nvls_depth}})
+      r.opt(*m, key, std::string("collectives.") + key, [&](const Input& v) { cl.*field = v.as_non_negative(); });
+    r.opt(*m, "nvls_chunk_overhead", "collectives.nvls_chunk_overhead",
+          [&](const Input& v) { cl.nvls_chunk_overhead = v.as_seconds(); });
   }
+  r.opt(in, "nccl", "nccl", [&](const Input& v) { c.nccl = load_nccl_pins(v); });
   const bool own_source = r.opt(in, "source", "source", [&](const Input& v) { c.source = v.as_string(); });
   if (c.name.empty()) c.name = "custom";
   if (!own_source) {

@@ -8,6 +8,7 @@
 #include "common/input.hpp"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tagcsim::topologies {
@@ -22,7 +23,12 @@ struct DeviceProfile {
   double memory_bandwidth = 0;       // bytes/s, datasheet
   double gemm_efficiency = 0.7;      // achieved / peak for large GEMMs (from published GEMM rates)
   double memory_efficiency = 0.85;   // achieved / datasheet HBM bandwidth for streaming kernels
+  // The kernel profile that times this GPU's kernels: a name in calibrate/profiles
+  // ("device-h100-sxm") or a path to one (docs/compute-model.md). Empty: the datasheet roofline
+  // above (gemm_efficiency, memory_efficiency).
+  std::string profile;
   std::string source;
+  int sm = 80;                       // compute capability x 10 (A100 80, H100 90): picks NCCL's per-generation tables
 };
 
 // The fabric inside one node. `bandwidth` is per GPU, per direction.
@@ -30,15 +36,42 @@ struct IntraNode {
   std::string kind = "nvswitch";     // nvswitch | nvlink | pcie
   double bandwidth = 0;              // bytes/s per GPU per direction (H100 NVLink4: 450e9)
   double latency = 0;                // s per hop
-  double efficiency = 0.8;           // NCCL bus bandwidth / line rate (measured ~0.80-0.82 on NVLink)
+  double efficiency = 0.8;           // NCCL ring bus bandwidth / line rate (NCCL counts 20.6 of 25 GB/s per NVLink4)
+  // NVLink SHARP (NVSwitch multicast and in-switch reduction, H100/H200): the per-GPU rate of an NVLS
+  // all-reduce's NVLink traffic / line rate; 0 = no NVLS. An NVLS all-reduce moves S (k+1)/k per GPU.
+  double nvls_efficiency = 0;
+  std::string name;                  // generation ("nvlink4"): fitted efficiencies are shared by name
 };
 
+// How NCCL moves bytes between nodes: one profile per fabric kind (calibrate/profiles/transport-*.yaml).
+struct Transport {
+  std::string name;                  // profile name, "" for none (a hand-built cluster)
+  std::string kind;                  // ib | roce | efa | tcpx | tcpxo | socket
+  double latency = 0;                // s added to every network step (NCCL's net `latency` property); Simple
+                                     // pays it twice (its flush), as in NCCL's tuning model
+  double efficiency = 0.9;           // achievable / line rate of one NIC
+  double overhead = 0;               // s the proxy spends posting each network step (NCCL_NET_OVERHEAD; x3
+                                     // for Simple): every step of a ring that crosses nodes pays at least this
+  std::string source;
+};
+// The transport profile `name` from the shipped profiles (calibrate/profiles/transport-<name>.yaml), or
+// from a file path (ending in .yaml). InputError, naming file:line and the field, when one is missing.
+Transport load_transport(const std::string& name_or_path);
+Transport load_transport(const Input& in);   // `transport:` in a cluster: a name, a path, or a map
+std::vector<std::string> transport_names();  // the shipped profiles
+
 // The NICs of one node. `bandwidth` is per NIC, per direction.
+//
+// NICs are rails: NCCL sends a GPU's inter-node traffic through the NIC nearest to it, so GPU i of
+// a node uses rail i * rails / gpus_per_node. With fewer NICs than GPUs, GPUs share a NIC
+// (aws-p4de: 2 GPUs per NIC); with more, each GPU owns count / gpus_per_node NICs (aws-p5: 4).
 struct Nics {
   int count = 0;                     // per node (0 only for a single-node cluster)
   double bandwidth = 0;              // bytes/s per NIC per direction (400 Gb/s = 50e9)
   double latency = 0;                // s, NIC + cable, one way
-  double efficiency = 0.9;           // achievable / line rate (CX-7: 48-49 of 50 GB/s)
+  double efficiency = 0.9;           // achievable / line rate (CX-7: 48-49 of 50 GB/s); the transport's by default
+  Transport transport;               // per-message cost and default efficiency
+  int rails = 0;                     // NIC groups; 0 = gcd(count, gpus_per_node): one per GPU or per NIC
 };
 
 // The fabric between nodes.
@@ -48,17 +81,41 @@ struct Fabric {
   int leaves_per_pod = 0;            // FatTree3: leaf switches per pod
   double oversubscription = 1;       // downlink : uplink bandwidth at each level above the leaf (>= 1)
   double switch_latency = 0;         // s per switch traversed
+  // Rail-optimized (DGX SuperPOD, most GPU clouds): NIC r of every node of a leaf group plugs into
+  // that group's leaf switch r, so a leaf group is `rails` switches, one per rail, each with its own
+  // uplink. Otherwise all NICs of a node share one leaf switch and its uplink.
+  bool rail_optimized = false;
 };
 // "single_switch" | "fat_tree_2" | "fat_tree_3", as written in YAML.
 std::string fabric_kind_name(Fabric::Kind kind);
 
-// NCCL's per-step cost: the latency paid for each step of a ring (or level of
-// a tree) on top of the links' own latency, e.g. kernel launch and protocol
-// handshakes. Calibrated against nccl-tests.
+// NCCL's costs beyond the links' own bandwidth and latency (sim/collective.hpp has the model).
+// A default-constructed set is latency-free (every hand-computed test starts from it); the presets
+// carry NCCL's published latency table (latency_scale 1) and the values fitted by `tagcsim calibrate`.
 struct CollectiveParams {
-  double step_latency_intra = 0;     // s per ring step over NVLink
-  double step_latency_inter = 0;     // s per ring step over the network
+  double step_latency_intra = 0;     // s per step inside a node, on top of NCCL's per-hop latency
+  double step_latency_inter = 0;     // s per step between nodes, on top of NCCL's and the transport's
   double launch_latency = 0;         // s once per collective
+  double latency_scale = 0;          // x NCCL's base and per-hop latencies (src/graph/tuning.cc); 0 = none
+  double host_launch = 0;            // s of CPU time to launch one GPU's kernel: a process driving k GPUs
+                                     // (nccl-tests -g k) cannot run collectives faster than k of them
+  double host_launch_per_channel = 0;  // s more per channel (NCCL prepares a work descriptor for each)
+  // Pipeline fill: a chunked pipeline ends some chunk-times after its bandwidth term (NCCL's chunk
+  // sizes per algorithm and protocol; one chunk-time = chunk / per-channel rate of the slowest link).
+  double ring_depth = 0;             // chunk-times each ring step after the first starts late (a slice)
+  double tree_depth = 0;             // chunk-times a tree's pipeline ends late (up the chain and back)
+  double nvls_depth = 0;             // chunk-times an NVLS pipeline ends late
+  double nvls_chunk_overhead = 0;    // s per NVLS chunk of every channel: small chunks lose bandwidth
+};
+
+// NCCL_ALGO / NCCL_PROTO / channel pins (`nccl:` in a cluster). Masks of allowed choices, 0 = any.
+struct NcclPins {
+  enum Algo : unsigned { Ring = 1, Tree = 2, Nvls = 4, NvlsTree = 8 };
+  enum Proto : unsigned { LL = 1, LL128 = 2, Simple = 4 };
+  unsigned algos = 0;
+  unsigned protos = 0;
+  int channels = 0;                  // 0: as NCCL picks from the topology
+  std::string source;                // why (e.g. "aws-ofi-nccl sets NCCL_PROTO=simple on p4d")
 };
 
 struct Cluster {
@@ -70,11 +127,20 @@ struct Cluster {
   Nics nics;
   Fabric fabric;
   CollectiveParams collectives;
+  NcclPins nccl;
   std::string source;
 
   int gpus() const { return nodes * gpus_per_node; }
   // Bytes/s one node can push into the fabric (all NICs, per direction), efficiency applied.
   double node_injection_bandwidth() const { return nics.count * nics.bandwidth * nics.efficiency; }
+
+  // Rails: NIC groups, one per GPU when there are at least as many NICs as GPUs.
+  int rails() const;                       // nics.rails, else gcd(nics.count, gpus_per_node), >= 1
+  int rail_of_gpu(int local_gpu) const;    // local GPU index -> its rail
+  // Bytes/s of one rail (its NICs, per direction, efficiency applied).
+  double rail_bandwidth() const { return node_injection_bandwidth() / rails(); }
+  // Rails touched by local GPUs [first, first + count).
+  int rails_of_gpus(int first, int count) const;
 
   // The fat-tree geometry actually built for `nodes`. A cluster smaller than one leaf (or one
   // pod) gets a single, partly filled leaf (pod). nodes_per_leaf and leaves_per_pod keep the
@@ -88,6 +154,7 @@ struct Cluster {
 
 // Device presets: a100-40gb, a100-80gb, h100-sxm, h200-sxm, v100-32gb, l4, ...
 std::vector<std::string> device_names();
+const Aliases& device_aliases();  // "h100" for h100-sxm, ...; device() takes them too
 DeviceProfile device(const std::string& name);  // InputError on unknown name
 // `gpu:` in a cluster: a preset name, or { preset: h100-sxm, gemm_efficiency: 0.6 }, or a full map.
 DeviceProfile load_device(const Input& in);
@@ -95,11 +162,22 @@ DeviceProfile load_device(const Input& in);
 // GPU is tuned: `gpu: {gemm_efficiency: 0.6}`).
 DeviceProfile load_device(const Input& in, const DeviceProfile& base);
 
-// Cluster presets: dgx-a100-ib200, dgx-h100-ib400, aws-p4de, aws-p5, eth-25g, eth-100g,
-// tagc-2x1-1g, tagc-2x1-10g, tagc-2x1-25g, tagc-2x1-100g.
+// Cluster presets: dgx-a100-ib200, dgx-h100-ib400, azure-nd-h100-v5, aws-p4de, aws-p5, gcp-a3-high,
+// gcp-a3-mega, oci-h100-roce, eth-25g, eth-100g, tagc-2x1-1g, tagc-2x1-10g, tagc-2x1-25g, tagc-2x1-100g.
 // A preset's node count is a default; scenarios usually override `nodes`.
 std::vector<std::string> preset_names();
+const Aliases& preset_aliases();  // "p4de" for aws-p4de, "dgx-h100" for dgx-h100-ib400, ...; preset() takes them too
 Cluster preset(const std::string& name);
+// A preset's own name for `name` (itself, or what the alias stands for).
+std::string canonical_device_name(const std::string& name);
+std::string canonical_preset_name(const std::string& name);
+
+// "ring", "tree", "nvls", "nvls_tree" (and NCCL's spellings "NVLSTree", any case); 0 when unknown.
+unsigned parse_nccl_algo(std::string_view word);
+unsigned parse_nccl_proto(std::string_view word);   // "ll", "ll128", "simple"
+// `nccl:` in a cluster: {algo: ring | [ring, tree] | "^nvls", proto: ..., channels: N}.
+NcclPins load_nccl_pins(const Input& in);
+std::string describe(const NcclPins& pins);          // "algo ring,tree; proto simple", "" when free
 // `cluster:` in a scenario: a preset name, or { preset: dgx-h100-ib400, nodes: 4, ... overrides },
 // or { file: box.yaml, ... overrides } (a cluster file, e.g. `tagcsim calibrate box`'s, relative to the
 // file naming it), or a full description. Checks ranges (positive bandwidths, nodes divisible into leaves, ...).

@@ -10,37 +10,41 @@ namespace tagcsim::topologies {
 namespace {
 
 using Dir = sg4::LinkInRoute::Direction;
+using NetPoint = simgrid::kernel::routing::NetPoint;
 
 sg4::Link* duplex_link(sg4::NetZone* zone, const std::string& name, double bandwidth) {
-  auto* link = zone->create_split_duplex_link(name, bandwidth);
+  auto* link = zone->create_split_duplex_link(name, bandwidth > 0 ? bandwidth : 1e18);
   link->set_latency(0);
   link->seal();
   return link;
 }
 
 // Connects `point` to the centre of the star `zone` through `link`.
-void attach(sg4::NetZone* zone, simgrid::kernel::routing::NetPoint* point,
-            simgrid::kernel::routing::NetPoint* gateway, sg4::Link* link) {
+void attach(sg4::NetZone* zone, NetPoint* point, NetPoint* gateway, sg4::Link* link) {
   zone->add_route(point, nullptr, gateway, nullptr, {{link, Dir::UP}}, false);
   zone->add_route(nullptr, point, nullptr, gateway, {{link, Dir::DOWN}}, false);
 }
 
-// A star of nodes [first, first+count) with one link per node; returns the
-// zone's gateway so that the parent can give it an uplink.
-simgrid::kernel::routing::NetPoint* node_star(sg4::NetZone* zone, const Cluster& c, int first, int count,
-                                              bool with_gateway, Platform& p) {
-  const double node_bw = c.nics.count * c.nics.bandwidth * c.nics.efficiency;
-  simgrid::kernel::routing::NetPoint* gateway =
-      with_gateway ? zone->create_router(zone->get_name() + "-switch") : nullptr;
-  for (int i = first; i < first + count; ++i) {
-    auto* host = zone->create_host(fmt::format("node{}", i), 1e15);
-    host->seal();
-    auto* nic = duplex_link(zone, fmt::format("node{}-nics", i), node_bw > 0 ? node_bw : 1e18);
-    attach(zone, host->get_netpoint(), nullptr, nic);
-    p.nodes.push_back(host);
-    p.nic_links.push_back(nic);
-  }
-  return gateway;
+// What a node plugs into the fabric: one host and link per rail, or one for all NICs.
+struct Ports {
+  int rails;         // hosts per node
+  double bandwidth;  // of each
+};
+
+// Hosts of nodes [first, first+count), rails [rail_first, rail_first+rail_count) in the star `zone`,
+// each with its own link; fills p.nodes / p.nic_links at their slots.
+void add_hosts(sg4::NetZone* zone, const Ports& ports, int first, int count, int rail_first, int rail_count,
+               Platform& p) {
+  for (int i = first; i < first + count; ++i)
+    for (int r = rail_first; r < rail_first + rail_count; ++r) {
+      const std::string name = ports.rails > 1 ? fmt::format("node{}-rail{}", i, r) : fmt::format("node{}", i);
+      auto* host = zone->create_host(name, 1e15);
+      host->seal();
+      auto* nic = duplex_link(zone, name + "-nics", ports.bandwidth);
+      attach(zone, host->get_netpoint(), nullptr, nic);
+      p.nodes[std::size_t(i) * ports.rails + r] = host;
+      p.nic_links[std::size_t(i) * ports.rails + r] = nic;
+    }
 }
 
 }  // namespace
@@ -53,30 +57,35 @@ void configure_engine(sg4::Engine& engine) {
   engine.set_config("network/maxmin-selective-update:yes");
 }
 
-Platform build_platform(sg4::Engine& engine, const Cluster& c) {
-  Platform p;
+Platform build_platform(sg4::Engine& engine, const Cluster& c, bool per_rail) {
+  (void)engine;
   using K = Fabric::Kind;
-  const double node_bw = c.nics.count * c.nics.bandwidth * c.nics.efficiency;
+  Platform p;
+  p.rails = per_rail ? c.rails() : 1;
+  const Ports ports{p.rails, c.node_injection_bandwidth() / p.rails};
+  p.nodes.resize(std::size_t(c.nodes) * p.rails);
+  p.nic_links.resize(p.nodes.size());
   auto* root = sg4::create_star_zone("fabric");
   const int leaf_size =
       (c.fabric.kind == K::SingleSwitch || c.fabric.nodes_per_leaf <= 0 || c.fabric.nodes_per_leaf >= c.nodes)
           ? c.nodes
           : c.fabric.nodes_per_leaf;
   if (leaf_size == c.nodes) {
-    node_star(root, c, 0, c.nodes, false, p);
+    add_hosts(root, ports, 0, c.nodes, 0, p.rails, p);
     root->seal();
-    (void)engine;
     return p;
   }
   const int leaves = c.nodes / leaf_size;
   const double oversub = c.fabric.oversubscription;
-  const double leaf_up_bw = leaf_size * node_bw / oversub;
+  // A rail-optimized leaf group is one switch per rail; built per rail, each gets its share of uplink.
+  const int switches_per_leaf = c.fabric.rail_optimized ? p.rails : 1;
+  const double leaf_up_bw = leaf_size * c.node_injection_bandwidth() / oversub / switches_per_leaf;
   const bool pods = c.fabric.kind == K::FatTree3 && c.fabric.leaves_per_pod > 0 && c.fabric.leaves_per_pod < leaves;
   const int leaves_per_pod = pods ? c.fabric.leaves_per_pod : leaves;
   const int npods = leaves / leaves_per_pod;
   for (int pod = 0; pod < npods; ++pod) {
     sg4::NetZone* pod_zone = root;
-    simgrid::kernel::routing::NetPoint* pod_gw = nullptr;
+    NetPoint* pod_gw = nullptr;
     if (pods) {
       pod_zone = sg4::create_star_zone(fmt::format("pod{}", pod));
       pod_zone->set_parent(root);
@@ -84,17 +93,24 @@ Platform build_platform(sg4::Engine& engine, const Cluster& c) {
     }
     for (int l = 0; l < leaves_per_pod; ++l) {
       const int leaf = pod * leaves_per_pod + l;
-      auto* zone = sg4::create_star_zone(fmt::format("leaf{}", leaf));
-      zone->set_parent(pod_zone);
-      auto* gw = node_star(zone, c, leaf * leaf_size, leaf_size, true, p);
-      zone->seal();
-      auto* up = duplex_link(pod_zone, fmt::format("leaf{}-uplink", leaf), leaf_up_bw);
-      attach(pod_zone, zone->get_netpoint(), gw, up);
-      p.leaf_uplinks.push_back(up);
+      for (int s = 0; s < switches_per_leaf; ++s) {
+        const std::string name =
+            switches_per_leaf > 1 ? fmt::format("leaf{}-rail{}", leaf, s) : fmt::format("leaf{}", leaf);
+        auto* zone = sg4::create_star_zone(name);
+        zone->set_parent(pod_zone);
+        auto* gw = zone->create_router(name + "-switch");
+        if (switches_per_leaf > 1) add_hosts(zone, ports, leaf * leaf_size, leaf_size, s, 1, p);
+        else add_hosts(zone, ports, leaf * leaf_size, leaf_size, 0, p.rails, p);
+        zone->seal();
+        auto* up = duplex_link(pod_zone, name + "-uplink", leaf_up_bw);
+        attach(pod_zone, zone->get_netpoint(), gw, up);
+        p.leaf_uplinks.push_back(up);
+      }
     }
     if (pods) {
       pod_zone->seal();
-      auto* up = duplex_link(root, fmt::format("pod{}-uplink", pod), leaves_per_pod * leaf_up_bw / oversub);
+      auto* up = duplex_link(root, fmt::format("pod{}-uplink", pod),
+                             leaves_per_pod * switches_per_leaf * leaf_up_bw / oversub);
       attach(root, pod_zone->get_netpoint(), pod_gw, up);
       p.pod_uplinks.push_back(up);
     }

@@ -1,0 +1,146 @@
+// tagcsim show [models|clusters|gpus] [NAME]: the presets, and every value of one with its unit
+// and source, as YAML that a scenario can take as is.
+#include "app/commands.hpp"
+#include "models/model.hpp"
+#include "scenarios/resolved.hpp"
+#include "topologies/cluster.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace tagcsim::app {
+namespace {
+
+enum class Kind { Models, Clusters, Gpus };
+
+std::optional<Kind> parse_kind(const std::string& s) {
+  if (s == "models" || s == "model") return Kind::Models;
+  if (s == "clusters" || s == "cluster") return Kind::Clusters;
+  if (s == "gpus" || s == "gpu" || s == "devices" || s == "device") return Kind::Gpus;
+  return std::nullopt;
+}
+
+std::vector<std::string> names_of(Kind k) {
+  return k == Kind::Models ? models::preset_names() : k == Kind::Clusters ? topologies::preset_names()
+                                                                          : topologies::device_names();
+}
+const Aliases& aliases_of(Kind k) {
+  return k == Kind::Models ? models::preset_aliases() : k == Kind::Clusters ? topologies::preset_aliases()
+                                                                            : topologies::device_aliases();
+}
+
+std::string aliases_for(Kind k, const std::string& name) {
+  std::string out;
+  for (const auto& [alias, target] : aliases_of(k))
+    if (target == name) out += (out.empty() ? "" : ", ") + alias;
+  return out;
+}
+
+std::string gbits(double bytes_per_s) { return fmt::format("{:g} Gb/s", bytes_per_s * 8 / 1e9); }
+
+std::string list(Kind k) {
+  std::string out;
+  if (k == Kind::Models) {
+    out += "model presets (tagcsim show models NAME: every value and its source)\n";
+    out += fmt::format("  {:<18} {:>8} {:>6} {:>6} {:>5} {:>8} {:>6} {:>7} {:>6}  {}\n", "name", "params", "layers",
+                       "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "aliases");
+    for (const auto& n : models::preset_names()) {
+      const auto m = models::preset(n);
+      out += fmt::format("  {:<18} {:>7.2f}B {:>6} {:>6} {:>5} {:>8} {:>6} {:>7} {:>6}  {}\n", n,
+                         double(models::parameter_count(m)) / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn,
+                         m.vocab, m.seq_len, aliases_for(k, n));
+    }
+  } else if (k == Kind::Clusters) {
+    out += "cluster presets (tagcsim show clusters NAME: every value and its source; set nodes in a scenario)\n";
+    out += fmt::format("  {:<15} {:>5} {:>9}  {:<16} {:<14} {:<27} {}\n", "name", "nodes", "GPUs/node", "GPU",
+                       "NVLink per GPU", "NICs per node", "aliases");
+    for (const auto& n : topologies::preset_names()) {
+      const auto c = topologies::preset(n);
+      out += fmt::format("  {:<15} {:>5} {:>9}  {:<16} {:<14} {:<27} {}\n", n, c.nodes, c.gpus_per_node, c.gpu.name,
+                         fmt::format("{:g} GB/s", c.intra.bandwidth / 1e9),
+                         fmt::format("{} x {} = {}", c.nics.count, gbits(c.nics.bandwidth),
+                                     gbits(c.nics.count * c.nics.bandwidth)),
+                         aliases_for(k, n));
+    }
+  } else {
+    out += "GPU presets (tagcsim show gpus NAME: every value and its source)\n";
+    out += fmt::format("  {:<10} {:<16} {:>13} {:>9} {:>10} {:>9}  {}\n", "name", "GPU", "bf16 TFLOP/s", "memory",
+                       "HBM", "GEMM eff.", "aliases");
+    for (const auto& n : topologies::device_names()) {
+      const auto d = topologies::device(n);
+      out += fmt::format("  {:<10} {:<16} {:>13g} {:>5.1f} GiB {:>5g} TB/s {:>9g}  {}\n", n, d.name,
+                         d.peak_flops_bf16 / 1e12, d.memory_bytes / 1073741824.0, d.memory_bandwidth / 1e12,
+                         d.gemm_efficiency, aliases_for(k, n));
+    }
+  }
+  return out;
+}
+
+std::string one(Kind k, const std::string& name) {
+  std::string out;
+  const std::string also = aliases_for(k, name);
+  const std::string aka = also.empty() ? "" : fmt::format(" (also: {})", also);
+  if (k == Kind::Models) {
+    out += fmt::format("# model preset {}{}; in a scenario: model: {} (or {{preset: {}, ...}} to change a value)\n",
+                       name, aka, name, name);
+    out += scenarios::model_yaml(models::preset(name));
+  } else if (k == Kind::Clusters) {
+    out += fmt::format("# cluster preset {}{}; in a scenario: cluster: {{preset: {}, nodes: N}}\n", name, aka, name);
+    out += scenarios::cluster_yaml(topologies::preset(name));
+  } else {
+    out += fmt::format("# GPU preset {}{}; in a cluster: gpu: {} (or {{preset: {}, ...}} to change a value)\n", name,
+                       aka, name, name);
+    out += scenarios::device_yaml(topologies::device(name));
+  }
+  return out;
+}
+
+// The preset called `name` (or an alias of it) among `kinds`; InputError naming the closest.
+std::pair<Kind, std::string> find_preset(const std::vector<Kind>& kinds, const std::string& name) {
+  std::vector<std::string> all;
+  Aliases aliases;
+  for (Kind k : kinds) {
+    for (const auto& n : names_of(k))
+      if (n == name) return {k, n};
+    for (const auto& [alias, target] : aliases_of(k))
+      if (alias == name) return {k, target};
+    const auto names = names_of(k);
+    all.insert(all.end(), names.begin(), names.end());
+    aliases.insert(aliases.end(), aliases_of(k).begin(), aliases_of(k).end());
+  }
+  throw InputError(fmt::format("show: {}", unknown_name("preset", name, all, aliases)));
+}
+
+int run(const std::vector<std::string>& args) {
+  if (args.size() > 2) throw InputError("show: expected at most a kind (models, clusters, gpus) and a name");
+  if (args.empty()) {
+    fmt::print("{}\n{}\n{}", list(Kind::Models), list(Kind::Clusters), list(Kind::Gpus));
+    return 0;
+  }
+  const auto kind = parse_kind(args[0]);
+  if (args.size() == 2 && !kind)
+    throw InputError(fmt::format("show: unknown kind '{}'{}; expected models, clusters or gpus", args[0],
+                                 did_you_mean(args[0], {"models", "clusters", "gpus"})));
+  if (args.size() == 1 && kind) {
+    fmt::print("{}", list(*kind));
+    return 0;
+  }
+  const std::vector<Kind> kinds = kind ? std::vector<Kind>{*kind}
+                                       : std::vector<Kind>{Kind::Models, Kind::Clusters, Kind::Gpus};
+  const auto [k, name] = find_preset(kinds, args.back());
+  fmt::print("{}", one(k, name));
+  return 0;
+}
+
+}  // namespace
+
+void add_show_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<std::vector<std::string>>();
+  auto* cmd = app.add_subcommand("show", "List the model, cluster and GPU presets, or print one with every value, "
+                                         "its unit and its source");
+  cmd->add_option("what", *args, "[models|clusters|gpus] [NAME]; a NAME alone is looked up in every kind");
+  cmd->callback([args, &exit_code] { exit_code = run(*args); });
+}
+
+}  // namespace tagcsim::app

@@ -1,0 +1,411 @@
+// The kernels of each FSDP unit, as eager PyTorch (or torch.compile) launches them.
+//
+// Per micro-batch of T = micro_batch * seq tokens, hidden h, KV width kv, FFN width f, vocab V,
+// heads a, head dim d, e bytes per activation element (2 in bf16). Bytes are reads plus writes.
+//
+// Every Linear in -> out (with or without bias; the bias add is fused into the GEMM's epilogue):
+//   forward  GEMM  m = T,   n = out, k = in
+//   backward GEMM  m = T,   n = in,  k = out   (dgrad: the input's gradient)
+//            GEMM  m = out, n = in,  k = T     (wgrad: the weight's gradient)
+//            bias gradient: a reduction over the tokens, T*out*e bytes
+// Attention core (the out-projection's unit): one flash-attention call forward, one backward
+// (plus its two helper kernels: dO.O row sums and the fp32 dQ cast, T*h*(2e) and T*h*(4+e)).
+// SDPA-based kernels (flash2, flash3, cudnn, math) take q/k/v as [b, a, s, d] views and return
+// the output in that layout, so the output is copied back to [b, s, h] (2e*T*h each way); with
+// GQA, eager code repeats K and V to every query head first (torchtitan's repeat_kv: T*(kv + h)*e
+// each, summed back in backward). MosaicML's Triton kernel works in place on [b, s, a, d].
+// Memory-bound kernels, eager (per element of the tensor named):
+//   LayerNorm (native)   fwd 1 kernel 2e;  bwd 2 kernels 3e (dx) + 2e (weight/bias grads)
+//   RMSNorm (Python ops: to fp32, pow, mean, +eps, rsqrt, mul, to bf16, * weight)
+//                        fwd 8 kernels 28+4e;  bwd 14 kernels 68+8e (autograd of each op)
+//   residual add         fwd 1 kernel 3e;  bwd 1 kernel 3e (the two gradients summed)
+//   rotary on q and k (complex fp32: to fp32, complex multiply, back)
+//                        fwd 3 kernels 16+2e per tensor; bwd the same
+//   SwiGLU silu(g) * u   fwd silu 2e, mul 3e (per f);  bwd mul 2 x 3e, silu 3e
+//   GELU                 fwd 2e;  bwd 3e (per f)
+//   token embedding      fwd gather 2e*T*h;  bwd zero V*h*e, sort the ids (3 small kernels),
+//                        scatter-add 2e*T*h; a tied matrix adds the head's gradient (3e*V*h)
+//   learned positions    fwd gather 2e*s*h, add 3e*T*h;  bwd sum over the batch (T+s)*h*e,
+//                        zero and scatter into the table (positions*h*e + 2e*s*h)
+//   cross-entropy eager fp32 (per T*V): fwd cast e+4, log_softmax 8, nll (small), mean (small);
+//                        bwd zero 4 + scatter (small), log_softmax backward 12, cast 4+e
+//   cross-entropy fused (flash-attn's xentropy, or compiled): fwd e, bwd 2e
+// Under torch.compile each chain of element-wise ops is one kernel that reads its inputs and
+// writes its outputs once: a norm with the residual add before it (fwd 4e, bwd 4e + weight
+// grads 2e), rotary 2e per tensor each way, SwiGLU fwd 3e / bwd 5e, the cross-entropy fused.
+// Dropout is not modelled (every validated run has p = 0).
+//
+// Which unit runs what follows units.cpp: ln_1 with the q (or fused qkv) projection, rotary on q
+// with q and on k with k, the attention core and the first residual with the out projection,
+// ln_2 and the activation with the first MLP Linear, the second residual with the last; outside
+// the blocks the embeddings, then the final norm, the head and the loss.
+#include "models/kernel_list.hpp"
+
+#include "models/shapes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace tagcsim::models {
+
+double Kernel::flops() const {
+  switch (kind) {
+    case KernelKind::Gemm: return 2.0 * m * n * k;
+    case KernelKind::Attention: {
+      const double fwd = 4.0 * batch_heads * seq * seq * head_dim * (causal ? 0.5 : 1.0);
+      return backward ? 2.5 * fwd : fwd;
+    }
+    case KernelKind::Memory: return 0;
+  }
+  return 0;
+}
+
+bool checkpointed(const TrainingShape& shape, int layer) {
+  if (!shape.activation_checkpointing) return false;
+  const double p = std::clamp(shape.impl.checkpoint_fraction, 0.0, 1.0);
+  // Block i is checkpointed when the running count floor((i+1) p) steps up at i: p = 1 takes
+  // every block, p = 0.5 every second one (1, 3, 5, ...), p = 0.25 every fourth.
+  return std::floor((layer + 1) * p + 1e-9) > std::floor(layer * p + 1e-9);
+}
+
+namespace {
+
+// The kernels of one piece of a unit (a Linear with what runs next to it), forward and backward
+// in the order they run.
+struct Piece {
+  std::vector<Kernel> fwd, bwd;
+};
+
+class Builder {
+ public:
+  Builder(const TransformerConfig& m, const TrainingShape& shape)
+      : m_(m), impl_(shape.impl), s_(shape.seq_len > 0 ? shape.seq_len : m.seq_len), b_(shape.micro_batch),
+        T_(double(shape.micro_batch) * s_), e_(shape.activation_bytes) {}
+
+  // --- the pieces of a block, as units.cpp cuts them ---
+  Piece qkv_fused() {  // GPT-2 / MPT: ln_1 and one Linear h -> h + 2kv
+    Piece p;
+    norm(p, "ln_1");
+    linear(p, "attn.qkv", m_.hidden, m_.hidden + 2 * detail::kv_dim(m_));
+    return p;
+  }
+  Piece q() {  // Llama: ln_1, q, rotary on q
+    Piece p;
+    norm(p, "ln_1");
+    linear(p, "attn.q", m_.hidden, m_.hidden);
+    rotary(p, "rotary q", double(m_.hidden));
+    return p;
+  }
+  Piece k() {
+    Piece p;
+    linear(p, "attn.k", m_.hidden, detail::kv_dim(m_));
+    rotary(p, "rotary k", double(detail::kv_dim(m_)));
+    return p;
+  }
+  Piece v() {
+    Piece p;
+    linear(p, "attn.v", m_.hidden, detail::kv_dim(m_));
+    return p;
+  }
+  Piece out() {  // attention core, out projection, first residual
+    Piece p;
+    attention(p);
+    linear(p, "attn.out", m_.hidden, m_.hidden);
+    residual(p, "residual 1");
+    return p;
+  }
+  Piece gate() {  // Llama: ln_2, gate, silu
+    Piece p;
+    norm(p, "ln_2");
+    linear(p, "mlp.gate", m_.hidden, m_.ffn);
+    if (!impl_.compiled) {
+      mem(p.fwd, "silu", 2 * e_ * T_ * f());
+      mem(p.bwd, "silu bwd", 3 * e_ * T_ * f());
+    }
+    return p;
+  }
+  Piece up() {  // Llama: up, silu(g) * u
+    Piece p;
+    linear(p, "mlp.up", m_.hidden, m_.ffn);
+    if (impl_.compiled) {
+      mem(p.fwd, "swiglu", 3 * e_ * T_ * f());
+      mem(p.bwd, "swiglu bwd", 5 * e_ * T_ * f());
+    } else {
+      mem(p.fwd, "mul", 3 * e_ * T_ * f());
+      mem(p.bwd, "mul bwd", 3 * e_ * T_ * f(), 2);
+    }
+    return p;
+  }
+  Piece fc() {  // GPT-2 / MPT: ln_2, up, GELU
+    Piece p;
+    norm(p, "ln_2");
+    linear(p, "mlp.fc", m_.hidden, m_.ffn);
+    mem(p.fwd, "gelu", 2 * e_ * T_ * f());
+    mem(p.bwd, "gelu bwd", 3 * e_ * T_ * f());
+    return p;
+  }
+  Piece down() {  // down projection, second residual
+    Piece p;
+    linear(p, "mlp.down", m_.ffn, m_.hidden);
+    residual(p, "residual 2");
+    return p;
+  }
+
+  // --- outside the blocks ---
+  Piece token_embedding() {
+    Piece p;
+    const double h = m_.hidden, V = double(m_.vocab);
+    mem(p.fwd, "embedding", 2 * e_ * T_ * h);
+    mem(p.bwd, "embedding bwd zero", e_ * V * h);
+    mem(p.bwd, "embedding bwd sort", 16 * T_, 3);
+    mem(p.bwd, "embedding bwd scatter", 2 * e_ * T_ * h);
+    if (m_.tied_embeddings) mem(p.bwd, "tied grad accumulate", 3 * e_ * V * h);
+    return p;
+  }
+  Piece position_embedding() {
+    Piece p;
+    const double h = m_.hidden, P = m_.learned_positions;
+    mem(p.fwd, "position embedding", 2 * e_ * s_ * h);
+    mem(p.fwd, "add positions", 3 * e_ * T_ * h);
+    mem(p.bwd, "positions grad sum", e_ * (T_ + s_) * h);
+    mem(p.bwd, "position embedding bwd", e_ * P * h + 2 * e_ * s_ * h, 2);
+    return p;
+  }
+  Piece head() {  // final norm, output projection, loss
+    Piece p;
+    norm(p, "ln_f");
+    linear(p, "lm_head", m_.hidden, m_.vocab, /*bias=*/false);
+    const double TV = T_ * double(m_.vocab);
+    if (impl_.fused_cross_entropy || impl_.compiled) {
+      mem(p.fwd, "cross_entropy", e_ * TV);
+      mem(p.fwd, "loss mean", 8 * T_);
+      mem(p.bwd, "cross_entropy bwd", 2 * e_ * TV);
+    } else {
+      mem(p.fwd, "logits to fp32", (e_ + 4) * TV);
+      mem(p.fwd, "log_softmax", 8 * TV);
+      mem(p.fwd, "nll_loss", 16 * T_, 2);
+      mem(p.bwd, "nll_loss bwd", 4 * TV);
+      mem(p.bwd, "nll_loss bwd scatter", 16 * T_);
+      mem(p.bwd, "log_softmax bwd", 12 * TV);
+      mem(p.bwd, "logits grad to bf16", (4 + e_) * TV);
+    }
+    return p;
+  }
+
+ private:
+  double f() const { return double(m_.ffn); }
+  double h() const { return double(m_.hidden); }
+
+  void mem(std::vector<Kernel>& to, std::string op, double bytes, int count = 1) {
+    for (int i = 0; i < count; ++i) {
+      Kernel k;
+      k.kind = KernelKind::Memory;
+      k.op = op;
+      k.bytes = bytes;
+      to.push_back(std::move(k));
+    }
+  }
+  void gemm(std::vector<Kernel>& to, std::string op, double m, double n, double k) {
+    Kernel g;
+    g.kind = KernelKind::Gemm;
+    g.op = std::move(op);
+    g.m = m, g.n = n, g.k = k;
+    to.push_back(std::move(g));
+  }
+
+  void linear(Piece& p, const std::string& name, std::int64_t in, std::int64_t out, bool bias = true) {
+    const double i = double(in), o = double(out);
+    gemm(p.fwd, name, T_, o, i);
+    gemm(p.bwd, name + " dgrad", T_, i, o);
+    gemm(p.bwd, name + " wgrad", o, i, T_);
+    if (bias && m_.bias) mem(p.bwd, name + " bias grad", e_ * T_ * o);
+  }
+
+  void norm(Piece& p, const std::string& name) {
+    const double n = T_ * h();
+    if (impl_.compiled) {
+      // Fused with the residual add before it (the stream and the block's input in, both out).
+      mem(p.fwd, name, 4 * e_ * n);
+      mem(p.bwd, name + " bwd", 4 * e_ * n);
+      mem(p.bwd, name + " weight grad", 2 * e_ * n);
+      return;
+    }
+    if (m_.norm == Norm::LayerNorm) {
+      mem(p.fwd, name, 2 * e_ * n);
+      mem(p.bwd, name + " bwd", 3 * e_ * n);
+      mem(p.bwd, name + " weight grad", 2 * e_ * n);
+      return;
+    }
+    // RMSNorm as the Python reference implementations write it, op by op in fp32.
+    const double rows = T_;
+    mem(p.fwd, name + " to fp32", (e_ + 4) * n);
+    mem(p.fwd, name + " pow", 8 * n);
+    mem(p.fwd, name + " mean", 4 * n + 4 * rows);
+    mem(p.fwd, name + " add eps", 8 * rows);
+    mem(p.fwd, name + " rsqrt", 8 * rows);
+    mem(p.fwd, name + " mul", 8 * n + 4 * rows);
+    mem(p.fwd, name + " to bf16", (4 + e_) * n);
+    mem(p.fwd, name + " mul weight", 2 * e_ * n);
+    mem(p.bwd, name + " bwd mul weight", 2 * e_ * n);
+    mem(p.bwd, name + " bwd weight grad mul", 3 * e_ * n);
+    mem(p.bwd, name + " bwd weight grad sum", e_ * n);
+    mem(p.bwd, name + " bwd to fp32", (e_ + 4) * n);
+    mem(p.bwd, name + " bwd mul", 8 * n);
+    mem(p.bwd, name + " bwd rsqrt grad mul", 12 * n);
+    mem(p.bwd, name + " bwd rsqrt grad sum", 4 * n);
+    mem(p.bwd, name + " bwd rsqrt", 12 * rows, 2);
+    mem(p.bwd, name + " bwd mean", 4 * n);
+    mem(p.bwd, name + " bwd pow", 8 * n);
+    mem(p.bwd, name + " bwd pow mul", 12 * n);
+    mem(p.bwd, name + " bwd accumulate", 12 * n);
+    mem(p.bwd, name + " bwd to bf16", (4 + e_) * n);
+  }
+
+  void residual(Piece& p, const std::string& name) {
+    if (impl_.compiled) return;  // fused into the next norm
+    mem(p.fwd, name, 3 * e_ * T_ * h());
+    mem(p.bwd, name + " grad accumulate", 3 * e_ * T_ * h());
+  }
+
+  void rotary(Piece& p, const std::string& name, double width) {
+    const double n = T_ * width;
+    if (impl_.compiled) {
+      mem(p.fwd, name, 2 * e_ * n);
+      mem(p.bwd, name + " bwd", 2 * e_ * n);
+      return;
+    }
+    for (auto* list : {&p.fwd, &p.bwd}) {
+      const std::string suffix = list == &p.bwd ? " bwd" : "";
+      mem(*list, name + suffix + " to fp32", (e_ + 4) * n);
+      mem(*list, name + suffix + " complex mul", 8 * n);
+      mem(*list, name + suffix + " to bf16", (4 + e_) * n);
+    }
+  }
+
+  void attention(Piece& p) {
+    const double kv = double(detail::kv_dim(m_));
+    const bool sdpa = impl_.attention != AttentionKernel::FlashTriton;
+    if (sdpa && m_.kv_heads < m_.heads) {
+      mem(p.fwd, "repeat_kv", 2 * e_ * T_ * (kv + h()));
+      mem(p.bwd, "repeat_kv bwd", 2 * e_ * T_ * (kv + h()));
+    }
+    Kernel a;
+    a.kind = KernelKind::Attention;
+    a.op = "attention";
+    a.batch_heads = double(b_) * m_.heads;
+    a.seq = s_;
+    a.head_dim = double(detail::head_dim(m_));
+    a.kv_heads = m_.kv_heads;
+    a.causal = true;
+    p.fwd.push_back(a);
+    if (sdpa) mem(p.fwd, "attention out transpose", 2 * e_ * T_ * h());
+    if (sdpa) mem(p.bwd, "attention grad transpose", 2 * e_ * T_ * h());
+    if (impl_.attention != AttentionKernel::Math) {
+      mem(p.bwd, "attention bwd dO.O", 2 * e_ * T_ * h());
+      mem(p.bwd, "attention bwd dQ cast", (4 + e_) * T_ * h());
+    }
+    a.backward = true;
+    a.op = "attention bwd";
+    p.bwd.push_back(a);
+  }
+
+  const TransformerConfig& m_;
+  Implementation impl_;
+  double s_;
+  int b_;
+  double T_, e_;
+};
+
+void tag(std::vector<Kernel>& list, Pass pass) {
+  for (auto& k : list) k.pass = pass;
+}
+
+// One unit's lists from its pieces: forward in order, backward in reverse piece order, and
+// under checkpointing the forward again at the start of backward.
+std::shared_ptr<const UnitKernels> assemble(const std::vector<Piece>& pieces, bool recompute) {
+  auto u = std::make_shared<UnitKernels>();
+  for (const auto& p : pieces) u->forward.insert(u->forward.end(), p.fwd.begin(), p.fwd.end());
+  tag(u->forward, Pass::Forward);
+  if (recompute) {
+    u->backward = u->forward;
+    tag(u->backward, Pass::Recompute);
+    u->recomputes = true;
+  }
+  for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) {
+    std::vector<Kernel> b = it->bwd;
+    tag(b, Pass::Backward);
+    u->backward.insert(u->backward.end(), b.begin(), b.end());
+  }
+  return u;
+}
+
+// In units.cpp's order: separate q/k/v for the Llama layout, one fused Linear otherwise.
+std::vector<Piece> layer_pieces(Builder& b, const TransformerConfig& m) {
+  std::vector<Piece> out;
+  if (detail::llama_layout(m))
+    out = {b.q(), b.k(), b.v(), b.out()};
+  else
+    out = {b.qkv_fused(), b.out()};
+  if (m.gated_mlp) {
+    out.push_back(b.gate());
+    out.push_back(b.up());
+  } else {
+    out.push_back(b.fc());
+  }
+  out.push_back(b.down());
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerConfig& m, WrapPolicy policy,
+                                                            const TrainingShape& shape) {
+  Builder b(m, shape);
+  const auto layer = layer_pieces(b, m);
+  std::vector<std::shared_ptr<const UnitKernels>> out;
+
+  if (policy == WrapPolicy::Block) {
+    std::vector<Piece> root = {b.token_embedding()};
+    if (m.learned_positions > 0) root.push_back(b.position_embedding());
+    root.push_back(b.head());
+    out.push_back(assemble(root, false));
+    const auto plain = assemble(layer, false), recomputed = assemble(layer, true);
+    for (int i = 0; i < m.layers; ++i) out.push_back(checkpointed(shape, i) ? recomputed : plain);
+    return out;
+  }
+
+  // Size policy: the root holds only norms, whose work runs with their neighbours.
+  out.push_back(assemble({}, false));
+  std::vector<Piece> wte = {b.token_embedding()};
+  if (m.tied_embeddings) wte.push_back(b.head());
+  out.push_back(assemble(wte, false));
+  if (m.learned_positions > 0) out.push_back(assemble({b.position_embedding()}, false));
+  std::vector<std::shared_ptr<const UnitKernels>> plain, recomputed;
+  for (const auto& p : layer) {
+    plain.push_back(assemble({p}, false));
+    recomputed.push_back(assemble({p}, true));
+  }
+  for (int i = 0; i < m.layers; ++i) {
+    const auto& kind = checkpointed(shape, i) ? recomputed : plain;
+    out.insert(out.end(), kind.begin(), kind.end());
+  }
+  if (!m.tied_embeddings) out.push_back(assemble({b.head()}, false));
+  return out;
+}
+
+const char* to_string(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::Flash2: return "flash2";
+    case AttentionKernel::Flash3: return "flash3";
+    case AttentionKernel::FlashTriton: return "flash-triton";
+    case AttentionKernel::Cudnn: return "cudnn";
+    case AttentionKernel::Math: return "math";
+  }
+  return "?";
+}
+
+std::vector<std::string> attention_kernel_names() { return {"flash2", "flash3", "flash-triton", "cudnn", "math"}; }
+
+}  // namespace tagcsim::models

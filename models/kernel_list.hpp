@@ -1,0 +1,53 @@
+// The kernels PyTorch runs for one FSDP unit, with their shapes.
+//
+// A unit's forward and backward become lists of kernels of three kinds: GEMMs (m, n, k),
+// flash-attention calls (batch x heads, sequence, head dim, causality) and memory-bound
+// kernels (bytes moved through HBM). The device profile (sim/kernel_profile.hpp) times each;
+// sim/compute.hpp adds FSDP's own kernels (casts, gradient division, the optimizer).
+// docs/compute-model.md lists every kernel and its bytes; kernel_list.cpp is the one place
+// they are written down.
+#pragma once
+
+#include "models/model.hpp"
+
+#include <string>
+#include <vector>
+
+namespace tagcsim::models {
+
+enum class KernelKind { Gemm, Attention, Memory };
+enum class Pass { Forward, Backward, Recompute };  // Recompute: the forward again, under checkpointing
+
+struct Kernel {
+  KernelKind kind = KernelKind::Memory;
+  Pass pass = Pass::Forward;
+  std::string op;  // what it is ("attn.qkv dgrad", "layer_norm", "cross_entropy bwd")
+  // Gemm: C[m x n] = A[m x k] B[k x n].
+  double m = 0, n = 0, k = 0;
+  // Attention: one flash-attention forward or backward call over `batch_heads` (batch x query
+  // heads) sequences of `seq` tokens; kv_heads is per sequence (GQA when below the query heads).
+  double batch_heads = 0, seq = 0, head_dim = 0;
+  int kv_heads = 0;
+  bool causal = true;
+  bool backward = false;
+  // Memory: bytes read plus bytes written.
+  double bytes = 0;
+
+  // FLOPs the kernel performs: 2mnk for a GEMM; for attention the flash-attention convention,
+  // 4 * batch_heads * seq^2 * head_dim forward, halved when causal (the masked tiles are
+  // skipped), and 2.5x that backward (it recomputes QK^T); 0 for memory-bound kernels.
+  double flops() const;
+};
+
+struct UnitKernels {
+  std::vector<Kernel> forward;
+  std::vector<Kernel> backward;  // under checkpointing, starts with the forward's kernels again (Pass::Recompute)
+  bool recomputes = false;
+};
+
+// The kernel lists of every unit of fsdp_units(m, policy, shape), in the same order. Units of
+// the same kind (every block, or every layer's q projection) share one list.
+std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerConfig& m, WrapPolicy policy,
+                                                            const TrainingShape& shape);
+
+}  // namespace tagcsim::models

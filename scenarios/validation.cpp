@@ -1,0 +1,478 @@
+#include "scenarios/validation.hpp"
+
+#include "models/model.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/compute.hpp"
+
+#include <Eigen/Dense>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#ifndef TAGCSIM_SOURCE_DIR
+#define TAGCSIM_SOURCE_DIR "."
+#endif
+
+namespace tagcsim::scenarios {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("{}: cannot read", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+std::string framework_of(const std::string& text) {
+  const auto t = lower(text);
+  if (t.find("torchtitan") != std::string::npos) return "torchtitan";
+  if (t.find("fms") != std::string::npos) return "fms-fsdp";
+  if (t.find("composer") != std::string::npos || t.find("llm-foundry") != std::string::npos) return "llm-foundry";
+  return t;
+}
+
+// Fills what comes from parsing the scenario: the model's size and the GPU's family.
+void resolve(ValidationRow& r) {
+  const auto s = parse_scenario(r.scenario, r.scenario_file);
+  if (s.points.size() != 1 || s.points[0].policies.size() != 1)
+    throw InputError(fmt::format("{}: a validation scenario has one point and one policy (fsdp)", r.scenario_file));
+  const auto& setup = s.points[0].setup;
+  r.params = double(models::parameter_count(setup.model));
+  const auto* prof = sim::device_kernel_profile(setup.cluster.gpu);
+  r.family = prof ? prof->family : "roofline";
+}
+
+// The number a data field starts with: some carry a remark ("8192 (from the train config)").
+int leading_int(const Input& in) {
+  const auto s = in.as_string();
+  std::size_t n = 0;
+  while (n < s.size() && std::isdigit(static_cast<unsigned char>(s[n]))) ++n;
+  if (n == 0 || n > 9) in.fail(fmt::format("expected a count, got '{}'", s));
+  return std::stoi(s.substr(0, n));
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::string default_validation_root() { return TAGCSIM_SOURCE_DIR; }
+
+std::string ValidationRow::seq_bucket() const {
+  if (seq >= 1024) return fmt::format("{}k", seq / 1024);
+  return std::to_string(seq);
+}
+
+std::string ValidationRow::size_bucket() const {
+  const double b = params / 1e9;
+  if (b < 0.5) return "<0.5B";
+  if (b < 2) return "0.5-2B";
+  if (b < 5) return "2-5B";
+  if (b < 10) return "5-10B";
+  if (b < 20) return "10-20B";
+  if (b < 50) return "20-50B";
+  return ">50B";
+}
+
+// LLM Foundry's benchmark runs (scripts/train/benchmarking, the A100 40GB table, May 2023):
+// MosaicGPT/MPT with learned positions and biases (the published parameter counts include both),
+// Composer FSDP FULL_SHARD with PURE bf16 mixed precision (params and reduce in bf16),
+// limit_all_gathers, backward prefetch BACKWARD_POST, a reduce-scatter every micro-batch
+// (Composer does not use no_sync under FSDP), activation checkpointing as the row says;
+// MosaicML's Triton flash attention (attn_impl: triton, the benchmark script's default then),
+// flash-attn's fused cross-entropy (loss_fn: fused_crossentropy), low-precision LayerNorm;
+// 8 A100 40GB per node with 1600 Gb/s RoCE (8 x 200 Gb/s, the DGX A100 preset's NICs) per node.
+std::string llm_foundry_scenario(const Input& e) {
+  const Input setup = e["setup"], hw = e["hardware"], dims = e["setup"]["model_dims"];
+  const auto model = lower(setup["model"].as_string());  // "mpt-7b"
+  const int seq = setup["seq_len"].as_int_between(1, 1 << 24);
+  const int gpus = hw["num_gpus"].as_int_between(1, 1 << 20), gpn = hw["gpus_per_node"].as_int_between(1, 64);
+  if (gpus % gpn != 0) hw["num_gpus"].fail(fmt::format("{} GPUs are not whole nodes of {}", gpus, gpn));
+  if (setup["sharding_strategy"].as_string() != "FULL_SHARD" || setup["fsdp_mixed_precision_mode"].as_string() != "PURE")
+    setup.fail("the LLM Foundry mapping covers FULL_SHARD with PURE mixed precision only");
+  std::string text = fmt::format(
+      "name: {}\n"
+      "description: \"{} on {}x A100 40GB, LLM Foundry (Composer FSDP), seq {}, micro-batch {} x {}, AC {}\"\n"
+      "model: {{preset: {}, bias: true, learned_positions: {}, seq_len: {}, layers: {}, hidden: {}, heads: {}, "
+      "ffn: {}, vocab: {}}}\n"
+      "cluster: {{preset: dgx-a100-ib200, nodes: {}, gpus_per_node: {}, gpu: a100-40gb, nics: {{transport: roce}}}}\n"
+      "training:\n"
+      "  framework: composer\n  fsdp: 1\n"
+      "  sharding: full_shard\n  micro_batch: {}\n  seq_len: {}\n  grad_accumulation: {}\n  no_sync: false\n"
+      "  param_dtype: bf16\n  reduce_dtype: bf16\n  activation_checkpointing: {}\n  limit_all_gathers: true\n"
+      "  backward_prefetch: post\n  attention: flash-triton\n  cross_entropy: fused\n"
+      "policies: [fsdp]\n",
+      e["id"].as_string(), setup["model"].as_string(), gpus, seq, setup["micro_batch_size"].as_int(),
+      setup["grad_accum"].as_int(), setup["activation_checkpointing"].as_bool() ? "on" : "off", model, seq, seq,
+      dims["n_layers"].as_int(), dims["d_model"].as_int(), dims["n_heads"].as_int(),
+      dims["d_model"].as_int() * dims["expansion_ratio"].as_int(), dims["vocab_size"].as_int(), gpus / gpn, gpn,
+      setup["micro_batch_size"].as_int(), seq, setup["grad_accum"].as_int(),
+      setup["activation_checkpointing"].as_bool() ? "true" : "false");
+  return text;
+}
+
+std::vector<ValidationRow> validation_rows(const std::string& root) {
+  namespace fs = std::filesystem;
+  const fs::path data = fs::path(root) / "validation" / "data";
+  const fs::path dir = fs::path(root) / "scenarios" / "validation";
+  std::vector<ValidationRow> rows;
+  std::set<std::string> ids;
+
+  const Input pm = Input::load_file((data / "published_measurements.yaml").string());
+  const Input entries = pm["entries"];
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Input e = entries.at(i);
+    if (e["kind"].as_string() != "fsdp") continue;
+    ValidationRow r;
+    r.id = e["id"].as_string();
+    r.source = e["source"]["ref"].as_string();
+    r.framework = framework_of(e["setup"]["framework"].as_string());
+    r.gpu = e["hardware"]["gpu"].as_string();
+    r.model = e["setup"]["model"].as_string();
+    r.seq = leading_int(e["setup"]["seq_len"]);
+    r.gpus = leading_int(e["hardware"]["num_gpus"]);
+    const Input m = e["measured"];
+    r.measured_tps = m["tokens_per_s_per_gpu"].as_positive();
+    if (auto v = m.find("mfu")) r.published_mfu = v->as_double();
+    if (auto v = m.find("mfu_pct")) r.published_mfu = v->as_double() / 100;
+    if (auto t = e["setup"].find("techniques"); t && t->as_string().find("float8") != std::string::npos) {
+      r.counted = false;
+      r.note = "float8 GEMMs are not modelled";
+    }
+    r.scenario_file = "scenarios/validation/" + r.id + ".yaml";  // as the repository names it
+    const auto path = dir / (r.id + ".yaml");
+    if (!fs::exists(path)) e["id"].fail(fmt::format("no scenario for this entry (expected {})", r.scenario_file));
+    r.scenario = read_file(path.string());
+    ids.insert(r.id);
+    rows.push_back(std::move(r));
+  }
+
+  const auto foundry_path = (data / "published_fsdp_llm_foundry_a100_40gb.yaml").string();
+  const Input lf = Input::load_file(foundry_path)["entries"];
+  for (std::size_t i = 0; i < lf.size(); ++i) {
+    const Input e = lf.at(i);
+    if (e["kind"].as_string() != "fsdp") continue;
+    ValidationRow r;
+    r.id = e["id"].as_string();
+    r.source = e["source"]["ref"].as_string();
+    r.framework = "llm-foundry";
+    r.gpu = e["hardware"]["gpu"].as_string();
+    r.model = e["setup"]["model"].as_string();
+    r.seq = leading_int(e["setup"]["seq_len"]);
+    r.gpus = leading_int(e["hardware"]["num_gpus"]);
+    r.measured_tps = e["measured"]["throughput_tokens_per_s_per_gpu"].as_positive();
+    r.published_mfu = e["measured"]["mfu_pct"].as_double() / 100;
+    r.scenario_file = fmt::format("validation/data/published_fsdp_llm_foundry_a100_40gb.yaml:{} (entry {}, mapped by "
+                                  "scenarios/validation.cpp)", e.line(), r.id);
+    r.scenario = llm_foundry_scenario(e);
+    resolve(r);
+    // The mapping must rebuild the published model exactly.
+    const double published = double(e["setup"]["num_params"].as_int());
+    if (r.params != published)
+      e["setup"]["num_params"].fail(fmt::format("the mapped scenario's model has {:.0f} parameters, the entry {:.0f}",
+                                                r.params, published));
+    ids.insert(r.id);
+    rows.push_back(std::move(r));
+  }
+  for (auto& r : rows)
+    if (r.family.empty()) resolve(r);
+
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().extension() == ".yaml" && !ids.count(f.path().stem().string()))
+      throw InputError(fmt::format("{}: names no kind: fsdp entry of validation/data (the file name is the entry id)",
+                                   f.path().string()));
+  return rows;
+}
+
+Prediction predict(const ValidationRow& row) {
+  const auto s = parse_scenario(row.scenario, row.scenario_file);
+  const auto results = run(s);
+  const auto& st = results.front().step;
+  return {st.tokens_per_s_per_gpu, st.mfu, st.mfu_megatron, st.step_time_s, st.breakdown.exposed_comm_s};
+}
+
+// One tensor_scale per device family and one memory_scale for all: the eager memory-bound kernels
+// reach the same share of STREAM bandwidth on every GPU (a family's rows alone, a dozen on Hopper,
+// cannot separate the two).
+FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::size_t>& train) {
+  std::vector<std::string> families;
+  std::vector<std::size_t> idx;
+  for (auto i : train)
+    if (rows[i].counted && rows[i].family != "roofline") {
+      idx.push_back(i);
+      if (std::find(families.begin(), families.end(), rows[i].family) == families.end())
+        families.push_back(rows[i].family);
+    }
+  FamilyFits out;
+  if (idx.empty()) return out;
+  std::sort(families.begin(), families.end());
+  const int F = int(families.size()), P = F + 1;  // x = (log tensor_scale per family..., log memory_scale)
+  Eigen::VectorXd x(P);
+  for (int f = 0; f < F; ++f) x[f] = std::log(sim::fitted_parameters(families[std::size_t(f)]).tensor_scale);
+  x[F] = std::log(sim::fitted_parameters(families.front()).memory_scale);
+  auto apply = [&](const Eigen::VectorXd& p) {
+    for (int f = 0; f < F; ++f)
+      sim::override_fitted_parameters(families[std::size_t(f)], {std::exp(p[f]), std::exp(p[F]), "fitting"});
+  };
+  // Residuals log(predicted / measured); only the rows a parameter touches are rerun.
+  auto residuals = [&](const Eigen::VectorXd& p, const Eigen::VectorXd* base, int changed) {
+    apply(p);
+    Eigen::VectorXd r(Eigen::Index(idx.size()));
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      const auto& row = rows[idx[k]];
+      const bool touched = changed < 0 || changed == F || families[std::size_t(changed)] == row.family;
+      r[Eigen::Index(k)] = touched || !base ? std::log(predict(row).tps / row.measured_tps) : (*base)[Eigen::Index(k)];
+    }
+    return r;
+  };
+  // Gauss-Newton, Levenberg-damped, in log parameters, kept in a physical range (a kernel does
+  // not run 5x faster or slower in training than profiled).
+  Eigen::VectorXd r = residuals(x, nullptr, -1);
+  for (int it = 0; it < 8; ++it) {
+    Eigen::MatrixXd J(r.size(), P);
+    for (int p = 0; p < P; ++p) {
+      Eigen::VectorXd xp = x;
+      xp[p] += 0.02;
+      J.col(p) = (residuals(xp, &r, p) - r) / 0.02;
+    }
+    Eigen::MatrixXd A = J.transpose() * J;
+    A += Eigen::MatrixXd((1e-3 * A.diagonal()).asDiagonal()) + 1e-9 * Eigen::MatrixXd::Identity(P, P);
+    Eigen::VectorXd step = -A.ldlt().solve(J.transpose() * r);
+    for (int p = 0; p < P; ++p) step[p] = std::clamp(x[p] + step[p], std::log(0.2), std::log(2.0)) - x[p];
+    Eigen::VectorXd xn = x + step;
+    Eigen::VectorXd rn = residuals(xn, nullptr, -1);
+    if (rn.squaredNorm() > r.squaredNorm()) break;
+    x = xn, r = rn;
+    if (step.norm() < 1e-4) break;
+  }
+  apply(x);
+  for (int f = 0; f < F; ++f) {
+    double ss = 0;
+    int n = 0;
+    for (std::size_t k = 0; k < idx.size(); ++k)
+      if (rows[idx[k]].family == families[std::size_t(f)]) ss += r[Eigen::Index(k)] * r[Eigen::Index(k)], ++n;
+    sim::FittedParameters fp{std::exp(x[f]), std::exp(x[F]),
+                             fmt::format("least squares on log(predicted / measured tokens/s/GPU): tensor_scale over "
+                                         "{} {} rows (rms {:.1f}%), memory_scale shared over all {} rows",
+                                         n, families[std::size_t(f)], 100 * std::sqrt(ss / std::max(n, 1)),
+                                         idx.size())};
+    sim::override_fitted_parameters(families[std::size_t(f)], fp);
+    out[families[std::size_t(f)]] = fp;
+  }
+  return out;
+}
+
+ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions& o) {
+  ValidationRun run;
+  if (!o.only.empty()) {
+    const std::regex re(o.only);
+    std::vector<ValidationRow> kept;
+    for (auto& r : rows)
+      if (std::regex_search(r.id, re)) kept.push_back(std::move(r));
+    rows = std::move(kept);
+  }
+  run.rows = std::move(rows);
+  const auto& R = run.rows;
+  std::vector<std::size_t> all;
+  for (std::size_t i = 0; i < R.size(); ++i) all.push_back(i);
+  if (o.refit) run.fitted = fit(R, all);
+  // The parameters in force now (shipped, or just fitted) give the main predictions.
+  FamilyFits in_force;
+  for (const auto& r : R) in_force[r.family] = sim::fitted_parameters(r.family);
+  run.results.resize(R.size());
+  for (std::size_t i = 0; i < R.size(); ++i) run.results[i].shipped = predict(R[i]);
+
+  if (o.leave_one_source_out) {
+    std::set<std::string> sources;
+    for (const auto& r : R)
+      if (r.counted) sources.insert(r.source);
+    for (const auto& s : sources) {
+      std::vector<std::size_t> train;
+      for (std::size_t i = 0; i < R.size(); ++i)
+        if (R[i].source != s) train.push_back(i);
+      for (const auto& [fam, p] : in_force) sim::override_fitted_parameters(fam, p);  // warm start
+      run.fold_fits[s] = fit(R, train);
+      for (std::size_t i = 0; i < R.size(); ++i)
+        if (R[i].source == s) {
+          run.results[i].held_out = predict(R[i]);
+          run.results[i].has_held_out = true;
+        }
+    }
+    for (const auto& [fam, p] : in_force) sim::override_fitted_parameters(fam, p);
+  }
+  return run;
+}
+
+namespace {
+
+struct Stats {
+  int n = 0;
+  double median_abs = 0, mean_abs = 0, max_abs = 0, mean_signed = 0;
+  std::string worst;
+};
+
+Stats stats(const std::vector<std::pair<double, std::string>>& errors) {
+  Stats s;
+  s.n = int(errors.size());
+  if (!s.n) return s;
+  std::vector<double> a;
+  for (const auto& [e, id] : errors) {
+    a.push_back(std::abs(e));
+    s.mean_signed += e / s.n;
+    s.mean_abs += std::abs(e) / s.n;
+    if (std::abs(e) > s.max_abs) s.max_abs = std::abs(e), s.worst = id;
+  }
+  s.median_abs = median(a);
+  return s;
+}
+
+std::string pct(double e) { return fmt::format("{:+.1f}%", 100 * e); }
+
+// Mean signed error per bucket, in the order the keys first appear sorted by `order`.
+std::string bucket_table(const ValidationRun& run, bool held_out, bool foundry_only, const char* title,
+                         std::string (ValidationRow::*bucket)() const, double (*order)(const ValidationRow&)) {
+  std::map<double, std::string> keys;
+  std::map<std::string, std::vector<double>> errs;
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    const auto& r = run.rows[i];
+    const auto& res = run.results[i];
+    if (!r.counted || (foundry_only && r.framework != "llm-foundry")) continue;
+    if (held_out && !res.has_held_out) continue;
+    const auto& p = held_out ? res.held_out : res.shipped;
+    const auto k = (r.*bucket)();
+    keys.emplace(order(r), k);
+    errs[k].push_back(p.error(r.measured_tps));
+  }
+  if (errs.empty()) return "";
+  std::string head = fmt::format("| {} |", title), sep = "|---|", rows = "| mean signed error |", n = "| rows |";
+  std::set<std::string> done;
+  for (const auto& [o, k] : keys) {
+    if (!done.insert(k).second) continue;
+    double m = 0;
+    for (double e : errs[k]) m += e / double(errs[k].size());
+    head += fmt::format(" {} |", k);
+    sep += "---|";
+    rows += fmt::format(" {} |", pct(m));
+    n += fmt::format(" {} |", errs[k].size());
+  }
+  return head + "\n" + sep + "\n" + rows + "\n" + n + "\n";
+}
+
+double seq_order(const ValidationRow& r) { return r.seq; }
+double size_order(const ValidationRow& r) { return r.params; }
+
+std::string summary_line(const char* what, const Stats& s) {
+  if (!s.n) return "";
+  return fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {:.1f}% ({}) | {} |\n", what, s.n, 100 * s.median_abs,
+                     100 * s.mean_abs, 100 * s.max_abs, s.worst, pct(s.mean_signed));
+}
+
+}  // namespace
+
+std::string format_validation(const ValidationRun& run) {
+  const bool loso = std::any_of(run.results.begin(), run.results.end(), [](const auto& r) { return r.has_held_out; });
+  std::string out;
+  out += fmt::format("| id | src | model | GPUs | seq | measured tok/s/GPU | predicted | error |{} MFU published | "
+                     "MFU ours | MFU Megatron |\n",
+                     loso ? " held out | error |" : "");
+  out += fmt::format("|---|---|---|---|---|---|---|---|{}---|---|---|\n", loso ? "---|---|" : "");
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    const auto& r = run.rows[i];
+    const auto& res = run.results[i];
+    const auto& p = res.shipped;
+    std::string held;
+    if (loso)
+      held = res.has_held_out ? fmt::format(" {:.0f} | {} |", res.held_out.tps, pct(res.held_out.error(r.measured_tps)))
+                              : " - | - |";
+    out += fmt::format("| {}{} | {} | {} | {} | {} | {:.0f} | {:.0f} | {} |{} {} | {:.3f} | {:.3f} |\n", r.id,
+                       r.counted ? "" : " (not counted: " + r.note + ")", r.source, r.model, r.gpus, r.seq,
+                       r.measured_tps, p.tps, pct(p.error(r.measured_tps)), held,
+                       r.published_mfu > 0 ? fmt::format("{:.3f}", r.published_mfu) : "-", p.mfu, p.mfu_megatron);
+  }
+
+  auto collect = [&](bool held_out, auto pred) {
+    std::vector<std::pair<double, std::string>> e;
+    for (std::size_t i = 0; i < run.rows.size(); ++i) {
+      const auto& r = run.rows[i];
+      const auto& res = run.results[i];
+      if (!r.counted || !pred(r) || (held_out && !res.has_held_out)) continue;
+      e.emplace_back((held_out ? res.held_out : res.shipped).error(r.measured_tps), r.id);
+    }
+    return stats(e);
+  };
+  auto any = [](const ValidationRow&) { return true; };
+  out += "\n| tokens/s/GPU | rows | median abs error | mean abs error | max abs error | mean signed |\n"
+         "|---|---|---|---|---|---|\n";
+  out += summary_line("fitted on all rows (in-sample)", collect(false, any));
+  if (loso) out += summary_line("leave one source out (held out)", collect(true, any));
+  std::set<std::string> sources;
+  for (const auto& r : run.rows) sources.insert(r.source);
+  for (const auto& s : sources) {
+    auto of = [&](const ValidationRow& r) { return r.source == s; };
+    const auto label = fmt::format("{} in-sample", s);
+    out += summary_line(label.c_str(), collect(false, of));
+    if (loso) {
+      const auto l2 = fmt::format("{} held out", s);
+      out += summary_line(l2.c_str(), collect(true, of));
+    }
+  }
+  for (bool held : {false, true}) {
+    if (held && !loso) continue;
+    const char* which = held ? "held out (leave one source out)" : "in-sample";
+    out += fmt::format("\nLLM Foundry rows, {}, mean signed error by bucket:\n\n", which);
+    out += bucket_table(run, held, true, "sequence", &ValidationRow::seq_bucket, seq_order);
+    out += "\n" + bucket_table(run, held, true, "model size", &ValidationRow::size_bucket, size_order);
+    out += fmt::format("\nAll rows, {}, mean signed error by bucket:\n\n", which);
+    out += bucket_table(run, held, false, "sequence", &ValidationRow::seq_bucket, seq_order);
+    out += "\n" + bucket_table(run, held, false, "model size", &ValidationRow::size_bucket, size_order);
+  }
+  std::set<std::string> families;
+  for (const auto& r : run.rows) families.insert(r.family);
+  out += "\n| family | tensor_scale | memory_scale | basis |\n|---|---|---|---|\n";
+  for (const auto& f : families) {
+    const auto p = run.fitted.count(f) ? run.fitted.at(f) : sim::fitted_parameters(f);
+    out += fmt::format("| {} | {:.3f} | {:.3f} | {} |\n", f, p.tensor_scale, p.memory_scale,
+                       p.basis.empty() ? "not fitted" : p.basis);
+  }
+  if (!run.fold_fits.empty()) {
+    out += "\n| held-out source | fitted without it |\n|---|---|\n";
+    for (const auto& [s, fits] : run.fold_fits) {
+      std::string t;
+      for (const auto& [f, p] : fits)
+        t += fmt::format("{}{}: {:.3f} / {:.3f}", t.empty() ? "" : "; ", f, p.tensor_scale, p.memory_scale);
+      out += fmt::format("| {} | {} |\n", s, t);
+    }
+  }
+  return out;
+}
+
+std::string fit_file_text(const FamilyFits& fits, const std::string& command) {
+  std::string out =
+      "# The device families' fitted physical parameters (docs/compute-model.md, docs/validation.md).\n"
+      "# tensor_scale: tensor-core kernels (GEMM, attention) in training relative to the kernel profile;\n"
+      "# memory_scale: memory-bound kernels likewise. Written by the command below; do not edit by hand.\n";
+  out += "format: tagcsim-training-fit/1\n";
+  out += fmt::format("command: \"{}\"\nfamilies:\n", command);
+  for (const auto& [f, p] : fits)
+    out += fmt::format("  {}: {{tensor_scale: {:.4f}, memory_scale: {:.4f}, basis: \"{}\"}}\n", f, p.tensor_scale,
+                       p.memory_scale, p.basis);
+  return out;
+}
+
+}  // namespace tagcsim::scenarios

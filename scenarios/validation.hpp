@@ -1,0 +1,87 @@
+// Validation against published FSDP throughput: every `kind: fsdp` row shipped in
+// validation/data/, its scenario, its prediction, the fit of the device families' physical
+// parameters, and leave-one-source-out (docs/validation.md; `tagcsim validate`).
+//
+// A row's measured values come from validation/data by entry id, never from the scenario. The
+// rows of published_measurements.yaml (fms-fsdp, torchtitan) have a scenario each in
+// scenarios/validation/<id>.yaml; the LLM Foundry rows are turned into scenarios from their
+// entries by a fixed mapping (llm_foundry_scenario, documented in docs/validation.md).
+#pragma once
+
+#include "sim/kernel_profile.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tagcsim::scenarios {
+
+struct ValidationRow {
+  std::string id;
+  std::string source;       // the data's source key: S31 (LLM Foundry), S32..S38
+  std::string framework;    // "llm-foundry", "torchtitan", "fms-fsdp"
+  std::string gpu;          // as published
+  std::string model;        // as published ("MPT-7b", "Llama 2 13B")
+  double measured_tps = 0;  // tokens/s/GPU
+  double published_mfu = 0; // as a fraction, 0 when not published
+  int seq = 0, gpus = 0;
+  double params = 0;        // the scenario model's parameter count
+  bool counted = true;      // float8 rows are listed, not counted (tagcsim has no fp8 GEMMs)
+  std::string note;         // why not counted
+  std::string scenario_file;  // where the scenario comes from (a file, or the data entry)
+  std::string scenario;       // its YAML text
+  std::string family;         // the device family of its GPU's kernel profile
+
+  std::string seq_bucket() const;   // "512", "1k", ..., "32k"
+  std::string size_bucket() const;  // "<0.5B", "0.5-2B", "2-5B", "5-10B", "10-20B", "20-50B", ">50B"
+};
+
+// The rows, in data-file order: published_measurements.yaml's fsdp entries, then LLM Foundry's.
+// `root` is the source tree (validation/data, scenarios/validation). InputError when an entry
+// has no scenario or a scenario names no entry.
+std::vector<ValidationRow> validation_rows(const std::string& root);
+std::string default_validation_root();
+
+// The scenario of one LLM Foundry entry (MPT on A100 40GB, Composer FSDP): see docs/validation.md.
+std::string llm_foundry_scenario(const Input& entry);
+
+struct Prediction {
+  double tps = 0, mfu = 0, mfu_megatron = 0, step_s = 0, exposed_comm_s = 0;
+  double error(double measured) const { return tps / measured - 1; }
+};
+// Runs one row with the fitted parameters in force (sim::override_fitted_parameters).
+Prediction predict(const ValidationRow& row);
+
+using FamilyFits = std::map<std::string, sim::FittedParameters>;
+
+// Least squares on log(predicted / measured) over the counted rows `train` (indices into
+// rows), per family: tensor_scale and memory_scale (Gauss-Newton with finite differences).
+// Leaves the result in force (override_fitted_parameters).
+FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::size_t>& train);
+
+struct RowResult {
+  Prediction shipped;  // with the parameters in force when validate() ran
+  Prediction held_out; // leave-one-source-out: fitted without the row's source (when asked)
+  bool has_held_out = false;
+};
+
+struct ValidationOptions {
+  bool leave_one_source_out = false;
+  bool refit = false;  // fit on every counted row first (what `--fit` writes)
+  std::string only;    // a regex on row ids
+};
+
+struct ValidationRun {
+  std::vector<ValidationRow> rows;
+  std::vector<RowResult> results;
+  FamilyFits fitted;                            // when refit
+  std::map<std::string, FamilyFits> fold_fits;  // by held-out source
+};
+ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions& o);
+
+// The table and summary `tagcsim validate` prints (markdown, so docs/validation.md can hold it).
+std::string format_validation(const ValidationRun& run);
+// calibrate/profiles/fit-training.yaml for these fits.
+std::string fit_file_text(const FamilyFits& fits, const std::string& command);
+
+}  // namespace tagcsim::scenarios

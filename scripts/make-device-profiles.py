@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Writes the shipped device kernel profiles (calibrate/profiles/device-*.yaml) from the published
+kernel measurements in validation/data/, every point citing the id of the entry it copies.
+
+    python3 scripts/make-device-profiles.py          # rewrite the profiles
+    python3 scripts/make-device-profiles.py --check  # exit 1 if a committed profile differs
+
+A maintainer's tool (needs python3-yaml); tagcsim reads the committed YAML and never runs this.
+The format is documented in docs/compute-model.md; `tagcsim calibrate box` (a later issue)
+writes the same format from measurements on a local GPU.
+"""
+import math
+import os
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERNELS = os.path.join(ROOT, "validation", "data", "published_kernels.yaml")
+MEASUREMENTS = os.path.join(ROOT, "validation", "data", "published_measurements.yaml")
+OUT = os.path.join(ROOT, "calibrate", "profiles")
+
+entries = {}
+for path in (KERNELS, MEASUREMENTS):
+    for e in yaml.safe_load(open(path))["entries"]:
+        entries[e["id"]] = e
+
+
+def entry(eid):
+    return entries[eid]
+
+
+def tflops(eid):
+    m = entry(eid)["measured"]
+    return m.get("tflops", m.get("mamf_tflops"))
+
+
+# ---------------------------------------------------------------- GEMM points
+
+def gemm_point(eid, m=None, n=None, k=None, dtype=None, note=None):
+    s = entry(eid)["setup"]
+    m = m or s["m"]
+    n = n or s["n"]
+    k = k or s["k"]
+    dtype = dtype or ("fp16" if "fp16" in str(s.get("dtype", s.get("precision", ""))) else "bf16")
+    p = {"m": m, "n": n, "k": k}
+    if s.get("batch"):
+        p["batch"] = s["batch"]
+    p["dtype"] = dtype
+    meas = entry(eid)["measured"]
+    if "tflops" in meas or "mamf_tflops" in meas:
+        p["tflops"] = round(tflops(eid), 3)
+    else:
+        p["seconds"] = meas["latency_ms"] * 1e-3
+    p["source"] = eid
+    if note:
+        p["note"] = note
+    return p
+
+
+MAMF_NOTE = ("best shape of a brute-force search; mamf-finder prints M x K x N, so k and n are "
+             "read that way (FLOPs are the same either way)")
+
+A100_GEMM = [gemm_point(f"gemm-a100-azure-cublaslt-fp16-{s}") for s in (
+    "1024x1024x1024", "2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "16384x16384x16384",
+    "1024x2145x1024", "6144x12288x12288", "802816x192x768")] + [
+    gemm_point("gemm-a100-sxm-mamf-bf16", 1024, 5120, 10240, "bf16", MAMF_NOTE)]
+
+H100_GEMM = [gemm_point(f"gemm-h100-flexgen-fp16-{n}") for n in (1024, 2048, 4096, 8192)] + [
+    gemm_point("gemm-h100-sxm-mamf-bf16", 2048, 13312, 2048, "bf16", MAMF_NOTE)]
+
+H200_GEMM = H100_GEMM + [gemm_point(f"gemm-h200-tileops-torchbmm-bfloat16-{s}") for s in (
+    "b8-128x128x128", "b16-512x512x512", "b8-1024x1024x1024")]
+
+# ----------------------------------------------------------- attention curves
+
+def attention_curves(gpu_prefix, refs, impl_map, direction_override=None, causal_override=None):
+    """Curves from entries attn-<gpu>-<ref>-<impl>-..., grouped by kernel, direction, causal, head dim."""
+    curves = {}
+    for eid, e in entries.items():
+        if e["kind"] != "attention" or not eid.startswith(gpu_prefix):
+            continue
+        ref = e["source"]["ref"]
+        if ref not in refs:
+            continue
+        impl = eid.split("-")[3]
+        if impl not in impl_map:
+            continue
+        s = e["setup"]
+        t = e["measured"].get("tflops")
+        if t is None or s.get("seq_len") is None:
+            continue
+        direction = s["direction"].split(" ")[0]
+        causal = s.get("causal")
+        if causal is None:
+            causal = causal_override
+        key = (impl_map[impl], direction, bool(causal), int(s["head_dim"]))
+        curves.setdefault(key, []).append({"seq": int(s["seq_len"]), "tflops": t, "source": eid})
+    out = []
+    for (kernel, direction, causal, hd), pts in sorted(curves.items()):
+        pts.sort(key=lambda p: p["seq"])
+        out.append({"kernel": kernel, "direction": direction, "causal": causal, "head_dim": hd, "points": pts})
+    return out
+
+
+A100_ATTN = attention_curves("attn-a100-k01", {"K01"},
+                             {"fa2": "flash2", "fatriton": "flash-triton", "pytorch": "math"})
+H100_ATTN = (attention_curves("attn-h100-k02", {"K02"}, {"fa2": "flash2", "pytorch": "math"}) +
+             attention_curves("attn-h100-k03", {"K03"}, {"fa2": "flash2", "fa3": "flash3", "cudnn": "cudnn"}) +
+             attention_curves("attn-h100-k04", {"K04"}, {"fa2": "flash2", "fa3": "flash3", "cudnn": "cudnn"},
+                              causal_override=False))
+BWD_FWD = {
+    "ratio": round(0.5 * (tflops("attn-h100-k04-fa2-bwd-hd64-s4096") / tflops("attn-h100-k03-fa2-fwd-noncausal-hd64-s4096") +
+                          tflops("attn-h100-k04-fa2-bwd-hd128-s4096") / tflops("attn-h100-k03-fa2-fwd-noncausal-hd128-s4096")), 3),
+    "source": ("mean of FlashAttention-2 backward / forward TFLOP/s at seq 4096 on H100, head dim 64 and 128: "
+               "attn-h100-k04-fa2-bwd-hd64-s4096 / attn-h100-k03-fa2-fwd-noncausal-hd64-s4096 and "
+               "attn-h100-k04-fa2-bwd-hd128-s4096 / attn-h100-k03-fa2-fwd-noncausal-hd128-s4096 (K04's backward "
+               "is taken as non-causal)"),
+}
+
+# ------------------------------------------------------------- memory curves
+
+SMALL_KERNEL_FLOOR = 65536 / (entry("membw-h200-gpubenches-smallkernels-stream-4096")["measured"]["GBps_by_block_size"][256] * 1e9)
+FLOOR_SOURCE = "membw-h200-gpubenches-smallkernels-stream-4096"
+
+
+def memory_model(stream_gbps, stream_source):
+    """t(bytes) = floor + bytes / STREAM bandwidth, at sizes from 64 KiB to 1 GiB."""
+    pts = []
+    for b in [65536 * 4 ** i for i in range(0, 10)]:
+        t = SMALL_KERNEL_FLOOR + b / (stream_gbps * 1e9)
+        pts.append({"bytes": b, "GBps": round(b / t / 1e9, 1),
+                    "source": f"model: {SMALL_KERNEL_FLOOR * 1e6:.2f} us ({FLOOR_SOURCE}) + bytes / {stream_gbps} GB/s ({stream_source})"})
+    return pts
+
+
+def h200_memory():
+    pts = []
+    for eid, e in entries.items():
+        if eid.startswith("membw-h200-gpubenches-smallkernels-stream-"):
+            s = e["setup"]
+            pts.append({"bytes": s["derived_transfer_bytes_per_call"],
+                        "GBps": e["measured"]["GBps_by_block_size"][256], "source": eid,
+                        "note": "thread blocks of 256"})
+    pts.sort(key=lambda p: p["bytes"])
+    return pts
+
+
+def gbps(eid):
+    m = entry(eid)["measured"]
+    return m["GBps"] if "GBps" in m else m["TBps"] * 1000
+
+
+# ------------------------------------------------------------------ profiles
+
+COMMON_HOST = {
+    "issue_seconds": "6.8 us",
+    "hook_seconds": "50 us",
+    "source": ("issue_seconds: launch-cpu-pt41383-scalar-mul-grad (eager PyTorch op with autograd, 6.8 s per "
+               "million ops); hook_seconds: assumed (no published measurement of FSDP's Python hooks in "
+               "validation/data), one pre- and one post-hook per unit and pass"),
+}
+LAUNCH = {"min_kernel_seconds": f"{SMALL_KERNEL_FLOOR * 1e6:.2f} us",
+          "source": f"{FLOOR_SOURCE}: 64 KiB per back-to-back launch at 26 GB/s (H200; taken for every GPU)"}
+K_OVERHEAD = {
+    "k_overhead": 192,
+    "k_overhead_source": ("TileLang fp16 GEMMs 8192 x 8192 x k on H800 (gemm-h800-tilelang-fp16-8192x8192x*): "
+                          "rate(k) / rate(16384) = k / (k + k0) gives k0 = 160..250 for k = 256..4096; 192 taken. "
+                          "The measured points correct the model where they are"),
+}
+
+
+TILES = {
+    "tiles": [[256, 128], [128, 256], [128, 128], [128, 64], [64, 128]],
+    "max_split_k": 8,
+    "tiles_source": ("the CTA tile shapes of CUTLASS's default SM80/SM90 tensor-core GEMM configurations; cuBLAS's "
+                     "heuristics choose among such tiles and split k when the tiles leave SMs idle (assumed: the "
+                     "measured points correct the model where they are)"),
+}
+
+
+def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None):
+    return {
+        "format": "tagcsim-device-profile/1",
+        "name": name,
+        "gpu": gpu,
+        **({"also_serves": also} if also else {}),
+        "family": family,
+        "metadata": meta,
+        "peak": peak,
+        "gemm": {**TILES, **K_OVERHEAD, "points": gemm_points},
+        "attention": {"bwd_fwd_rate_ratio": BWD_FWD["ratio"], "bwd_fwd_source": BWD_FWD["source"], "curves": attn},
+        "memory": {"points": memory},
+        "launch": LAUNCH,
+        "host": COMMON_HOST,
+    }
+
+
+A100_PEAK = {"bf16": "312 TFLOP/s", "tf32": "156 TFLOP/s", "fp32": "19.5 TFLOP/s",
+             "source": "NVIDIA A100 datasheet (dense)"}
+H100_PEAK = {"bf16": "989.4 TFLOP/s", "tf32": "494.7 TFLOP/s", "fp32": "66.9 TFLOP/s",
+             "source": "NVIDIA H100 SXM5 datasheet (dense)"}
+
+
+def meta(gpu_name, sms, clocks, measured_by, notes, driver="per point (see each source)", cuda="per point",
+         cublas="per point (cuBLAS via PyTorch or cuBLASLt)", cudnn="not used (FlashAttention kernels)"):
+    return {"gpu_name": gpu_name, "sms": sms, "clocks": clocks, "driver": driver, "cuda": cuda,
+            "cublas": cublas, "cudnn": cudnn, "measured_by": measured_by, "notes": notes}
+
+
+ASSEMBLED = ("assembled by scripts/make-device-profiles.py from published measurements "
+             "(validation/data/published_kernels.yaml and published_measurements.yaml); nothing measured by us")
+
+PROFILES = {
+    "device-a100-40gb": profile(
+        "device-a100-40gb", "A100-SXM4-40GB", "ampere",
+        meta("NVIDIA A100-SXM4-40GB", 108, "1410 MHz SM boost, 1215 MHz HBM2 (datasheet)", ASSEMBLED,
+             "GEMM and attention points were measured on A100 80GB (same SMs and clocks; GEMM and attention "
+             "rates do not depend on the HBM size); memory-bound kernels use the 40GB part's STREAM bandwidth. "
+             "Azure points: CUDA 12.5, driver 550.90.07, PyTorch 2.4.1 (K15)."),
+        A100_PEAK, A100_GEMM, A100_ATTN,
+        memory_model(gbps("membw-a100-40-gpubenches-stream-scale-occ100"), "membw-a100-40-gpubenches-stream-scale-occ100")),
+    "device-a100-80gb": profile(
+        "device-a100-80gb", "A100-SXM4-80GB", "ampere",
+        meta("NVIDIA A100-SXM4-80GB", 108, "1410 MHz SM boost, 1593 MHz HBM2e (datasheet)", ASSEMBLED,
+             "Azure points: CUDA 12.5, driver 550.90.07, PyTorch 2.4.1 (K15)."),
+        A100_PEAK, A100_GEMM, A100_ATTN,
+        memory_model(gbps("membw-a100-80-gpubenches-stream-scale-occ100"), "membw-a100-80-gpubenches-stream-scale-occ100")),
+    "device-h100-sxm": profile(
+        "device-h100-sxm", "H100-SXM5-80GB", "hopper",
+        meta("NVIDIA H100 80GB HBM3 (SXM5, 700 W)", 132, "1980 MHz SM boost, 2619 MHz HBM3 (datasheet)", ASSEMBLED,
+             "GEMM: FlexGen's square matmuls (host-timed) and the best matmul of mamf-finder; attention: the "
+             "FlashAttention-2 figures (K02) and the FlashAttention-3 paper's (K03 forward, K04 backward). "
+             "No H100 STREAM in the sources beside BabelStream (K16)."),
+        H100_PEAK, H100_GEMM, H100_ATTN,
+        memory_model(gbps("membw-h100-azure-babelstream-mul"), "membw-h100-azure-babelstream-mul")),
+    "device-h200-sxm": profile(
+        "device-h200-sxm", "H200-SXM-141GB", "hopper",
+        meta("NVIDIA H200 141GB (SXM)", 132, "1980 MHz SM boost (datasheet)", ASSEMBLED,
+             "Same GH100 compute as H100 SXM, so the H100 GEMM and attention points stand in (the Azure "
+             "FlashAttention-2 figure agrees: 329.3 TFLOP/s on H200, attn-h200-azure-fa2-hd128-b2-s8192, "
+             "against 327.9 on H100, attn-h100-azure-fa2-hd128-b2-s8192), with TileOPs' small H200 batched "
+             "GEMMs (K20: CUDA 13.2, PyTorch 2.13). Memory: gpu-benches' small-kernel curve on H200 (K19)."),
+        H100_PEAK, H200_GEMM, H100_ATTN, h200_memory()),
+}
+
+# ------------------------------------------------------------------ writing
+
+def scalar(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and (abs(v) < 1e-3 or abs(v) >= 1e7):
+            return f"{v:.6g}"
+        return f"{v:g}" if isinstance(v, float) else str(v)
+    s = str(v)
+    return yaml.safe_dump(s, default_style=None, width=10_000).strip().removesuffix("...").strip()
+
+
+def flow_scalar(v):
+    if isinstance(v, str) and any(c in v for c in ",:{}[]#&*!|>'\"%@`"):
+        return "'" + v.replace("'", "''") + "'"
+    return scalar(v)
+
+
+def flow(d):
+    return "{" + ", ".join(f"{k}: {flow_scalar(v)}" for k, v in d.items()) + "}"
+
+
+def emit(p):
+    out = [f"# Kernel profile: {p['metadata']['gpu_name']}.",
+           "# Written by scripts/make-device-profiles.py from validation/data; every point names its source",
+           "# entry. Format and interpolation: docs/compute-model.md.",
+           f"format: {p['format']}", f"name: {p['name']}", f"gpu: {scalar(p['gpu'])}"]
+    if "also_serves" in p:
+        out.append(f"also_serves: [{', '.join(scalar(x) for x in p['also_serves'])}]")
+    out.append(f"family: {p['family']}")
+    out.append("metadata:")
+    for k, v in p["metadata"].items():
+        out.append(f"  {k}: {scalar(v)}")
+    out.append(f"peak: {flow(p['peak'])}")
+    g = p["gemm"]
+    out += ["gemm:", "  tiles: [" + ", ".join(f"[{a}, {b}]" for a, b in g["tiles"]) + "]",
+            f"  max_split_k: {g['max_split_k']}", f"  tiles_source: {scalar(g['tiles_source'])}",
+            f"  k_overhead: {g['k_overhead']}",
+            f"  k_overhead_source: {scalar(g['k_overhead_source'])}", "  points:"]
+    out += [f"    - {flow(pt)}" for pt in g["points"]]
+    a = p["attention"]
+    out += ["attention:", f"  bwd_fwd_rate_ratio: {a['bwd_fwd_rate_ratio']}",
+            f"  bwd_fwd_source: {scalar(a['bwd_fwd_source'])}", "  curves:"]
+    for c in a["curves"]:
+        out.append(f"    - kernel: {c['kernel']}")
+        out.append(f"      direction: {c['direction']}")
+        out.append(f"      causal: {scalar(c['causal'])}")
+        out.append(f"      head_dim: {c['head_dim']}")
+        out.append("      points:")
+        out += [f"        - {flow(pt)}" for pt in c["points"]]
+    out += ["memory:", "  points:"]
+    out += [f"    - {flow(pt)}" for pt in p["memory"]["points"]]
+    out.append(f"launch: {flow(p['launch'])}")
+    out.append(f"host: {flow(p['host'])}")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    check = "--check" in sys.argv
+    bad = False
+    for name, p in PROFILES.items():
+        text = emit(p)
+        assert yaml.safe_load(text)["name"] == name
+        path = os.path.join(OUT, name + ".yaml")
+        if check:
+            if not os.path.exists(path) or open(path).read() != text:
+                print(f"{path}: differs from what the script writes", file=sys.stderr)
+                bad = True
+        else:
+            with open(path, "w") as f:
+                f.write(text)
+            print(f"wrote {path}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,491 @@
+// Reading device kernel profiles and timing kernels from them (docs/compute-model.md).
+//
+// GEMM: a physical model gives each shape's time, and the measured points correct it.
+//   model(m, n, k) = max(min over tiles and splits of
+//                            waves * SMs * tile_m * tile_n * 2 (k / split + k_overhead) / peak
+//                            + split > 1 ? split * m * n * 4 bytes / streaming bandwidth,
+//                        (m k + k n + m n) * bytes per element / streaming bandwidth)
+//   with waves = ceil(ceil(m / tile_m) * ceil(n / tile_n) * split / SMs): a GEMM whose tiles do
+//   not fill the SMs' last wave pays for the whole wave (wave quantization), a partial tile for
+//   the whole tile (tile quantization), and a short k loop for the pipeline's fill and drain.
+//   The library picks the tile, and splits k (up to max_split_k ways, adding the fp32 partial
+//   sums' traffic) when the tiles would leave SMs idle.
+//   Each measured point i has a correction c_i = model_i / measured_i; a query takes
+//   c(F) linear in log F between the two measured points around its FLOPs F (the nearest one
+//   outside them), and its time is model / c(F). So a measured shape returns its measured time.
+// Attention: TFLOP/s by sequence length, linear in log(seq) between points (flat outside),
+//   linear in log(head dim) between the curves of neighbouring head dims (the nearest outside).
+//   A direction not measured comes from the others: forward + backward minus forward (or
+//   backward), else the measured direction times the profile's backward/forward rate ratio.
+// Memory-bound: time by bytes, linear in log-log between points; below the smallest point its
+//   time (a small kernel costs what the smallest one did), above the largest its bandwidth.
+// Every kernel takes at least min_kernel_seconds. The family's fitted parameters scale the
+// tensor-core rate (GEMM, attention) and the memory bandwidth (the part of a memory-bound
+// kernel's time above the launch floor).
+#include "sim/kernel_profile.hpp"
+
+#include "common/input.hpp"
+#include "kernels/profile.hpp"
+#include "models/kernel_list.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+namespace tagcsim::sim {
+namespace {
+
+constexpr const char* kFormat = "tagcsim-device-profile/1";
+constexpr const char* kFitFormat = "tagcsim-training-fit/1";
+
+double lerp_log(double x, double x0, double x1, double y0, double y1) {
+  if (x1 <= x0) return y0;
+  const double t = (std::log(x) - std::log(x0)) / (std::log(x1) - std::log(x0));
+  return y0 + t * (y1 - y0);
+}
+
+std::string required_source(const Input& pt) {
+  const auto s = pt["source"].as_string();
+  if (s.empty()) pt["source"].fail("expected the id of the measurement this point comes from");
+  return s;
+}
+
+models::AttentionKernel read_attention_kernel(const Input& in) {
+  const auto names = models::attention_kernel_names();
+  const auto s = in.as_string();
+  for (const auto k : {models::AttentionKernel::Flash2, models::AttentionKernel::Flash3,
+                       models::AttentionKernel::FlashTriton, models::AttentionKernel::Cudnn,
+                       models::AttentionKernel::Math})
+    if (s == models::to_string(k)) return k;
+  in.fail(unknown_name("attention kernel", s, names));
+}
+
+void read_gemm(const Input& g, KernelProfile& p) {
+  g.expect_keys({"tiles", "max_split_k", "tiles_source", "k_overhead", "k_overhead_source", "points"});
+  const Input tiles = g["tiles"];
+  if (!tiles.is_sequence() || tiles.size() == 0) tiles.fail("expected a list of [tile_m, tile_n], e.g. [[128, 256]]");
+  p.gemm.tiles.clear();
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    const Input t = tiles.at(i);
+    if (!t.is_sequence() || t.size() != 2) t.fail("expected [tile_m, tile_n], e.g. [128, 256]");
+    p.gemm.tiles.emplace_back(t.at(0).as_positive(), t.at(1).as_positive());
+  }
+  p.gemm.max_split_k = g["max_split_k"].as_int_between(1, 64);
+  (void)g["tiles_source"].as_string();
+  p.gemm.k_overhead = g["k_overhead"].as_non_negative();
+  (void)g["k_overhead_source"].as_string();
+  const Input pts = g["points"];
+  if (pts.size() == 0) pts.fail("expected at least one measured GEMM");
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const Input pt = pts.at(i);
+    pt.expect_keys({"m", "n", "k", "batch", "dtype", "tflops", "seconds", "source", "note"});
+    KernelProfile::GemmPoint q;
+    q.m = pt["m"].as_positive();
+    q.n = pt["n"].as_positive();
+    q.k = pt["k"].as_positive();
+    if (auto b = pt.find("batch")) q.batch = b->as_positive();
+    q.dtype = pt["dtype"].as_choice({"bf16", "fp16"});
+    const double flops = 2 * q.batch * q.m * q.n * q.k;
+    if (pt.has("tflops") == pt.has("seconds")) pt.fail("expected exactly one of 'tflops' and 'seconds'");
+    q.seconds = pt.has("tflops") ? flops / (pt["tflops"].as_positive() * 1e12) : pt["seconds"].as_positive();
+    q.source = required_source(pt);
+    for (const auto& o : p.gemm.points)
+      if (o.m == q.m && o.n == q.n && o.k == q.k && o.batch == q.batch)
+        pt.fail(fmt::format("the shape {}x{}x{} is measured twice (once from {})", q.m, q.n, q.k, o.source));
+    p.gemm.points.push_back(std::move(q));
+  }
+}
+
+void read_attention(const Input& a, KernelProfile& p) {
+  a.expect_keys({"bwd_fwd_rate_ratio", "bwd_fwd_source", "curves"});
+  p.attention.bwd_fwd_rate_ratio = a["bwd_fwd_rate_ratio"].as_positive();
+  p.attention.bwd_fwd_source = a["bwd_fwd_source"].as_string();
+  const Input curves = a["curves"];
+  for (std::size_t i = 0; i < curves.size(); ++i) {
+    const Input c = curves.at(i);
+    c.expect_keys({"kernel", "direction", "causal", "head_dim", "points", "note"});
+    KernelProfile::AttentionCurve curve;
+    curve.kernel = read_attention_kernel(c["kernel"]);
+    curve.direction = c["direction"].as_choice({"fwd", "bwd", "fwd+bwd"});
+    curve.causal = c["causal"].as_bool();
+    curve.head_dim = c["head_dim"].as_positive();
+    const Input pts = c["points"];
+    if (pts.size() == 0) pts.fail("expected at least one point");
+    for (std::size_t j = 0; j < pts.size(); ++j) {
+      const Input pt = pts.at(j);
+      pt.expect_keys({"seq", "tflops", "source", "note"});
+      KernelProfile::AttentionPoint q{pt["seq"].as_positive(), pt["tflops"].as_positive(), required_source(pt)};
+      if (!curve.points.empty()) {
+        const auto& last = curve.points.back();
+        if (q.seq <= last.seq)
+          pt["seq"].fail(fmt::format("not monotonic: sequence length {:g} after {:g} (points must be in increasing "
+                                     "order of seq)", q.seq, last.seq));
+        // At a fixed token count the time goes as seq / rate: it must not fall as seq grows.
+        if (q.seq / q.tflops < last.seq / last.tflops * (1 - 1e-9))
+          pt["tflops"].fail(fmt::format("not monotonic: {:g} TFLOP/s at seq {:g} after {:g} at {:g} would make a longer "
+                                        "sequence take less time per token", q.tflops, q.seq, last.tflops, last.seq));
+      }
+      curve.points.push_back(std::move(q));
+    }
+    for (const auto& o : p.attention.curves)
+      if (o.kernel == curve.kernel && o.direction == curve.direction && o.causal == curve.causal &&
+          o.head_dim == curve.head_dim)
+        c.fail(fmt::format("a second {} {} curve for causal={} head_dim={:g}", models::to_string(curve.kernel),
+                           curve.direction, curve.causal, curve.head_dim));
+    p.attention.curves.push_back(std::move(curve));
+  }
+}
+
+void read_memory(const Input& m, KernelProfile& p) {
+  m.expect_keys({"points"});
+  const Input pts = m["points"];
+  if (pts.size() == 0) pts.fail("expected at least one point");
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const Input pt = pts.at(i);
+    pt.expect_keys({"bytes", "GBps", "source", "note"});
+    const double bytes = pt["bytes"].as_positive();
+    KernelProfile::MemoryPoint q{bytes, bytes / (pt["GBps"].as_positive() * 1e9), required_source(pt)};
+    if (!p.memory.empty()) {
+      const auto& last = p.memory.back();
+      if (q.bytes <= last.bytes)
+        pt["bytes"].fail(fmt::format("not monotonic: {:g} bytes after {:g} (points must be in increasing order of "
+                                     "bytes)", q.bytes, last.bytes));
+      if (q.seconds < last.seconds)
+        pt["GBps"].fail(fmt::format("not monotonic: moving {:g} bytes would take less time than {:g} bytes",
+                                    q.bytes, last.bytes));
+    }
+    p.memory.push_back(std::move(q));
+  }
+}
+
+// Per point: how far the measured time is from the physical model's (c = model / measured).
+void calibrate_gemm(KernelProfile& p) {
+  auto& pts = p.gemm.points;
+  for (auto& q : pts) q.correction = p.gemm_model_seconds(q.m, q.n, q.k, q.batch, Dtype::BF16, false) / q.seconds;
+  std::stable_sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
+    return a.batch * a.m * a.n * a.k < b.batch * b.m * b.n * b.k;
+  });
+}
+
+// ---- the fit file and the process-wide caches ----
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<KernelProfile>> profiles;  // by path
+  std::optional<std::map<std::string, FittedParameters>> fitted;   // from the fit file
+  std::map<std::string, FittedParameters> overrides;
+};
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+std::map<std::string, FittedParameters> read_fit_file() {
+  std::map<std::string, FittedParameters> out;
+  const auto path = fit_file_path();
+  if (!std::filesystem::exists(path)) return out;
+  const Input doc = Input::load_file(path);
+  doc.expect_keys({"format", "command", "families"});
+  if (doc["format"].as_string() != kFitFormat)
+    doc["format"].fail(fmt::format("expected '{}'", kFitFormat));
+  const Input fams = doc["families"];
+  for (const auto& name : fams.keys()) {
+    const Input f = fams[name];
+    f.expect_keys({"tensor_scale", "memory_scale", "basis"});
+    FittedParameters p;
+    p.tensor_scale = f["tensor_scale"].as_positive();
+    p.memory_scale = f["memory_scale"].as_positive();
+    p.basis = f["basis"].as_string();
+    out[name] = p;
+  }
+  return out;
+}
+
+FittedParameters fitted_locked(Registry& r, const std::string& family) {
+  if (auto it = r.overrides.find(family); it != r.overrides.end()) return it->second;
+  if (!r.fitted) r.fitted = read_fit_file();
+  if (auto it = r.fitted->find(family); it != r.fitted->end()) return it->second;
+  return FittedParameters{1, 1, ""};
+}
+
+}  // namespace
+
+// ---- parsing ----
+
+KernelProfile parse_kernel_profile(const std::string& text, const std::string& file) {
+  const Input doc = Input::load_string(text, file);
+  if (!doc.is_map()) doc.fail("expected a device kernel profile (a map; see docs/compute-model.md)");
+  doc.expect_keys({"format", "name", "gpu", "also_serves", "family", "metadata", "peak", "gemm", "attention",
+                   "memory", "launch", "host"});
+  if (doc["format"].as_string() != kFormat)
+    doc["format"].fail(fmt::format("expected '{}', got '{}'", kFormat, doc["format"].as_string()));
+  KernelProfile p;
+  p.file = file;
+  p.name = doc["name"].as_string();
+  p.gpu = doc["gpu"].as_string();
+  p.gpu_where = doc["gpu"].where();
+  if (auto a = doc.find("also_serves"))
+    for (std::size_t i = 0; i < a->size(); ++i) p.also_serves.push_back(a->at(i).as_string());
+  p.family = doc["family"].as_string();
+
+  const Input meta = doc["metadata"];
+  meta.expect_keys({"gpu_name", "sms", "clocks", "driver", "cuda", "cublas", "cudnn", "measured_by", "notes"});
+  for (auto key : {"gpu_name", "clocks", "driver", "cuda", "cublas", "cudnn", "measured_by"})
+    p.metadata[key] = meta[key].as_string();
+  if (auto n = meta.find("notes")) p.metadata["notes"] = n->as_string();
+  p.sms = meta["sms"].as_int_between(1, 1 << 16);
+
+  const Input peak = doc["peak"];
+  peak.expect_keys({"bf16", "tf32", "fp32", "source"});
+  p.peak.bf16 = peak["bf16"].as_flop_rate();
+  p.peak.tf32 = peak["tf32"].as_flop_rate();
+  p.peak.fp32 = peak["fp32"].as_flop_rate();
+  (void)peak["source"].as_string();
+
+  read_memory(doc["memory"], p);  // first: the GEMM model's memory bound uses its bandwidth
+  read_gemm(doc["gemm"], p);
+  read_attention(doc["attention"], p);
+
+  const Input launch = doc["launch"];
+  launch.expect_keys({"min_kernel_seconds", "source"});
+  p.min_kernel_seconds = launch["min_kernel_seconds"].as_seconds();
+  (void)required_source(launch);
+  const Input host = doc["host"];
+  host.expect_keys({"issue_seconds", "hook_seconds", "source"});
+  p.issue_seconds = host["issue_seconds"].as_seconds();
+  p.hook_seconds = host["hook_seconds"].as_seconds();
+  (void)required_source(host);
+
+  calibrate_gemm(p);
+  return p;
+}
+
+std::string kernel_profile_path(const std::string& ref) {
+  if (ref.find('/') != std::string::npos || (ref.size() > 5 && ref.substr(ref.size() - 5) == ".yaml")) return ref;
+  return kernels::data_dir() + "/" + ref + ".yaml";
+}
+
+std::vector<std::string> shipped_kernel_profiles() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(kernels::data_dir(), ec)) {
+    const auto name = f.path().filename().string();
+    if (name.rfind("device-", 0) == 0 && f.path().extension() == ".yaml") out.push_back(f.path().stem().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const KernelProfile& kernel_profile(const std::string& ref) {
+  const auto path = kernel_profile_path(ref);
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  if (auto it = r.profiles.find(path); it != r.profiles.end()) return *it->second;
+  std::ifstream in(path);
+  if (!in) {
+    std::string shipped;
+    for (const auto& s : shipped_kernel_profiles()) shipped += (shipped.empty() ? "" : ", ") + s;
+    throw InputError(fmt::format("{}: no such kernel profile (shipped: {})", path, shipped));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto p = std::make_unique<KernelProfile>(parse_kernel_profile(ss.str(), path));
+  p->fitted = fitted_locked(r, p->family);
+  return *r.profiles.emplace(path, std::move(p)).first->second;
+}
+
+std::string fit_file_path() { return kernels::data_dir() + "/fit-training.yaml"; }
+
+FittedParameters fitted_parameters(const std::string& family) {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  return fitted_locked(r, family);
+}
+
+void override_fitted_parameters(const std::string& family, const FittedParameters& p) {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  r.overrides[family] = p;
+  for (auto& [path, prof] : r.profiles)
+    if (prof->family == family) prof->fitted = p;
+}
+
+void clear_fitted_overrides() {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  r.overrides.clear();
+  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->family);
+}
+
+// ---- timing ----
+
+bool KernelProfile::serves(const std::string& device_name) const {
+  return device_name == gpu || std::find(also_serves.begin(), also_serves.end(), device_name) != also_serves.end();
+}
+
+double KernelProfile::stream_bandwidth() const { return memory.back().bytes / memory.back().seconds; }
+
+double KernelProfile::gemm_model_seconds(double m, double n, double k, double batch, Dtype dtype, bool tf32) const {
+  const double peak_rate = dtype != Dtype::FP32 ? peak.bf16 : (tf32 ? peak.tf32 : peak.fp32);
+  double compute = std::numeric_limits<double>::infinity();
+  for (const auto& [tm, tn] : gemm.tiles) {
+    const double tiles = batch * std::ceil(m / tm) * std::ceil(n / tn);
+    // Split k only while the tiles leave SMs idle, and never below a k-slice of 256.
+    const int max_split = tiles >= sms ? 1 : std::min(gemm.max_split_k, std::max(1, int(k / 256)));
+    for (int split = 1; split <= max_split; ++split) {
+      const double waves = std::ceil(tiles * split / sms);
+      double t = waves * sms * tm * tn * 2 * (k / split + gemm.k_overhead) / peak_rate;
+      if (split > 1) t += batch * split * m * n * 4 / stream_bandwidth();  // fp32 partial sums, then reduced
+      compute = std::min(compute, t);
+    }
+  }
+  const double elem = dtype == Dtype::FP32 ? 4 : 2;
+  const double traffic = batch * (m * k + k * n + m * n) * elem / stream_bandwidth();
+  return std::max(compute, traffic);
+}
+
+double KernelProfile::gemm_correction(double flops) const {
+  const auto& pts = gemm.points;
+  auto f = [](const GemmPoint& q) { return 2 * q.batch * q.m * q.n * q.k; };
+  if (flops <= f(pts.front())) return pts.front().correction;
+  if (flops >= f(pts.back())) return pts.back().correction;
+  std::size_t i = 0;
+  while (i + 1 < pts.size() && f(pts[i + 1]) <= flops) ++i;
+  std::size_t j = i + 1;
+  while (j + 1 < pts.size() && f(pts[j]) == f(pts[i])) ++j;  // equal FLOPs: take the next distinct point
+  return lerp_log(flops, f(pts[i]), f(pts[j]), pts[i].correction, pts[j].correction);
+}
+
+double KernelProfile::gemm_seconds(double m, double n, double k, Dtype dtype, bool tf32) const {
+  const double t = gemm_model_seconds(m, n, k, 1, dtype, tf32) / gemm_correction(2 * m * n * k) / fitted.tensor_scale;
+  return std::max(t, min_kernel_seconds);
+}
+
+namespace {
+
+// TFLOP/s of one curve at `seq`: linear in log(seq), flat outside the measured range.
+double curve_rate(const KernelProfile::AttentionCurve& c, double seq) {
+  const auto& p = c.points;
+  if (seq <= p.front().seq) return p.front().tflops;
+  if (seq >= p.back().seq) return p.back().tflops;
+  std::size_t i = 0;
+  while (p[i + 1].seq < seq) ++i;
+  return lerp_log(seq, p[i].seq, p[i + 1].seq, p[i].tflops, p[i + 1].tflops);
+}
+
+// TFLOP/s measured for this kernel, direction and causality at (seq, head_dim), if any curve has it.
+std::optional<double> measured_rate(const KernelProfile& prof, models::AttentionKernel kernel,
+                                    const std::string& direction, bool causal, double seq, double head_dim) {
+  const KernelProfile::AttentionCurve *below = nullptr, *above = nullptr;
+  for (const auto& c : prof.attention.curves) {
+    if (c.kernel != kernel || c.direction != direction || c.causal != causal) continue;
+    if (c.head_dim <= head_dim && (!below || c.head_dim > below->head_dim)) below = &c;
+    if (c.head_dim >= head_dim && (!above || c.head_dim < above->head_dim)) above = &c;
+  }
+  if (!below && !above) return std::nullopt;
+  if (!below) return curve_rate(*above, seq);
+  if (!above) return curve_rate(*below, seq);
+  return lerp_log(head_dim, below->head_dim, above->head_dim, curve_rate(*below, seq), curve_rate(*above, seq));
+}
+
+// Forward (or backward) TFLOP/s from whatever directions were measured, per unit of forward FLOPs
+// the backward does 2.5x the work: time(fwd+bwd) = 3.5 F / R_c = F / R_f + 2.5 F / R_b.
+std::optional<double> direction_rate(const KernelProfile& prof, models::AttentionKernel kernel, bool backward,
+                                     bool causal, double seq, double hd) {
+  const double rho = prof.attention.bwd_fwd_rate_ratio;
+  const auto fwd = measured_rate(prof, kernel, "fwd", causal, seq, hd);
+  const auto bwd = measured_rate(prof, kernel, "bwd", causal, seq, hd);
+  const auto both = measured_rate(prof, kernel, "fwd+bwd", causal, seq, hd);
+  if (!backward) {
+    if (fwd) return fwd;
+    if (both && bwd) {
+      const double t = 3.5 / *both - 2.5 / *bwd;
+      if (t > 0) return 1 / t;
+    }
+    if (both) return *both * (1 + 2.5 / rho) / 3.5;
+    if (bwd) return *bwd / rho;
+    return std::nullopt;
+  }
+  if (bwd) return bwd;
+  if (both && fwd) {
+    const double t = 3.5 / *both - 1 / *fwd;
+    if (t > 0) return 2.5 / t;
+  }
+  if (both) return rho * *both * (1 + 2.5 / rho) / 3.5;
+  if (fwd) return rho * *fwd;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool KernelProfile::has_attention(models::AttentionKernel kernel) const {
+  return std::any_of(attention.curves.begin(), attention.curves.end(),
+                     [&](const auto& c) { return c.kernel == kernel; });
+}
+
+std::vector<std::string> KernelProfile::attention_kernels() const {
+  std::vector<std::string> out;
+  for (const auto& c : attention.curves) {
+    const std::string k = models::to_string(c.kernel);
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  }
+  return out;
+}
+
+double KernelProfile::attention_tflops(models::AttentionKernel kernel, bool backward, double seq, double head_dim,
+                                       bool causal) const {
+  // The causality asked for first; a kernel measured only the other way stands in for it.
+  if (auto r = direction_rate(*this, kernel, backward, causal, seq, head_dim)) return *r;
+  if (auto r = direction_rate(*this, kernel, backward, !causal, seq, head_dim)) return *r;
+  std::string have;
+  for (const auto& k : attention_kernels()) have += (have.empty() ? "" : ", ") + k;
+  throw InputError(fmt::format("{}: kernel profile '{}' has no {} attention curves (it has: {})", file, name,
+                               models::to_string(kernel), have.empty() ? "none" : have));
+}
+
+double KernelProfile::attention_seconds(models::AttentionKernel kernel, bool backward, double batch_heads, double seq,
+                                        double head_dim, bool causal) const {
+  models::Kernel k;
+  k.kind = models::KernelKind::Attention;
+  k.batch_heads = batch_heads, k.seq = seq, k.head_dim = head_dim, k.causal = causal, k.backward = backward;
+  const double rate = attention_tflops(kernel, backward, seq, head_dim, causal) * 1e12 * fitted.tensor_scale;
+  return std::max(k.flops() / rate, min_kernel_seconds);
+}
+
+double KernelProfile::memory_seconds(double bytes) const {
+  const auto& p = memory;
+  double t;
+  if (bytes <= p.front().bytes) {
+    t = p.front().seconds;
+  } else if (bytes >= p.back().bytes) {
+    t = p.back().seconds * bytes / p.back().bytes;
+  } else {
+    std::size_t i = 0;
+    while (p[i + 1].bytes < bytes) ++i;
+    t = std::exp(lerp_log(bytes, p[i].bytes, p[i + 1].bytes, std::log(p[i].seconds), std::log(p[i + 1].seconds)));
+  }
+  // The fitted scale slows the bandwidth-bound part, not the launch floor a small kernel costs.
+  t = min_kernel_seconds + std::max(0.0, t - min_kernel_seconds) / fitted.memory_scale;
+  return std::max(t, min_kernel_seconds);
+}
+
+double KernelProfile::kernel_seconds(const models::Kernel& k, models::AttentionKernel attention, Dtype dtype,
+                                     bool tf32) const {
+  switch (k.kind) {
+    case models::KernelKind::Gemm: return gemm_seconds(k.m, k.n, k.k, dtype, tf32);
+    case models::KernelKind::Attention:
+      return attention_seconds(attention, k.backward, k.batch_heads, k.seq, k.head_dim, k.causal);
+    case models::KernelKind::Memory: return memory_seconds(k.bytes);
+  }
+  return min_kernel_seconds;
+}
+
+}  // namespace tagcsim::sim

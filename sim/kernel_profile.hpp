@@ -1,0 +1,135 @@
+// A device's kernel profile: measured kernel times, and how a kernel of any shape is timed
+// from them.
+//
+// A profile is a versioned YAML file (format tagcsim-device-profile/1) in calibrate/profiles/,
+// named device-<gpu>.yaml, with its metadata (GPU, clocks, driver, CUDA, cuBLAS, cuDNN, how it
+// was measured) and four tables, every point citing its source:
+//   gemm:      (m, n, k, dtype) -> TFLOP/s, plus the tile and the SM count for wave quantization
+//   attention: curves of TFLOP/s by sequence length, per kernel, direction, causality, head dim
+//   memory:    GB/s by bytes moved (small kernels do not reach peak)
+//   launch/host: the shortest kernel, and the CPU time eager PyTorch takes to issue one
+// docs/compute-model.md describes the format and the interpolation; a measurement program
+// (`tagcsim calibrate box`, a later issue) writes the same format.
+#pragma once
+
+#include "models/kernel_list.hpp"
+#include "models/model.hpp"
+#include "sim/training.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tagcsim::sim {
+
+// The physical parameters fitted to published FSDP throughput, one set per device family
+// (`tagcsim validate --fit`, calibrate/profiles/fit-training.yaml). 1 means the kernels run as
+// profiled.
+struct FittedParameters {
+  double tensor_scale = 1;  // tensor-core kernels (GEMMs, attention) in training / in the profile
+  double memory_scale = 1;  // memory-bound kernels in training / in the profile
+  std::string basis;        // how they were fitted ("" when not fitted)
+};
+
+class KernelProfile {
+ public:
+  std::string name;    // "device-a100-40gb"
+  std::string file;    // where it was read from
+  std::string gpu;     // the DeviceProfile name it serves ("A100-SXM4-40GB")
+  std::string gpu_where;  // "file:line: gpu", for errors about what it serves
+  std::vector<std::string> also_serves;  // other device names (a variant of the same chip)
+  std::string family;  // "ampere", "hopper": which fitted parameters apply
+  std::map<std::string, std::string> metadata;  // gpu_name, clocks, driver, cuda, cublas, cudnn, measured_by, ...
+  int sms = 0;
+
+  struct Peak {
+    double bf16 = 0, tf32 = 0, fp32 = 0;  // FLOP/s, datasheet
+  } peak;
+
+  struct GemmPoint {
+    double m = 0, n = 0, k = 0, batch = 1;
+    std::string dtype;  // "bf16" or "fp16" (the same tensor-core rate), "tf32", "fp32"
+    double seconds = 0;
+    std::string source;
+    double correction = 1;  // model time / measured time
+  };
+  struct Gemm {
+    // The output tiles the GEMM library chooses from (one SM computes one tile per wave); a
+    // query takes the tile, and the split of k when the tiles do not fill the SMs, that runs
+    // fastest, as cuBLAS's heuristics aim to.
+    std::vector<std::pair<double, double>> tiles = {{128, 256}};
+    int max_split_k = 1;
+    double k_overhead = 0;              // pipeline fill and drain, in elements of k
+    std::vector<GemmPoint> points;      // 16-bit points, sorted by FLOPs
+  } gemm;
+
+  struct AttentionPoint {
+    double seq = 0, tflops = 0;
+    std::string source;
+  };
+  struct AttentionCurve {
+    models::AttentionKernel kernel = models::AttentionKernel::Flash2;
+    std::string direction;  // "fwd", "bwd", "fwd+bwd"
+    bool causal = true;
+    double head_dim = 0;
+    std::vector<AttentionPoint> points;  // ascending seq
+  };
+  struct Attention {
+    double bwd_fwd_rate_ratio = 0.85;  // backward TFLOP/s over forward, where only one is measured
+    std::string bwd_fwd_source;
+    std::vector<AttentionCurve> curves;
+  } attention;
+
+  struct MemoryPoint {
+    double bytes = 0, seconds = 0;
+    std::string source;
+  };
+  std::vector<MemoryPoint> memory;  // ascending bytes
+
+  double min_kernel_seconds = 0;  // the shortest a kernel launched on a stream takes
+  double issue_seconds = 0;       // CPU time eager PyTorch takes to issue one kernel
+  double hook_seconds = 0;        // CPU time of FSDP's hooks, per unit and pass
+
+  FittedParameters fitted;
+
+  // Kernel times on one GPU, fitted parameters applied, never below min_kernel_seconds.
+  double gemm_seconds(double m, double n, double k, Dtype dtype = Dtype::BF16, bool tf32 = false) const;
+  double attention_seconds(models::AttentionKernel kernel, bool backward, double batch_heads, double seq,
+                           double head_dim, bool causal) const;
+  double memory_seconds(double bytes) const;
+  // Any kernel of a unit's list; attention runs on `attention`.
+  double kernel_seconds(const models::Kernel& k, models::AttentionKernel attention, Dtype dtype = Dtype::BF16,
+                        bool tf32 = false) const;
+
+  // The pieces of the GEMM time, for tests and docs: the physical model (waves of tiles at peak
+  // with the k overhead, or the bytes at the streaming bandwidth) and the measured correction
+  // interpolated at these FLOPs.
+  double gemm_model_seconds(double m, double n, double k, double batch, Dtype dtype, bool tf32) const;
+  double gemm_correction(double flops) const;
+  // Attention TFLOP/s (flash-attention FLOP convention) before the fitted scale.
+  double attention_tflops(models::AttentionKernel kernel, bool backward, double seq, double head_dim,
+                          bool causal) const;
+  bool has_attention(models::AttentionKernel kernel) const;
+  std::vector<std::string> attention_kernels() const;  // the kernels it has curves for
+  bool serves(const std::string& device_name) const;
+  double stream_bandwidth() const;  // bytes/s of the largest memory point
+};
+
+// The profile named `ref`: a name in calibrate/profiles ("device-h100-sxm"), or a path to a
+// YAML file. Loaded once per process, with the family's fitted parameters applied. Throws
+// InputError with the file:line of what is wrong (a missing field, a curve that is not
+// monotonic, an unknown key).
+const KernelProfile& kernel_profile(const std::string& ref);
+KernelProfile parse_kernel_profile(const std::string& text, const std::string& file);
+std::string kernel_profile_path(const std::string& ref);
+std::vector<std::string> shipped_kernel_profiles();
+
+// The fitted parameters per family: calibrate/profiles/fit-training.yaml, unless overridden.
+FittedParameters fitted_parameters(const std::string& family);
+// Replaces a family's parameters for this process (the validation fits use it); applies to the
+// profiles already loaded.
+void override_fitted_parameters(const std::string& family, const FittedParameters& p);
+void clear_fitted_overrides();
+std::string fit_file_path();
+
+}  // namespace tagcsim::sim

@@ -1,0 +1,207 @@
+// Transport profiles (how NCCL moves bytes between nodes) and NCCL's algorithm / protocol pins, as a
+// cluster description names them.
+#include "topologies/cluster.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+
+#ifndef TAGCSIM_SOURCE_DIR
+#define TAGCSIM_SOURCE_DIR "."
+#endif
+
+namespace tagcsim::topologies {
+namespace {
+
+bool in_unit_interval(double x) { return x > 0 && x <= 1; }
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+// ---- transports ----
+
+namespace {
+
+std::vector<std::string> profile_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("TAGCSIM_DATA_DIR"); env && *env) dirs.emplace_back(env);
+  dirs.push_back(std::string(TAGCSIM_SOURCE_DIR) + "/calibrate/profiles");
+  return dirs;
+}
+
+Transport read_transport(const Input& m) {
+  m.expect_keys({"name", "kind", "latency", "overhead", "efficiency", "source"});
+  Transport t;
+  t.name = m["name"].as_string();
+  t.kind = m["kind"].as_choice({"ib", "roce", "efa", "tcpx", "tcpxo", "socket"});
+  t.latency = m["latency"].as_seconds();
+  if (t.latency < 0) m["latency"].fail("expected a non-negative time");
+  t.overhead = m["overhead"].as_seconds();
+  if (t.overhead < 0) m["overhead"].fail("expected a non-negative time");
+  t.efficiency = m["efficiency"].as_double();
+  if (!in_unit_interval(t.efficiency))
+    m["efficiency"].fail(fmt::format("expected an efficiency in (0, 1], got {:g}", t.efficiency));
+  t.source = m["source"].as_string();
+  return t;
+}
+
+Transport transport_file(const std::string& path) {
+  const Input doc = Input::load_file(path);
+  if (!doc.is_map()) doc.fail("expected a transport profile: a map with a 'transport:' key");
+  doc.expect_keys({"transport"});
+  return read_transport(doc["transport"]);
+}
+
+}  // namespace
+
+std::vector<std::string> transport_names() {
+  std::vector<std::string> names;
+  for (const auto& dir : profile_dirs()) {
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string stem = f.path().stem().string();
+      if (f.path().extension() == ".yaml" && stem.rfind("transport-", 0) == 0) names.push_back(stem.substr(10));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+Transport load_transport(const std::string& name_or_path) {
+  if (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml") {
+    if (!std::filesystem::exists(name_or_path))
+      throw InputError(fmt::format("{}: transport profile not found", name_or_path));
+    return transport_file(name_or_path);
+  }
+  for (const auto& dir : profile_dirs()) {
+    const std::string path = dir + "/transport-" + name_or_path + ".yaml";
+    if (std::filesystem::exists(path)) return transport_file(path);
+  }
+  throw InputError(unknown_name("transport profile", name_or_path, transport_names()));
+}
+
+Transport load_transport(const Input& in) {
+  if (in.is_map()) return read_transport(in);
+  const std::string name = in.as_string();
+  std::string path = name;
+  // A relative path is relative to the file that names it.
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".yaml" && !std::filesystem::path(name).is_absolute())
+    path = (std::filesystem::path(in.file()).parent_path() / name).string();
+  else if (name.find('/') == std::string::npos) {
+    auto names = transport_names();
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      in.fail(unknown_name("transport profile", name, names));
+  }
+  try {
+    return load_transport(path);
+  } catch (const InputError& e) {
+    // The profile's own error names its file:line; say which key pulled it in.
+    if (std::string(e.what()).find(".yaml:") != std::string::npos) throw;
+    in.fail(e.what());
+  }
+}
+
+// ---- NCCL pins ----
+
+namespace {
+
+std::string lower(std::string_view w) {
+  std::string out(w);
+  for (auto& ch : out) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+// NCCL_ALGO / NCCL_PROTO style: one word, a list, or "^a,b" for all but those.
+unsigned read_mask(const Input& v, unsigned all, unsigned (*parse)(std::string_view), const char* what,
+                   const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, Input>> words;
+  bool negate = false;
+  if (v.is_sequence()) {
+    for (std::size_t i = 0; i < v.size(); ++i) words.emplace_back(v.at(i).as_string(), v.at(i));
+  } else {
+    std::string text = v.as_string();
+    if (!text.empty() && text.front() == '^') negate = true, text.erase(0, 1);
+    std::string cur;
+    for (char ch : text + ",") {
+      if (ch == ',') {
+        if (!cur.empty()) words.emplace_back(cur, v);
+        cur.clear();
+      } else if (ch != ' ') {
+        cur += ch;
+      }
+    }
+  }
+  if (words.empty()) v.fail(fmt::format("expected at least one {}; expected one of: {}", what, join(names)));
+  unsigned mask = 0;
+  for (const auto& [w, where] : words) {
+    const unsigned bit = parse(w);
+    if (!bit) where.fail(unknown_name(what, w, names));
+    mask |= bit;
+  }
+  return negate ? (all & ~mask) : mask;
+}
+
+}  // namespace
+
+unsigned parse_nccl_algo(std::string_view word) {
+  const std::string w = lower(word);
+  if (w == "ring") return NcclPins::Ring;
+  if (w == "tree") return NcclPins::Tree;
+  if (w == "nvls") return NcclPins::Nvls;
+  if (w == "nvls_tree" || w == "nvlstree") return NcclPins::NvlsTree;
+  return 0;
+}
+
+unsigned parse_nccl_proto(std::string_view word) {
+  const std::string w = lower(word);
+  if (w == "ll") return NcclPins::LL;
+  if (w == "ll128") return NcclPins::LL128;
+  if (w == "simple") return NcclPins::Simple;
+  return 0;
+}
+
+NcclPins load_nccl_pins(const Input& in) {
+  in.expect_keys({"algo", "proto", "channels", "source"});
+  NcclPins p;
+  if (auto a = in.find("algo"))
+    p.algos = read_mask(*a, 15, parse_nccl_algo, "NCCL algorithm", {"ring", "tree", "nvls", "nvls_tree"});
+  if (auto pr = in.find("proto"))
+    p.protos = read_mask(*pr, 7, parse_nccl_proto, "NCCL protocol", {"ll", "ll128", "simple"});
+  if (auto ch = in.find("channels")) p.channels = ch->as_int_between(1, 64);
+  if (auto src = in.find("source")) p.source = src->as_string();
+  if (in.has("algo") && p.algos == 0) in["algo"].fail("excludes every algorithm");
+  if (in.has("proto") && p.protos == 0) in["proto"].fail("excludes every protocol");
+  return p;
+}
+
+std::string describe(const NcclPins& pins) {
+  auto list = [](unsigned mask, std::initializer_list<std::pair<unsigned, const char*>> names) {
+    std::string out;
+    for (const auto& [bit, name] : names) {
+      if (!(mask & bit)) continue;
+      if (!out.empty()) out += ',';
+      out += name;
+    }
+    return out;
+  };
+  std::string out;
+  if (pins.algos)
+    out += "algo " + list(pins.algos, {{NcclPins::Ring, "ring"}, {NcclPins::Tree, "tree"}, {NcclPins::Nvls, "nvls"},
+                                       {NcclPins::NvlsTree, "nvls_tree"}});
+  if (pins.protos)
+    out += std::string(out.empty() ? "" : "; ") + "proto " +
+           list(pins.protos, {{NcclPins::LL, "ll"}, {NcclPins::LL128, "ll128"}, {NcclPins::Simple, "simple"}});
+  if (pins.channels) out += fmt::format("{}channels {}", out.empty() ? "" : "; ", pins.channels);
+  return out;
+}
+
+}  // namespace tagcsim::topologies
