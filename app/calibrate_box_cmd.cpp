@@ -157,6 +157,7 @@ int run_check(const CheckOptions& o) {
         throw InputError(fmt::format("--gpus: GPU {} is out of range: this box has {} GPU(s), indices 0..{}", g,
                                      visible, visible - 1));
     check_fits_box(setup, int(gpus.size()), o.scenario);
+    check_runnable(setup);
     gpus.resize(std::size_t(setup.cluster.gpus()));
     calibrate::box::CheckOptions co{.gpus = gpus, .steps = o.steps, .emulate_host = !o.no_host_emulation};
     for (std::size_t k = 0; k < policies.size(); ++k) {

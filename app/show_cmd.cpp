@@ -4,6 +4,7 @@
 #include "models/model.hpp"
 #include "scenarios/resolved.hpp"
 #include "topologies/cluster.hpp"
+#include "topologies/cluster_yaml.hpp"
 
 #include <fmt/format.h>
 
@@ -87,11 +88,11 @@ std::string one(Kind k, const std::string& name) {
     out += scenarios::model_yaml(models::preset(name));
   } else if (k == Kind::Clusters) {
     out += fmt::format("# cluster preset {}{}; in a scenario: cluster: {{preset: {}, nodes: N}}\n", name, aka, name);
-    out += scenarios::cluster_yaml(topologies::preset(name));
+    out += topologies::cluster_yaml(topologies::preset(name));
   } else {
     out += fmt::format("# GPU preset {}{}; in a cluster: gpu: {} (or {{preset: {}, ...}} to change a value)\n", name,
                        aka, name, name);
-    out += scenarios::device_yaml(topologies::device(name));
+    out += topologies::device_yaml(topologies::device(name));
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 namespace tagcsim::calibrate {
 namespace {
@@ -74,10 +75,16 @@ std::string device_preset_for(const std::string& name, double memory_bytes) {
 topologies::Cluster box_base_cluster(const BoxMeasurements& m, const std::vector<int>& gpus) {
   if (m.box.gpus.empty()) throw InputError("box measurements: no GPU listed");
   const BoxGpu& g = m.box.gpus[std::size_t(gpus.empty() ? 0 : gpus.front())];
-  topologies::Cluster c;
-  c.name = fmt::format("box-{}-{}gpu", gpu_slug(g.name), std::max<std::size_t>(1, gpus.size()));
+  const int n = int(std::max<std::size_t>(1, gpus.size()));
+  // The DGX preset of the box's generation is the base: one box has no inter-node traffic to
+  // measure, so its NICs, transport, rails and fabric stand in (datasheet values), and `nodes:`
+  // on top of the box's cluster file asks about a cluster of such boxes. NCCL's costs start from
+  // the values the presets carry (fitted to every shipped nccl-tests table).
+  const auto dgx = topologies::preset(g.sm >= 90 ? "dgx-h100-ib400" : "dgx-a100-ib200");
+  topologies::Cluster c = dgx;
+  c.name = fmt::format("box-{}-{}gpu", gpu_slug(g.name), n);
   c.nodes = 1;
-  c.gpus_per_node = int(std::max<std::size_t>(1, gpus.size()));
+  c.gpus_per_node = n;
   const std::string preset = device_preset_for(g.name, g.memory_bytes);
   if (!preset.empty()) {
     c.gpu = topologies::device(preset);
@@ -85,6 +92,7 @@ topologies::Cluster box_base_cluster(const BoxMeasurements& m, const std::vector
   } else {
     const auto [tensor, fp32] = per_sm_rates(g.sm);
     const double clock = g.sm_clock_mhz * 1e6;
+    c.gpu = topologies::DeviceProfile{};
     c.gpu.name = g.name;
     c.gpu.peak_flops_bf16 = g.sms * clock * tensor;
     c.gpu.peak_flops_fp32 = g.sms * clock * fp32;
@@ -97,36 +105,33 @@ topologies::Cluster box_base_cluster(const BoxMeasurements& m, const std::vector
         g.name, g.sms, g.sm_clock_mhz, tensor, g.sm, g.memory_clock_mhz, g.bus_width_bits);
   }
   c.gpu.memory_bytes = g.memory_bytes;
-  // The link: NVLink between every pair (NVSwitch board, or a pair bridged), else PCIe. Line
-  // rates per direction from the datasheets of each NVLink generation / PCIe generation.
+  c.gpu.sm = g.sm;  // NCCL's per-generation latency tables, as measured
+  // The link: NVLink between every pair (an NVSwitch board, or a bridged pair), else PCIe. NVLink3
+  // and NVLink4 are the presets' fabrics (their generation names share fitted efficiencies);
+  // NVLink SHARP needs NVSwitch.
   const bool nvlink = m.box.nvlink_pair_fraction() == 1.0;
-  if (nvlink) {
-    c.intra.kind = c.gpus_per_node > 2 ? "nvswitch" : "nvlink";
-    c.intra.bandwidth = g.sm >= 100 ? 900e9 : g.sm >= 90 ? 450e9 : 300e9;
-    c.intra.latency = 0.5e-6;
+  std::string link;
+  if (nvlink && g.sm >= 80 && g.sm < 100) {
+    c.intra = g.sm >= 90 ? topologies::preset("dgx-h100-ib400").intra : topologies::preset("dgx-a100-ib200").intra;
+    link = g.sm >= 90 ? "NVLink4, 900 GB/s bidirectional (H100 datasheet)" : "NVLink3, 600 GB/s bidirectional (A100 datasheet)";
+  } else if (nvlink) {
+    c.intra = {"nvswitch", g.sm >= 100 ? 900e9 : 150e9, 0.5e-6, 0.8};
+    c.intra.name = g.sm >= 100 ? "nvlink5" : "nvlink2";
+    c.intra.nvls_efficiency = g.sm >= 100 ? topologies::preset("dgx-h100-ib400").intra.nvls_efficiency : 0;
+    link = g.sm >= 100 ? "NVLink5, 1.8 TB/s bidirectional (B200 datasheet); efficiencies start from NVLink4's"
+                       : "NVLink2, 300 GB/s bidirectional (V100 datasheet); efficiency 0.8 assumed";
   } else {
-    c.intra.kind = "pcie";
-    c.intra.bandwidth = g.sm >= 90 ? 63e9 : 31.5e9;
-    c.intra.latency = 1e-6;
+    c.intra = {"pcie", g.sm >= 90 ? 63e9 : 31.5e9, 1e-6, 0.8};
+    c.intra.name = g.sm >= 90 ? "pcie5" : "pcie4";
+    link = g.sm >= 90 ? "PCIe 5.0 x16, 63 GB/s per direction (PCI-SIG); efficiency 0.8 assumed"
+                      : "PCIe 4.0 x16, 31.5 GB/s per direction (PCI-SIG); efficiency 0.8 assumed";
   }
-  c.intra.efficiency = 0.8;
-  // One box has no inter-node traffic, so its NICs and fabric are not measured: those of the DGX
-  // preset of its generation stand in (datasheet values), so that `nodes:` on top of this cluster
-  // asks about a cluster of such boxes.
-  const auto dgx = topologies::preset(g.sm >= 90 ? "dgx-h100-ib400" : "dgx-a100-ib200");
-  c.nics = dgx.nics;
-  c.fabric = dgx.fabric;
-  // NCCL latencies to start the fit from: the H100 board's fitted step latency, 5 us launch.
-  c.collectives = {.step_latency_intra = 0.3e-6, .step_latency_inter = dgx.collectives.step_latency_inter,
-                   .launch_latency = 5e-6};
+  if (nvlink) c.intra.kind = n > 2 ? "nvswitch" : "nvlink";
+  if (c.intra.kind != "nvswitch") c.intra.nvls_efficiency = 0;
   c.source = fmt::format(
-      "this box, measured by tagcsim calibrate box ({}): {} x {}, driver {}, CUDA {}, NCCL {}. Intra-node link: {} "
-      "({} GB/s per direction, {} line rate; latency {} us assumed). NICs and fabric not measured (one node): "
-      "those of the {} preset stand in",
-      m.box.date, c.gpus_per_node, g.name, m.box.driver, m.box.cuda_runtime, m.box.nccl, c.intra.kind,
-      c.intra.bandwidth / 1e9,
-      nvlink ? (g.sm >= 100 ? "NVLink5" : g.sm >= 90 ? "NVLink4" : "NVLink3") : (g.sm >= 90 ? "PCIe 5.0 x16" : "PCIe 4.0 x16"),
-      c.intra.latency * 1e6, dgx.name);
+      "this box, measured by tagcsim calibrate box ({}): {} x {}, driver {}, CUDA {}, NCCL {}. Intra-node link: {}. "
+      "NICs, transport and fabric not measured (one node): those of the {} preset stand in. {}",
+      m.box.date, n, g.name, m.box.driver, m.box.cuda_runtime, m.box.nccl, link, dgx.name, dgx.source);
   return c;
 }
 
@@ -145,6 +150,9 @@ std::vector<Point> nccl_points(const BoxMeasurements& m) {
     p.op = sim::parse_collective_op(s.op);
     p.nodes = 1;
     p.gpus_per_node = int(s.ranks.size());
+    // One thread launches every GPU's kernels (ncclCommInitAll, the ranks' calls in one group), as
+    // nccl-tests -g k does: the host's launch cost per GPU shows.
+    p.gpus_per_process = p.gpus_per_node;
     p.bytes = s.bytes;
     p.time_s = s.time_s;
     p.algbw = s.bytes / s.time_s;
@@ -157,9 +165,10 @@ std::vector<Point> nccl_points(const BoxMeasurements& m) {
 
 namespace {
 
-// The GEMM efficiency that makes sim::unit_compute reproduce the measured GEMM + attention time of
-// the scenario's units: unit_compute is linear in 1 / gemm_efficiency once memory traffic is
-// taken out, so efficiency = predicted time at efficiency 1 / measured time.
+// The GEMM efficiency that makes the simulator's datasheet roofline (sim::unit_compute without a
+// kernel profile) reproduce the measured GEMM + attention time of the scenario's units: the
+// roofline is linear in 1 / gemm_efficiency once memory traffic is taken out, so efficiency =
+// predicted time at efficiency 1 / measured time. The kernels are the units' own lists.
 void fit_gemm(BoxFit& f) {
   auto& d = f.device;
   const auto& m = f.measured;
@@ -173,63 +182,58 @@ void fit_gemm(BoxFit& f) {
     d.gemm_basis = "preset (not measured)";
     return;
   }
-  double predicted1 = 0, measured = 0, gemm_only = 0, attn_meas = 0, attn_model = 0;
+  // The measured time of one of the units' attention calls, 0 when not measured.
+  auto attention_time = [&](const models::Kernel& a) {
+    for (const auto& s : m.attention)
+      if (s.origin == "scenario" && s.batch_heads == a.batch_heads && s.seq == a.seq && s.head_dim == a.head_dim &&
+          s.causal == a.causal && (s.direction == "bwd") == a.backward)
+        return s.seconds;
+    return 0.0;
+  };
+  double predicted1 = 0, measured = 0, gemm_only = 0, attn_meas = 0;
   int units = 0;
   if (f.scenario) {
     auto ideal = gpu;
+    ideal.profile.clear();          // the datasheet roofline
     ideal.gemm_efficiency = 1;
     ideal.memory_bandwidth = 1e30;  // take the element-wise traffic out
-    const auto& sc = *f.scenario;
-    for (const auto& u : sc.units) {
-      const auto w = unit_work(sc.model, u, sc.training);
-      double meas = 0;
+    for (const auto& u : f.scenario->units) {
+      if (!u.kernels) continue;  // timed from its FLOPs: nothing was measured for it
+      const auto w = unit_work(u);
+      double gemms = 0, attention = 0;
       bool complete = true;
-      for (const auto* list : {&w.forward, &w.backward})
-        for (const auto& g : *list) {
+      for (const auto* pass : {&w.forward, &w.backward}) {
+        for (const auto& g : pass->gemms) {
           auto it = bf16.find({g.m, g.n, g.k});
           if (it == bf16.end()) complete = false;
-          else meas += it->second, gemm_only += it->second;
+          else gemms += it->second;
         }
-      if (w.attention) {
-        double fwd = 0, bwd = 0;
-        for (const auto& a : m.attention)
-          if (a.origin == "scenario" && a.batch_heads == w.attention->batch_heads && a.seq == w.attention->seq)
-            (a.direction == "fwd" ? fwd : bwd) = a.seconds;
-        if (fwd > 0 && bwd > 0) {
-          const int passes = w.recompute ? 2 : 1;
-          meas += passes * fwd + bwd;
-          attn_meas += passes * fwd + bwd;
-        } else {
-          complete = false;
+        for (const auto& a : pass->attention) {
+          const double t = attention_time(a);
+          if (t > 0) attention += t;
+          else complete = false;
         }
       }
-      if (!complete || meas <= 0) continue;
-      const auto uc = sim::unit_compute(u, ideal, sc.training.param_dtype, sc.training.tf32);
+      if (!complete || gemms + attention <= 0) continue;
+      const auto uc = sim::unit_compute(u, ideal, sim::Dtype::BF16);
       predicted1 += uc.forward_seconds + uc.backward_seconds;
-      measured += meas;
+      measured += gemms + attention;
+      gemm_only += gemms;
+      attn_meas += attention;
       ++units;
     }
-    (void)attn_model;
   }
   if (units > 0) {
     d.gemm_efficiency = std::min(1.0, predicted1 / measured);
     d.gemm_basis = fmt::format("the scenario's {} units: the simulator's roofline at efficiency 1 predicts {:.3f} ms "
                                "of GEMM and attention, measured {:.3f} ms (GEMMs {:.3f} ms, attention {:.3f} ms)",
                                units, predicted1 * 1e3, measured * 1e3, gemm_only * 1e3, attn_meas * 1e3);
-    if (attn_meas > 0 && gemm_only > 0) {
-      double gf = 0, af = 0;
-      for (const auto& a : m.attention)
-        if (a.origin == "scenario") af += a.flops();
-      double at = 0;
-      for (const auto& a : m.attention)
-        if (a.origin == "scenario") at += a.seconds;
-      for (const auto& s : m.gemm)
-        if (s.dtype == "bf16" && s.origin.rfind("scenario", 0) == 0) gf += s.flops();
-      double gt = 0;
-      for (const auto& s : m.gemm)
-        if (s.dtype == "bf16" && s.origin.rfind("scenario", 0) == 0) gt += s.seconds;
-      if (at > 0 && gt > 0 && gf > 0) d.attention_vs_gemm = (af / at) / (gf / gt);
-    }
+    double af = 0, at = 0, gf = 0, gt = 0;
+    for (const auto& a : m.attention)
+      if (a.origin == "scenario") af += a.flops(), at += a.seconds;
+    for (const auto& s : m.gemm)
+      if (s.dtype == "bf16" && s.origin.rfind("scenario", 0) == 0) gf += s.flops(), gt += s.seconds;
+    if (at > 0 && gt > 0 && gf > 0) d.attention_vs_gemm = (af / at) / (gf / gt);
     return;
   }
   // No scenario (or an incomplete one): the large square GEMMs, where the model's size factor is 1.
@@ -269,6 +273,15 @@ void fit_memory(BoxFit& f) {
   }
 }
 
+FitOptions box_fit_options() {
+  FitOptions o;
+  // NCCL's pipeline depths are NCCL's, not the box's: they stay at the values fitted to every
+  // published table. The fit still holds any other parameter the box's sweeps do not determine.
+  o.hold = {Param::RingDepth, Param::TreeDepth, Param::NvlsDepth};
+  o.prior_weight = 0;  // the box's own sweeps reach the bandwidth-bound sizes: its data alone speaks
+  return o;
+}
+
 }  // namespace
 
 BoxFit fit_box(const BoxMeasurements& m, const std::optional<ScenarioShapes>& scenario) {
@@ -287,13 +300,17 @@ BoxFit fit_box(const BoxMeasurements& m, const std::optional<ScenarioShapes>& sc
   const bool any_pair = std::any_of(points.begin(), points.end(), [](const Point& p) { return p.ranks() >= 2; });
   if (!any_pair) {
     f.nccl_skipped = points.empty() ? "no NCCL sample" : "one GPU: NCCL over one GPU exchanges nothing, so there is "
-                                                         "no NVLink/PCIe bandwidth or NCCL latency to fit";
+                                                         "no NVLink/PCIe bandwidth or NCCL cost to fit";
     f.notes.push_back("NCCL fit skipped: " + f.nccl_skipped + "; the cluster file keeps the starting values");
   } else {
-    f.nccl = fit(points, f.base);
-    f.cluster = f.nccl->clusters.front();
-    f.cluster.nodes = 1;
-    f.cluster.gpus_per_node = f.base.gpus_per_node;
+    std::vector<Sample> samples;
+    for (const auto& p : points) samples.push_back({p, f.base, "this box"});
+    f.nccl = fit(samples, box_fit_options());
+    for (auto& p : f.nccl->params)
+      if (p.status == ParamFit::Status::Held && p.why.rfind("on request", 0) == 0)
+        p.why = "NCCL's own pipeline constant: held at the presets' value, fitted to every published table "
+                "(calibrate/profiles/nccl-model.yaml)";
+    f.cluster = with_fit(f.base, *f.nccl);
   }
   fit_gemm(f);
   fit_memory(f);

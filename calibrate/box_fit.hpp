@@ -1,12 +1,19 @@
 // From a box's measurements to the model's parameters, and the files that carry them.
 //
-//   NCCL: every sample becomes a calibrate::Point (one node, ranks = the GPUs it ran on) and the
-//     nccl-tests fit (calibrate/fit.hpp) fits launch and per-step latency and the intra-node
-//     efficiency against a base cluster built for this box (its GPU, NVLink generation or PCIe).
-//   Compute: the GPU's GEMM efficiency, fitted so that the simulator's roofline
-//     (sim/compute.hpp) reproduces the measured GEMM and attention time of the scenario's units
-//     (without a scenario: the large square bf16 GEMMs); the memory efficiency and the launch floor
-//     from t = floor + bytes / bandwidth over the streaming kernels.
+//   NCCL: every sample becomes a calibrate::Point (one node, ranks = the GPUs it ran on, all of
+//     them launched by one thread as nccl-tests -g does) on a base cluster built for this box: the
+//     DGX preset of its generation with the box's GPU and link (NVLink3/4 by generation, NVLS on
+//     an NVSwitch board, or PCIe). calibrate::fit (Levenberg-Marquardt) fits what one box
+//     determines: the host's launch cost per GPU and per channel, the NVLink (or PCIe) ring
+//     efficiency of its generation, the NVLS efficiency where the box has NVLS. NCCL's pipeline
+//     depths stay at the presets' values (fitted to every published table); launch latency and
+//     the NVLS chunk overhead stay held as in every fit (calibrate/fit.hpp); the NICs and their
+//     transport are not seen by one node.
+//   Compute: the device kernel profile holds the measured kernels themselves (the simulator
+//     interpolates them); for the datasheet roofline, the GPU's GEMM efficiency is fitted so that
+//     the roofline reproduces the measured GEMM and attention time of the scenario's units
+//     (without a scenario: the large square bf16 GEMMs), and the memory efficiency and launch
+//     floor come from t = floor + bytes / bandwidth over the streaming kernels.
 // Each fit reports its residuals; nothing is fitted per row.
 #pragma once
 
@@ -34,11 +41,14 @@ LatencyBandwidthFit fit_latency_bandwidth(const std::vector<double>& x, const st
 
 // The device preset for a GPU name ("NVIDIA H200" -> "h200-sxm"), "" when none fits.
 std::string device_preset_for(const std::string& gpu_name, double memory_bytes);
-// The box as a one-node cluster before fitting: the GPU (a preset when one matches, else its peaks
-// computed from SMs and clock), NVLink (generation by compute capability) or PCIe, NCCL latencies
-// to start from.
+// The box as a one-node cluster before fitting: the DGX preset of its generation (NICs, transport,
+// rails, fabric, NCCL's costs) with the box's GPU (a preset when one matches, else its peaks
+// computed from SMs and clock; its compute capability as measured) and link (NVLink by
+// generation, NVLS on NVSwitch, or PCIe). gpu.profile is the shipped profile of the preset GPU,
+// if any.
 topologies::Cluster box_base_cluster(const BoxMeasurements& m, const std::vector<int>& gpus);
 
+// The NCCL samples as fit points; InputError for a sample with wrong results.
 std::vector<Point> nccl_points(const BoxMeasurements& m);
 
 struct DeviceFit {
@@ -67,8 +77,13 @@ struct BoxFit {
 BoxFit fit_box(const BoxMeasurements& m, const std::optional<ScenarioShapes>& scenario = std::nullopt);
 
 // The files (box_profile_writer.cpp, box_cluster_writer.cpp, box_report.cpp).
-std::string device_profile_yaml(const BoxFit& f);  // format tagcsim-device-profile/1 (compute-fidelity)
-std::string cluster_yaml(const BoxFit& f);         // `cluster:` map, loads through topologies::load_cluster
+// The device kernel profile (format tagcsim-device-profile/1, read by sim/kernel_profile.hpp).
+std::string device_profile_yaml(const BoxFit& f);
+// Whether the box measured what a device profile needs (a 16-bit GEMM and a memory sweep).
+bool has_device_profile(const BoxFit& f);
+// The cluster file: `cluster:` as topologies::cluster_yaml writes it, with the fits in comments
+// above. Its gpu.profile names `profile_file` (beside it) when given, else the datasheet roofline.
+std::string box_cluster_yaml(const BoxFit& f, const std::string& profile_file);
 std::string box_report(const BoxFit& f);
 
 // Writes the plan's files under `dir` (the TAGC bench JSON is written by the measuring side).

@@ -4,6 +4,7 @@
 
 #include "common/input.hpp"
 #include "common/json.hpp"
+#include "models/kernel_list.hpp"
 
 #include <fmt/format.h>
 
@@ -47,8 +48,11 @@ double BoxInfo::nvlink_pair_fraction() const {
 }
 
 double AttentionSample::flops() const {
-  const double f = 4 * batch_heads * seq * seq * head_dim * (causal ? 0.5 : 1.0);
-  return direction == "bwd" ? 2.5 * f : f;
+  models::Kernel k;
+  k.kind = models::KernelKind::Attention;
+  k.batch_heads = batch_heads, k.seq = seq, k.head_dim = head_dim, k.causal = causal;
+  k.backward = direction == "bwd";
+  return k.flops();
 }
 
 std::string gpu_slug(const std::string& gpu_name) {

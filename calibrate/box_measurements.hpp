@@ -79,8 +79,7 @@ struct AttentionSample {
   double batch_heads = 0, seq = 0, head_dim = 0;
   double seconds = 0;
   std::string origin;
-  // Flash-attention FLOP convention (models/units.cpp): 4 bh s^2 d forward, halved when causal, 2.5x backward.
-  double flops() const;
+  double flops() const;  // as models::Kernel counts an attention call (the flash-attention convention)
 };
 
 struct MemorySample {

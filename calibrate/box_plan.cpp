@@ -71,11 +71,15 @@ void plan_nccl(BoxPlan& p) {
 void plan_gemms(BoxPlan& p, const BoxPlanOptions& o) {
   std::set<std::tuple<double, double, double, std::string>> seen;
   auto add = [&](double m, double n, double k, const std::string& dtype, const std::string& origin) {
-    if (seen.insert({m, n, k, dtype}).second) p.gemms.push_back({{m, n, k, ""}, dtype, origin});
+    if (!seen.insert({m, n, k, dtype}).second) return;
+    models::Kernel g;
+    g.kind = models::KernelKind::Gemm;
+    g.m = m, g.n = n, g.k = k;
+    p.gemms.push_back({g, dtype, origin});
   };
   const std::vector<std::string> dtypes = {"bf16", "fp16", "tf32"};
   if (o.scenario) {
-    const auto shapes = distinct_gemms(o.scenario->model, o.scenario->units, o.scenario->training);
+    const auto shapes = distinct_gemms(o.scenario->units);
     for (std::size_t i = 0; i < shapes.size(); ++i) {
       const auto& s = shapes[i];
       // --quick: bf16 for every shape, the other dtypes for the largest only.
@@ -106,12 +110,12 @@ void plan_gemms(BoxPlan& p, const BoxPlanOptions& o) {
 void plan_attention(BoxPlan& p, const BoxPlanOptions& o) {
   std::vector<double> head_dims = {64, 128};
   if (o.scenario) {
-    const auto& m = o.scenario->model;
-    const auto& t = o.scenario->training;
-    const double seq = t.seq_len > 0 ? t.seq_len : m.seq_len;
-    const double hd = double(m.hidden) / m.heads;
-    p.attention.push_back({double(t.micro_batch) * m.heads, seq, hd, true, "scenario"});
-    head_dims = {hd};
+    head_dims.clear();
+    for (const auto& a : distinct_attention(o.scenario->units)) {
+      p.attention.push_back({a.batch_heads, a.seq, a.head_dim, a.causal, "scenario"});
+      if (std::find(head_dims.begin(), head_dims.end(), a.head_dim) == head_dims.end()) head_dims.push_back(a.head_dim);
+    }
+    if (head_dims.empty()) head_dims = {64, 128};
   }
   // The sequence sweep at a fixed token count (batch x heads x seq = 131072, as flash-attention
   // benchmarks hold batch x seq fixed): the rate's dependence on seq at constant work per token.

@@ -40,7 +40,7 @@ struct NcclSweep {
 };
 
 struct GemmPlan {
-  GemmShape shape;
+  models::Kernel shape;  // a GEMM: m, n, k
   std::string dtype;   // bf16, fp16, tf32
   std::string origin;  // "scenario: ...", "grid: ..."
 };

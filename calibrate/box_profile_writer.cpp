@@ -1,17 +1,24 @@
-// The device kernel profile of a measured box, in the compute-fidelity format
-// (format tagcsim-device-profile/1: docs/compute-model.md and sim/kernel_profile.cpp of that work).
-// Written against that format as it stands; the one place to reconcile once it is on main.
+// The device kernel profile of a measured box, in the format sim/kernel_profile.hpp reads
+// (tagcsim-device-profile/1, docs/compute-model.md): the box's GEMMs, attention, memory sweep,
+// launch floor and host issue cost.
 //
-// What the format cannot hold yet, and where it goes instead:
+// What the format cannot hold, and where it goes instead:
 //   - TF32 GEMMs (the format takes bf16/fp16 points): in the comment block below the header and in
 //     report.txt;
 //   - fp16 next to bf16 of the same shape (the loader rejects a shape measured twice): bf16 only,
 //     fp16 runs at the same tensor-core rate and is in measurements.yaml.
+// Attention: the box runs math-blocked attention (calibrate/box/attention.hpp), written as the
+// `math` kernel; the fused kernels it cannot run (flash2, flash3, cudnn) keep the published curves
+// of the shipped profile of the same GPU, each point with its source, so that a scenario on the
+// box's cluster file times its own attention kernel.
 // The loader's monotonicity rules (attention: time per token does not fall as seq grows; memory:
 // more bytes never take less time) are enforced here by clamping, and each clamp is noted.
 #include "calibrate/box_fit.hpp"
 
+#include "common/input.hpp"
 #include "common/json.hpp"
+#include "sim/kernel_profile.hpp"
+#include "sim/training.hpp"
 
 #include <fmt/format.h>
 
@@ -38,6 +45,13 @@ std::string us(double s) { return fmt::format("{:.4g} us", s * 1e6); }
 std::string tflops(double f) { return fmt::format("{:.6g} TFLOP/s", f / 1e12); }
 
 }  // namespace
+
+bool has_device_profile(const BoxFit& f) {
+  const auto& m = f.measured;
+  const bool gemm = std::any_of(m.gemm.begin(), m.gemm.end(), [](const auto& s) { return s.dtype != "tf32"; });
+  const bool copy = std::any_of(m.memory.begin(), m.memory.end(), [](const auto& s) { return s.kernel == "copy"; });
+  return gemm && copy && !m.box.gpus.empty();
+}
 
 std::string device_profile_yaml(const BoxFit& f) {
   const auto& m = f.measured;
@@ -70,8 +84,9 @@ std::string device_profile_yaml(const BoxFit& f) {
       q(b.driver), q(fmt::format("runtime {} (static), driver supports {}", b.cuda_runtime, b.cuda_driver)),
       q("cuBLASLt " + b.cublaslt), q(b.cudnn + " (not used: attention runs as math-blocked, see notes)"),
       q(fmt::format("{} on GPUs of this box; NCCL {}", m.command, b.nccl)),
-      q("attention: math-blocked (cuBLASLt batched GEMMs + softmax, masked key blocks skipped), not cuDNN's fused "
-        "SDPA (needs cudnn-frontend); host: " + b.host));
+      q("attention: math-blocked (cuBLASLt batched GEMMs + softmax, masked key blocks skipped) as the math kernel, "
+        "not cuDNN's fused SDPA (needs cudnn-frontend); the fused kernels' curves are the shipped profile's " +
+        (f.base.gpu.profile.empty() ? std::string("(none for this GPU)") : f.base.gpu.profile) + "; host: " + b.host));
   out += fmt::format("peak: {{bf16: {}, tf32: {}, fp32: {}, source: {}}}\n", tflops(f.base.gpu.peak_flops_bf16),
                      tflops(f.base.gpu.peak_flops_tf32), tflops(f.base.gpu.peak_flops_fp32), q(f.base.gpu.source));
 
@@ -116,13 +131,35 @@ std::string device_profile_yaml(const BoxFit& f) {
                      ratio_n ? ratio_sum / ratio_n : 0.85,
                      q(ratio_n ? fmt::format("{}: mean backward / forward TFLOP/s over {} sequence lengths", stamp, ratio_n)
                                : "not measured: 0.85 assumed"));
-  out += curves.empty() ? "  curves: []\n" : "  curves:\n";
+  // The fused kernels' curves from the shipped profile of the same GPU (published measurements).
+  const sim::KernelProfile* shipped = nullptr;
+  if (!f.base.gpu.profile.empty()) {
+    try {
+      shipped = &sim::kernel_profile(f.base.gpu.profile);
+    } catch (const InputError&) {
+      shipped = nullptr;  // a damaged shipped profile leaves the box's own curves
+    }
+  }
+  std::string borrowed;
+  if (shipped)
+    for (const auto& c : shipped->attention.curves) {
+      if (c.kernel == models::AttentionKernel::Math) continue;  // the box measured its own
+      borrowed += fmt::format("    - kernel: {}\n      direction: {}\n      causal: {}\n      head_dim: {:g}\n      note: {}\n"
+                              "      points:\n",
+                              models::to_string(c.kernel), c.direction, c.causal ? "true" : "false", c.head_dim,
+                              q(fmt::format("not run on this box: the published curve of {} ({})", shipped->name,
+                                            f.base.gpu.profile)));
+      for (const auto& pt : c.points)
+        borrowed += fmt::format("        - {{seq: {:g}, tflops: {:g}, source: {}}}\n", pt.seq, pt.tflops, q(pt.source));
+    }
+  out += curves.empty() && borrowed.empty() ? "  curves: []\n" : "  curves:\n";
+  out += borrowed;
   for (const auto& [key, c] : curves) {
     const auto& [dir, causal, hd] = key;
     out += fmt::format("    - kernel: math\n      direction: {}\n      causal: {}\n      head_dim: {:g}\n      note: {}\n"
                        "      points:\n",
                        dir, causal ? "true" : "false", hd,
-                       q("math-blocked on cuBLASLt (calibrate/box/attention.cu), flash-attention FLOP convention"));
+                       q("measured on this box: math-blocked attention on cuBLASLt (calibrate/box/attention.hpp), flash-attention FLOP convention"));
     double last_seq = 0, last_rate = 0;
     for (const auto& [seq, s] : c) {
       double rate = s->flops() / s->seconds / 1e12;
@@ -156,10 +193,16 @@ std::string device_profile_yaml(const BoxFit& f) {
   }
   out += fmt::format("launch: {{min_kernel_seconds: {}, source: {}}}\n", us(m.empty_kernel_s),
                      q(stamp + ": an empty kernel launched back to back on one stream, GPU time per launch"));
-  out += fmt::format("host: {{issue_seconds: {}, hook_seconds: 30 us, source: {}}}\n", us(m.issue_s),
-                     q(stamp + ": issue_seconds is the CPU time of one cudaLaunchKernel on this host (eager PyTorch "
-                               "adds its dispatcher on top, not measured here); hook_seconds assumed (no measurement "
-                               "of FSDP's Python hooks)"));
+  // Eager PyTorch issues a kernel in its dispatcher's time plus the launch: the dispatcher's from
+  // pytorch/pytorch#41383 (CPU tensors, so no launch in it), the launch as measured here.
+  const sim::HostCost eager;
+  out += fmt::format("host: {{issue_seconds: {}, hook_seconds: {}, source: {}}}\n", us(eager.kernel_issue_s + m.issue_s),
+                     us(eager.hook_s),
+                     q(fmt::format("{}: issue_seconds = {:.2f} us of cudaLaunchKernel CPU time measured on this host + "
+                                   "{:.1f} us of eager PyTorch dispatch per op with autograd "
+                                   "(launch-cpu-pt41383-scalar-mul-grad, CPU tensors: no launch in it); hook_seconds "
+                                   "assumed as in the shipped profiles (no measurement of FSDP's Python hooks)",
+                                   stamp, m.issue_s * 1e6, eager.kernel_issue_s * 1e6)));
   if (!clamps.empty()) {
     out += "# Clamped to the format's monotonicity rules:\n";
     for (const auto& c : clamps) out += "#   " + c + "\n";

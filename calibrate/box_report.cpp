@@ -41,22 +41,23 @@ std::string box_report(const BoxFit& f) {
                        l.performance_rank);
 
   out += "\n== NCCL (the collective model fitted by calibrate/fit.hpp; error = model / measured time - 1)\n";
-  out += fmt::format("Base: {} ({} GB/s per direction), {}\n", f.base.intra.kind, f.base.intra.bandwidth / 1e9,
-                     f.base.source);
+  out += fmt::format("Base: {} {} ({} GB/s per direction), {}\n", f.base.intra.kind, f.base.intra.name,
+                     f.base.intra.bandwidth / 1e9, f.base.source);
   if (f.nccl) {
-    for (const auto& p : f.nccl->params)
-      out += fmt::format("  {:<32} {:>12}  {}{}\n", p.id.name(), format_param(p.id.param, p.value),
-                         to_string(p.status),
-                         p.status == ParamFit::Status::Fitted ? fmt::format(" (from {})", format_param(p.id.param, p.base))
-                                                              : ": " + p.why);
-    out += fmt::format("  residuals: mean |error| {:.1f}%, max {:.1f}% ({}), {} points; {}\n",
-                       f.nccl->error.mean_abs * 100, f.nccl->error.max_abs * 100, f.nccl->error.worst,
-                       f.nccl->error.points, fmt::format("{} iterations", f.nccl->iterations));
+    out += param_table(*f.nccl, "  ");
+    out += fmt::format("  residuals: median |error| {:.1f}%, max {:.1f}% ({}), {} points; {} iterations\n",
+                       f.nccl->error.median_abs * 100, f.nccl->error.max_abs * 100, f.nccl->error.worst,
+                       f.nccl->error.points, f.nccl->iterations);
+    out += "  by size: " + band_line(f.nccl->points) + "\n";
     out += residual_table(f.nccl->points, "  ");
   } else {
     out += "  skipped: " + f.nccl_skipped + "\n";
   }
 
+  out += has_device_profile(f)
+             ? "\n== Device profile: the measured kernels below, for the simulator to interpolate (the cluster file names it)\n"
+             : "\n== Device profile: not written (no 16-bit GEMM or no copy sweep measured); the cluster file uses the "
+               "datasheet roofline with the efficiencies below\n";
   const auto& gpu = f.base.gpu;
   out += fmt::format("\n== GEMMs (cuBLASLt; peak bf16 {:.1f}, TF32 {:.1f} TFLOP/s: {})\n", gpu.peak_flops_bf16 / 1e12,
                      gpu.peak_flops_tf32 / 1e12, gpu.source);
@@ -118,14 +119,25 @@ void check_writable_dir(const std::string& dir, const std::string& flag) {
   std::filesystem::remove(probe, ec);
 }
 
+namespace {
+std::string profile_file(const BoxPlan& plan) {
+  for (const auto& file : plan.files)
+    if (file.name.rfind("device-", 0) == 0) return file.name;
+  return {};
+}
+}  // namespace
+
 void write_box_files(const BoxFit& f, const BoxPlan& plan, const std::string& dir) {
   check_writable_dir(dir, "--out");
   auto path = [&](const std::string& name) { return (std::filesystem::path(dir) / name).string(); };
   for (const auto& file : plan.files) {
     const auto& n = file.name;
     if (n == "measurements.yaml") write_file(path(n), measurements_yaml(f.measured), "--out");
-    else if (n.rfind("device-", 0) == 0) write_file(path(n), device_profile_yaml(f), "--out");
-    else if (n.rfind("cluster-", 0) == 0) write_file(path(n), cluster_yaml(f), "--out");
+    else if (n.rfind("device-", 0) == 0) {
+      if (has_device_profile(f)) write_file(path(n), device_profile_yaml(f), "--out");
+    } else if (n.rfind("cluster-", 0) == 0) {
+      write_file(path(n), box_cluster_yaml(f, has_device_profile(f) ? profile_file(plan) : ""), "--out");
+    }
     else if (n == "report.txt") write_file(path(n), box_report(f), "--out");
   }
 }

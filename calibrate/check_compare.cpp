@@ -166,6 +166,10 @@ std::string measured_trace(const sim::StepResult& predicted, const MeasuredRun& 
   return sim::chrome_trace(r, title);
 }
 
+void check_runnable(const sim::StepSetup& setup) {
+  for (const auto& u : setup.units) (void)kernels_of(u);
+}
+
 void check_fits_box(const sim::StepSetup& setup, int box_gpus, const std::string& scenario) {
   const auto& c = setup.cluster;
   if (c.nodes > 1 || c.gpus_per_node > box_gpus)
@@ -196,24 +200,33 @@ std::string check_plan_text(const sim::StepSetup& setup, const std::vector<sim::
   out += "Execution: one thread per GPU walks the schedule in issue order; each task runs on the CUDA stream of its "
          "sim::Stream, after CUDA events of the tasks it waits for; the host blocks where FSDP synchronizes "
          "(rate limiter) and spins for the modelled host time (hooks, kernel issue); collectives are NCCL calls on one "
-         "communicator per stream; compute tasks run the unit's GEMMs (cuBLASLt), its attention and its element-wise "
-         "traffic; compression kernels run TAGC's CUDA kernels. 1 warm-up step, then 3 measured.\n";
+         "communicator per stream; compute tasks run the unit's kernel list (models/kernel_list.hpp): its GEMMs "
+         "(cuBLASLt), its attention (math-blocked) and each memory-bound kernel's bytes; FSDP's copies and the "
+         "optimizer the bytes their modelled time implies; compression kernels run TAGC's CUDA kernels. 1 warm-up "
+         "step, then 3 measured.\n";
 
   // The unit kernels, by distinct unit shape.
   out += "\nCompute per unit (GEMM m x n x k; attention batch x heads, seq, head_dim):\n";
   std::set<std::string> shown;
   for (const auto& u : setup.units) {
-    const auto w = unit_work(setup.model, u, setup.training);
+    if (!u.kernels) {
+      out += fmt::format("  {}: no kernel list (the simulator times it from its FLOPs); the check cannot run it\n",
+                         u.name);
+      continue;
+    }
+    const auto w = unit_work(u);
     std::string key = models::to_string(u.kind);
     std::string line;
-    for (const auto& g : w.forward) line += fmt::format(" {:g}x{:g}x{:g}", g.m, g.n, g.k);
+    for (const auto& g : w.forward.gemms) line += fmt::format(" {:g}x{:g}x{:g}", g.m, g.n, g.k);
     if (!shown.insert(key + line).second) continue;
-    out += fmt::format("  {} ({}): forward{}; backward {} GEMMs{}{}; element-wise {} fwd / {} bwd\n", u.name, key,
-                       line.empty() ? " none" : line, w.backward.size(),
-                       w.attention ? fmt::format("; attention {:g} x {:g} x {:g}", w.attention->batch_heads,
-                                                 w.attention->seq, w.attention->head_dim)
-                                   : "",
-                       w.recompute ? " (recompute)" : "", bytes_text(w.forward_bytes), bytes_text(w.backward_bytes));
+    std::string attention;
+    for (const auto& a : w.forward.attention)
+      attention += fmt::format("; attention {:g} x {:g} x {:g}", a.batch_heads, a.seq, a.head_dim);
+    out += fmt::format("  {} ({}): forward{}; backward {} GEMMs{}{}; memory-bound {} kernels {} fwd / {} kernels {} "
+                       "bwd\n",
+                       u.name, key, line.empty() ? " none" : line, w.backward.gemms.size(), attention,
+                       w.recompute ? " (recompute)" : "", w.forward.memory_bytes.size(), bytes_text(w.forward.bytes()),
+                       w.backward.memory_bytes.size(), bytes_text(w.backward.bytes()));
   }
   for (const auto& p : predicted) {
     const auto& s = p.schedule;

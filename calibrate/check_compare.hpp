@@ -69,6 +69,9 @@ std::string measured_trace(const sim::StepResult& predicted, const MeasuredRun& 
 // than the box lends. InputError naming both sizes and the way out (--cluster <box cluster file>).
 void check_fits_box(const sim::StepSetup& setup, int box_gpus, const std::string& scenario);
 
+// The executor runs each unit's kernel list: InputError naming a unit that has none.
+void check_runnable(const sim::StepSetup& setup);
+
 // --dry-run: for each policy, the schedule (tasks per stream and category), the collectives and
 // kernel shapes it would run, and the files it would write.
 std::string check_plan_text(const sim::StepSetup& setup, const std::vector<sim::StepResult>& predicted,

@@ -1,52 +1,40 @@
-// The kernels one FSDP unit runs, with their shapes: what `calibrate box` measures for a
-// scenario and what `calibrate check` runs for each compute task.
-//
-// Per micro-batch of T = micro_batch x seq tokens, every nn.Linear in -> out is a forward GEMM
-// (m, n, k) = (T, out, in) and, backward, a grad-input GEMM (T, in, out) and a grad-weight GEMM
-// (in, out, T). The attention core is one call per pass over micro_batch x heads sequences.
-// Element-wise work is the unit's memory traffic (models/units.cpp counts it). The FLOPs add up
-// to the unit's (tests/test_calibrate_box.cpp checks it), so measuring these shapes measures
-// what the simulator's compute model predicts.
-//
-// (The compute-fidelity work adds models/kernel_list.hpp with the same lists; once both are on
-// main this file becomes a thin adapter of it.)
+// The kernels of one FSDP unit as `calibrate box` measures them and `calibrate check` runs them:
+// an adapter over the unit's kernel lists (models/kernel_list.hpp), the same lists the simulator
+// times (sim/compute.hpp). Nothing here models a kernel: the GEMM shapes, the attention calls and
+// the memory-bound kernels' bytes are read off those lists, so what the box measures and what the
+// check runs is what the simulator predicts, kernel for kernel.
 #pragma once
 
+#include "models/kernel_list.hpp"
 #include "models/model.hpp"
-#include "sim/training.hpp"
 
-#include <optional>
 #include <string>
 #include <vector>
 
 namespace tagcsim::calibrate {
 
-struct GemmShape {
-  double m = 0, n = 0, k = 0;  // C[m x n] = A[m x k] B[k x n]
-  std::string op;              // "attn.qkv fwd", "mlp.down wgrad"
-  double flops() const { return 2 * m * n * k; }
-};
-
-struct AttentionShape {
-  double batch_heads = 0;  // micro_batch x query heads
-  double seq = 0, head_dim = 0;
-  int kv_heads = 0;
-  bool causal = true;
+// One pass of a unit, split by kernel kind, in the order the pass runs them.
+struct PassWork {
+  std::vector<models::Kernel> gemms;       // C[m x n] = A[m x k] B[k x n]
+  std::vector<models::Kernel> attention;   // flash-attention calls (backward's recompute forward included)
+  std::vector<double> memory_bytes;        // one entry per memory-bound kernel: its bytes read + written
+  double bytes() const;                    // all memory-bound kernels together
 };
 
 struct UnitWork {
-  std::vector<GemmShape> forward;   // forward GEMMs
-  std::vector<GemmShape> backward;  // recompute (under checkpointing) then grad-input and grad-weight GEMMs
-  std::optional<AttentionShape> attention;  // forward and backward core, on this unit
-  bool recompute = false;           // the backward runs the forward (and its attention) again
-  double forward_bytes = 0;         // element-wise traffic (reads + writes)
-  double backward_bytes = 0;
+  PassWork forward, backward;  // backward: under checkpointing, the forward's kernels again first
+  bool recompute = false;
 };
 
-UnitWork unit_work(const models::TransformerConfig& model, const models::FsdpUnit& unit, const sim::Training& t);
+// InputError for a unit without kernel lists: units built by hand, and the units of wrap:
+// torchtitan, which models::fsdp_units gives none (the simulator times them from their FLOPs).
+const models::UnitKernels& kernels_of(const models::FsdpUnit& unit);
+UnitWork unit_work(const models::FsdpUnit& unit);
 
-// Every distinct (m, n, k) of a model's units, in first-seen order (forward, then backward).
-std::vector<GemmShape> distinct_gemms(const models::TransformerConfig& model,
-                                      const std::vector<models::FsdpUnit>& units, const sim::Training& t);
+// Every distinct GEMM (m, n, k) of the units, in first-seen order (each unit forward, then
+// backward); units without kernel lists add none.
+std::vector<models::Kernel> distinct_gemms(const std::vector<models::FsdpUnit>& units);
+// Every distinct attention shape (batch x heads, seq, head_dim, causal), forward calls, first-seen order.
+std::vector<models::Kernel> distinct_attention(const std::vector<models::FsdpUnit>& units);
 
 }  // namespace tagcsim::calibrate

@@ -3,11 +3,16 @@
 // the presets cite.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "topologies/cluster.hpp"
+#include "topologies/cluster_yaml.hpp"
 
 using namespace tagcsim::topologies;
 using doctest::Approx;
@@ -424,4 +429,41 @@ TEST_CASE("nccl: pins like NCCL_ALGO / NCCL_PROTO, and an unknown algorithm or p
   CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nccl: {algorithm: ring}\n"),
                        Contains("t.yaml:3: cluster.nccl.algorithm: unknown key; expected one of: algo, proto, channels, source"),
                        InputError);
+}
+
+TEST_CASE("cluster_yaml: every preset written back loads as the same cluster, key for key") {
+  for (const auto& name : preset_names()) {
+    CAPTURE(name);
+    auto c = preset(name);
+    c.nccl.algos = NcclPins::Ring | NcclPins::Tree;  // the pins too
+    c.nccl.protos = NcclPins::Simple;
+    const std::string text = cluster_yaml(c);
+    const Cluster again = load(text);
+    CHECK(cluster_yaml(again) == text);
+    CHECK(again.gpu.sm == c.gpu.sm);
+    CHECK(again.intra.name == c.intra.name);
+    CHECK(again.intra.nvls_efficiency == c.intra.nvls_efficiency);
+    CHECK(again.nics.transport.name == c.nics.transport.name);
+    CHECK(again.nics.transport.latency == c.nics.transport.latency);
+    CHECK(again.nics.rails == c.nics.rails);
+    CHECK(again.fabric.rail_optimized == c.fabric.rail_optimized);
+    CHECK(again.collectives.host_launch_per_channel == c.collectives.host_launch_per_channel);
+    CHECK(again.collectives.nvls_depth == c.collectives.nvls_depth);
+    CHECK(again.nccl.algos == c.nccl.algos);
+  }
+}
+
+TEST_CASE("gpu.profile: a path is taken beside the file that names it when the profile is there") {
+  const auto dir = std::filesystem::temp_directory_path() / ("tagcsim-profile-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "box");
+  std::ofstream(dir / "box" / "device-x.yaml") << "format: tagcsim-device-profile/1\n";
+  std::ofstream(dir / "box" / "c.yaml") << "cluster: {preset: dgx-h100-ib400, gpu: {profile: device-x.yaml}}\n";
+  const auto c = load_cluster(Input::load_file((dir / "box" / "c.yaml").string())["cluster"]);
+  CHECK(c.gpu.profile == (dir / "box" / "device-x.yaml").string());
+  // Not there: as given (relative to where tagcsim runs); a name: a shipped profile.
+  std::ofstream(dir / "box" / "d.yaml") << "cluster: {preset: dgx-h100-ib400, gpu: {profile: elsewhere/p.yaml}}\n";
+  CHECK(load_cluster(Input::load_file((dir / "box" / "d.yaml").string())["cluster"]).gpu.profile == "elsewhere/p.yaml");
+  std::ofstream(dir / "box" / "e.yaml") << "cluster: {preset: dgx-h100-ib400, gpu: {profile: device-a100-80gb}}\n";
+  CHECK(load_cluster(Input::load_file((dir / "box" / "e.yaml").string())["cluster"]).gpu.profile == "device-a100-80gb");
+  std::filesystem::remove_all(dir);
 }

@@ -26,6 +26,25 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// A relative path written in a YAML file, as seen from the file that names it.
+std::filesystem::path beside(const Input& v, const std::string& name) {
+  std::filesystem::path path(name);
+  if (path.is_relative() && std::filesystem::exists(v.file()))
+    path = std::filesystem::path(v.file()).parent_path() / path;
+  return path;
+}
+
+// `gpu.profile`: a shipped profile's name, or a path. A relative path is taken beside the file
+// that names it when the profile is there (a box's cluster file names the profile written next to
+// it), else as given.
+std::string profile_ref(const Input& v) {
+  const std::string ref = v.as_string();
+  const bool is_path = ref.find('/') != std::string::npos || (ref.size() > 5 && ref.substr(ref.size() - 5) == ".yaml");
+  if (!is_path) return ref;
+  const auto there = beside(v, ref);
+  return std::filesystem::exists(there) ? there.lexically_normal().string() : ref;
+}
+
 bool in_unit_interval(double x) { return x > 0 && x <= 1; }
 std::string fraction_msg(double x) { return fmt::format("expected an efficiency in (0, 1], got {:g}", x); }
 
@@ -200,7 +219,7 @@ DeviceProfile Reader::device(const Input& in, const DeviceProfile& base, bool ha
     if (cc < 6 || cc >= 13) v.fail(fmt::format("expected a CUDA compute capability such as 8.0 or 9.0, got {:g}", cc));
     d.sm = int(std::lround(cc * 10));
   });
-  field("profile", [&](const Input& v) { d.profile = v.as_string(); });
+  field("profile", [&](const Input& v) { d.profile = profile_ref(v); });
   bool own_source = in.has("source");
   field("source", [&](const Input& v) { d.source = v.as_string(); });
   if (d.name.empty()) d.name = "custom";
@@ -218,9 +237,7 @@ DeviceProfile Reader::device(const Input& in, const DeviceProfile& base, bool ha
 Cluster load_cluster_file(const Input& v) {
   static thread_local int depth = 0;
   const std::string name = v.as_string();
-  std::filesystem::path path(name);
-  if (path.is_relative() && std::filesystem::exists(v.file()))
-    path = std::filesystem::path(v.file()).parent_path() / path;
+  const auto path = beside(v, name);
   if (!std::filesystem::exists(path))
     v.fail(fmt::format("no such cluster file '{}' (looked for {})", name, path.string()));
   if (depth >= 8) v.fail("cluster files name each other more than 8 deep (a cycle?)");

@@ -8,11 +8,14 @@
 //   - a GPU task: the host first reaches its issue point (the syncs before it, and issue_delay of
 //     host time), then enqueues it on the CUDA stream of its sim::Stream after cudaStreamWaitEvent
 //     on the tasks it waits for on other streams, between two CUDA events that time it.
-// What a task runs: forward/backward the unit's GEMMs (cuBLASLt, in the parameters' dtype), its
-// attention (math-blocked, calibrate/box/attention.hpp) and its element-wise bytes; the
-// optimizer, FSDP's copies and casts the bytes their modelled time implies; collectives the NCCL
-// call of each phase, `count` times, on one communicator per stream (a process group each);
-// compression kernels TAGC's CUDA kernels (kernels/tagc.hpp) on the compute stream.
+// What a task runs: forward/backward the unit's kernel list (models/kernel_list.hpp, the list the
+// simulator times) in order: each GEMM through cuBLASLt in the parameters' dtype, each attention
+// call math-blocked (calibrate/box/attention.hpp), each memory-bound kernel as one streaming
+// kernel of its bytes; the optimizer, FSDP's copies and casts the bytes their modelled time
+// implies at the GPU's streaming rate; collectives the NCCL call of each phase, `count` times, on
+// one communicator per stream (a process group each); compression kernels TAGC's CUDA kernels
+// (kernels/tagc.hpp) on the compute stream. Every stream of the schedule (host, compute, the
+// communicators', FSDP1's post-backward) has its CUDA stream; host tasks run on the thread.
 #include "calibrate/box/attention.hpp"
 #include "calibrate/box/cuda_util.hpp"
 #include "calibrate/box/gemm.hpp"
@@ -24,6 +27,7 @@
 #include "calibrate/unit_work.hpp"
 #include "common/input.hpp"
 #include "kernels/tagc.hpp"
+#include "sim/compute.hpp"
 
 #include <fmt/format.h>
 
@@ -173,9 +177,11 @@ class Rank {
 
  private:
   cudaStream_t stream(sim::Stream s) { return streams_[std::size_t(s)]->get(); }
+  // Bytes/s of a streaming kernel on this GPU, as the simulator times FSDP's copies.
   double hbm_rate() const {
     const auto& g = sh_.setup.cluster.gpu;
-    return g.memory_bandwidth * g.memory_efficiency;
+    const auto* prof = sim::device_kernel_profile(g);
+    return prof ? prof->stream_bandwidth() : g.memory_bandwidth * g.memory_efficiency;
   }
 
   void allocate() {
@@ -184,20 +190,21 @@ class Rank {
     double traffic = 1 << 20, coll = 1 << 20;
     std::size_t tagc = 0;
     for (const auto& u : setup.units) {
-      const auto w = unit_work(setup.model, u, setup.training);
-      for (const auto* list : {&w.forward, &w.backward})
-        for (const auto& g : *list) {
-          a = std::max(a, std::size_t(g.m * g.k));
-          b = std::max(b, std::size_t(g.k * g.n));
-          c = std::max(c, std::size_t(g.m * g.n));
-        }
-      traffic = std::max({traffic, w.forward_bytes, w.backward_bytes});
-      if (w.attention) {
-        const auto& at = *w.attention;
-        const auto key = std::make_tuple(std::size_t(at.batch_heads), std::size_t(at.seq), std::size_t(at.head_dim));
-        if (!attention_.count(key))
-          attention_[key] = std::make_unique<MathAttention>(*gemm_, std::get<0>(key), std::get<1>(key), std::get<2>(key));
-      }
+      const auto& kl = kernels_of(u);
+      for (const auto* list : {&kl.forward, &kl.backward})
+        for (const auto& k : *list) switch (k.kind) {
+            case models::KernelKind::Gemm:
+              a = std::max(a, std::size_t(k.m * k.k));
+              b = std::max(b, std::size_t(k.k * k.n));
+              c = std::max(c, std::size_t(k.m * k.n));
+              break;
+            case models::KernelKind::Attention:
+              if (!attention_.count(key_of(k)))
+                attention_[key_of(k)] = std::make_unique<MathAttention>(*gemm_, std::get<0>(key_of(k)),
+                                                                        std::get<1>(key_of(k)), std::get<2>(key_of(k)));
+              break;
+            case models::KernelKind::Memory: traffic = std::max(traffic, k.bytes); break;
+          }
       if (sim::unit_policy(sh_.policy, u)) tagc = std::max(tagc, std::size_t(u.params));
     }
     for (const auto& t : sh_.s.tasks) {
@@ -239,23 +246,29 @@ class Rank {
     }
   }
 
+  static std::tuple<std::size_t, std::size_t, std::size_t> key_of(const models::Kernel& a) {
+    return {std::size_t(a.batch_heads), std::size_t(a.seq), std::size_t(a.head_dim)};
+  }
+
+  // The unit's kernels of this pass, in the order the simulator times them.
   void compute(const sim::Task& t, cudaStream_t st) {
-    const auto& setup = sh_.setup;
-    const auto w = unit_work(setup.model, setup.units[std::size_t(t.unit)], setup.training);
-    const bool bwd = t.category == sim::Category::Backward;
-    for (const auto& g : bwd ? w.backward : w.forward)
-      gemm_->run({.m = std::size_t(g.m), .n = std::size_t(g.n), .k = std::size_t(g.k), .a = ga_.get(),
-                  .lda = std::size_t(g.m), .b = gb_.get(), .ldb = std::size_t(g.k), .c = gc_.get(),
-                  .ldc = std::size_t(g.m)},
-                 type_, st);
-    if (w.attention) {
-      auto& a = *attention_.at(std::make_tuple(std::size_t(w.attention->batch_heads), std::size_t(w.attention->seq),
-                                               std::size_t(w.attention->head_dim)));
-      if (bwd && w.recompute) a.forward(w.attention->causal, st);
-      bwd ? a.backward(w.attention->causal, st) : a.forward(w.attention->causal, st);
-    }
-    const double bytes = bwd ? w.backward_bytes : w.forward_bytes;
-    if (bytes > 0) kern::traffic(tout_.get(), tin_.get(), bytes, st);
+    const auto& kl = kernels_of(sh_.setup.units[std::size_t(t.unit)]);
+    for (const auto& k : t.category == sim::Category::Backward ? kl.backward : kl.forward) switch (k.kind) {
+        case models::KernelKind::Gemm:
+          gemm_->run({.m = std::size_t(k.m), .n = std::size_t(k.n), .k = std::size_t(k.k), .a = ga_.get(),
+                      .lda = std::size_t(k.m), .b = gb_.get(), .ldb = std::size_t(k.k), .c = gc_.get(),
+                      .ldc = std::size_t(k.m)},
+                     type_, st);
+          break;
+        case models::KernelKind::Attention: {
+          auto& a = *attention_.at(key_of(k));
+          k.backward ? a.backward(k.causal, st) : a.forward(k.causal, st);
+          break;
+        }
+        case models::KernelKind::Memory:
+          if (k.bytes > 0) kern::traffic(tout_.get(), tin_.get(), k.bytes, st);
+          break;
+      }
   }
 
   void collective(const sim::Task& t, cudaStream_t st) {
@@ -369,7 +382,7 @@ MeasuredRun execute(const sim::StepSetup& setup, const sim::Policy& policy, cons
                               "as modelled; the real issue work of this executor comes on top"
                             : "host tasks take only this executor's own issue time (no emulation)",
              "attention runs math-blocked on cuBLASLt (calibrate/box/attention.hpp), not a fused flash kernel",
-             "element-wise work is one memory-bound kernel of the unit's modelled bytes per pass"};
+             "each memory-bound kernel of the units' kernel lists runs as one streaming kernel of its bytes"};
   return m;
 }
 
