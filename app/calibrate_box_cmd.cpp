@@ -9,6 +9,7 @@
 #include "calibrate/profile.hpp"
 #include "common/input.hpp"
 #include "scenarios/scenario.hpp"
+#include "sim/compute.hpp"
 #include "sim/trace.hpp"
 
 #include <fmt/format.h>
@@ -173,7 +174,8 @@ int run_check(const CheckOptions& o) {
     write_text(path("trace-measured-" + label + ".json"),
                measured_trace(predicted[k], runs[k], o.scenario + " " + label + " (measured: " + runs[k].box + ")"));
   }
-  const std::string report = comparison_report(cmp, predicted);
+  const std::string report = "Predicted with: " + sim::compute_model_description(setup.cluster.gpu) + "\n\n" +
+                             comparison_report(cmp, predicted);
   write_text(path("check-report.txt"), report);
   fmt::print("{}\nWritten under {}/: check-report.txt, trace-measured-*.json beside trace-predicted-*.json\n", report,
              o.out);

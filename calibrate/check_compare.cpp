@@ -4,6 +4,7 @@
 #include "calibrate/unit_work.hpp"
 #include "common/input.hpp"
 #include "common/json.hpp"
+#include "sim/compute.hpp"
 #include "sim/trace.hpp"
 
 #include <fmt/format.h>
@@ -189,6 +190,7 @@ std::string check_plan_text(const sim::StepSetup& setup, const std::vector<sim::
                      setup.training.micro_batch,
                      setup.training.seq_len > 0 ? setup.training.seq_len : setup.model.seq_len,
                      setup.training.grad_accumulation, sim::to_string(setup.training.api));
+  out += "Compute model of the prediction: " + sim::compute_model_description(c.gpu) + "\n";
   if (box_gpus <= 0)
     out += fmt::format("Box: no GPU visible here; a run needs one node with {} GPU(s){}\n", c.gpus_per_node,
                        c.nodes > 1 ? fmt::format(" (this scenario has {} nodes: pass --cluster <box cluster file> to "

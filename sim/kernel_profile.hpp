@@ -8,8 +8,8 @@
 //   attention: curves of TFLOP/s by sequence length, per kernel, direction, causality, head dim
 //   memory:    GB/s by bytes moved (small kernels do not reach peak)
 //   launch/host: the shortest kernel, and the CPU time eager PyTorch takes to issue one
-// docs/compute-model.md describes the format and the interpolation; a measurement program
-// (`tagcsim calibrate box`, a later issue) writes the same format.
+// docs/compute-model.md describes the format and the interpolation; `tagcsim calibrate box`
+// writes the same format for the local GPUs (calibrate/box_profile_writer.cpp).
 #pragma once
 
 #include "models/kernel_list.hpp"
