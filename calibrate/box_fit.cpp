@@ -306,10 +306,12 @@ BoxFit fit_box(const BoxMeasurements& m, const std::optional<ScenarioShapes>& sc
     std::vector<Sample> samples;
     for (const auto& p : points) samples.push_back({p, f.base, "this box"});
     f.nccl = fit(samples, box_fit_options());
-    for (auto& p : f.nccl->params)
+    for (auto& p : f.nccl->params) {  // the reasons, in this command's words (it has no --hold or --free)
       if (p.status == ParamFit::Status::Held && p.why.rfind("on request", 0) == 0)
         p.why = "NCCL's own pipeline constant: held at the presets' value, fitted to every published table "
                 "(calibrate/profiles/nccl-model.yaml)";
+      if (auto at = p.why.find(" (--free to fit it)"); at != std::string::npos) p.why.erase(at, 19);
+    }
     f.cluster = with_fit(f.base, *f.nccl);
   }
   fit_gemm(f);

@@ -1,5 +1,7 @@
 #include "common/yaml_writer.hpp"
 
+#include "common/json.hpp"
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -15,17 +17,7 @@ std::string yaml_scalar(const std::string& s) {
   for (auto& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
   for (const char* w : kWords) plain = plain && lower != w;
   plain = plain && !(std::isdigit(static_cast<unsigned char>(s.front())) && s.find_first_not_of("0123456789.e+-") == std::string::npos);
-  if (plain) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
+  return plain ? s : json_string(s);  // a JSON string is a YAML double-quoted scalar
 }
 
 std::string yaml_flag(bool b) { return b ? "true" : "false"; }

@@ -6,6 +6,7 @@
 #include "calibrate/box_fit.hpp"
 #include "calibrate/check_compare.hpp"
 #include "calibrate/check_stages.hpp"
+#include "calibrate/check_walk.hpp"
 #include "calibrate/unit_work.hpp"
 #include "common/input.hpp"
 #include "scenarios/scenario.hpp"
@@ -190,7 +191,8 @@ TEST_CASE("unit_work: the kernel lists' GEMM and attention FLOPs add up to the u
                                       "policies: [fsdp]\n",
                                       c.model, c.training));
     for (const auto& u : s.units) {
-      CAPTURE(c.model);
+      const std::string model = c.model;
+      CAPTURE(model);
       CAPTURE(u.name);
       if (!u.kernels) {  // torchtitan's units: the simulator times them from their FLOPs
         CHECK(s.training.wrap == models::WrapPolicy::Torchtitan);
@@ -425,6 +427,72 @@ TEST_CASE("check: the report compares a synthetic measured step with the predict
   const auto tagc = sim::simulate(setup, sc.points[0].policies[1]);
   CHECK_THROWS_WITH_AS(parse_measured_run(measured_run_json(m, pred.schedule), "measured-fsdp.json", tagc.schedule),
                        doctest::Contains("belongs to another schedule"), InputError);
+}
+
+TEST_CASE("check: the executor's host walk gives back the replay's times on every stream FSDP1 and FSDP2 use") {
+  // The walk the executor runs on the GPUs, on ideal streams with the replay's task durations:
+  // if it issues, waits and spends host time as the simulator does, every task starts when the
+  // replay started it. One node: the replay's collectives have no contention to add.
+  struct Case {
+    const char* training;
+    std::vector<sim::Stream> streams;  // each must carry tasks
+  } cases[] = {
+      // FSDP1: the rate limiter's syncs, backward prefetch, the post-backward stream's casts.
+      {"{micro_batch: 1, seq_len: 128, reduce_dtype: fp32}",
+       {sim::Stream::Host, sim::Stream::Compute, sim::Stream::AllGather, sim::Stream::PostBackward}},
+      // FSDP2, HYBRID_SHARD inside the node, reduce-scatters on their own process group.
+      {"{fsdp: 2, sharding: hybrid_shard, hybrid_shard_gpus: 2, micro_batch: 1, seq_len: 128, "
+       "reduce_scatter_group: separate, grad_accumulation: 2}",
+       {sim::Stream::Host, sim::Stream::Compute, sim::Stream::AllGather, sim::Stream::ReduceScatter,
+        sim::Stream::AllReduce}},
+  };
+  for (const auto& c : cases) {
+    const std::string training = c.training;
+    CAPTURE(training);
+    const std::string yaml = fmt::format(
+        "name: walk\nmodel: {{layers: 3, hidden: 256, heads: 4, kv_heads: 4, ffn: 1024, vocab: 1024, seq_len: 128, "
+        "norm: rmsnorm, gated_mlp: true}}\ncluster: {{preset: dgx-h100-ib400, nodes: 1, gpus_per_node: 4}}\n"
+        "training: {}\npolicies: [fsdp, tagc]\n",
+        c.training);
+    const auto sc = scenarios::parse_scenario(yaml, "walk.yaml");
+    for (const auto& policy : sc.points[0].policies) {
+      CAPTURE(policy.label);
+      const auto pred = sim::simulate(sc.points[0].setup, policy);
+      const auto& tasks = pred.schedule.tasks;
+      std::vector<double> seconds;
+      std::array<int, sim::kStreams> per_stream{};
+      int delayed = 0;
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        seconds.push_back(pred.replay.timings[i].end - pred.replay.timings[i].start);
+        ++per_stream[std::size_t(tasks[i].stream)];
+        delayed += tasks[i].issue_delay > 0;
+      }
+      if (policy.kind == sim::PolicyKind::Fsdp)
+        for (auto st : c.streams) CHECK_MESSAGE(per_stream[std::size_t(st)] > 0, sim::to_string(st));
+      CHECK(delayed > 0);  // tasks issued partway into a host segment
+      const auto walked = emulate_step(pred.schedule, seconds);
+      int off = 0;
+      for (std::size_t i = 0; i < tasks.size(); ++i)
+        if (std::abs(walked[i].start - pred.replay.timings[i].start) > 1e-12 ||
+            std::abs(walked[i].end - pred.replay.timings[i].end) > 1e-12) {
+          if (off++ < 3)
+            CHECK_MESSAGE(false, fmt::format("task {} '{}' on {}: walked {:.9f}-{:.9f}, replayed {:.9f}-{:.9f}", i,
+                                             tasks[i].name, sim::to_string(tasks[i].stream), walked[i].start,
+                                             walked[i].end, pred.replay.timings[i].start, pred.replay.timings[i].end));
+        }
+      CHECK(off == 0);
+    }
+  }
+  // A walk that ignored issue_delay would start the first GPU task at 0: the walk does not.
+  const auto sc = scenarios::parse_scenario(kSmall, "small.yaml");
+  const auto pred = sim::simulate(sc.points[0].setup, sc.points[0].policies[0]);
+  std::vector<double> zero(pred.schedule.tasks.size(), 0.0);
+  const auto walked = emulate_step(pred.schedule, zero);
+  for (std::size_t i = 0; i < pred.schedule.tasks.size(); ++i)
+    if (pred.schedule.tasks[i].stream != sim::Stream::Host && pred.schedule.tasks[i].issued_after.empty()) {
+      CHECK(walked[i].start == rel(pred.schedule.tasks[i].issue_delay));
+      break;
+    }
 }
 
 TEST_CASE("check: every compression-kernel task maps to TAGC stages, and they run on the CPU engine") {

@@ -81,18 +81,7 @@ void MathAttention::backward(bool causal, cudaStream_t s) {
 double time_attention(Gemm& gemm, std::size_t bh, std::size_t seq, std::size_t hd, bool causal, bool backward,
                       int warmup, int iters, cudaStream_t s) {
   MathAttention a(gemm, bh, seq, hd);
-  auto call = [&] { backward ? a.backward(causal, s) : a.forward(causal, s); };
-  for (int i = 0; i < warmup; ++i) call();
-  Event start, stop;
-  std::vector<double> t;
-  for (int i = 0; i < iters; ++i) {
-    start.record(s);
-    call();
-    stop.record(s);
-    BOX_CUDA(cudaEventSynchronize(stop.get()));
-    t.push_back(stop.since(start));
-  }
-  return median(t);
+  return time_median(warmup, iters, s, [&] { backward ? a.backward(causal, s) : a.forward(causal, s); });
 }
 
 }  // namespace tagcsim::calibrate::box

@@ -81,7 +81,23 @@ class Event {
   cudaEvent_t e_ = nullptr;
 };
 
-// Median of timed runs, in seconds; `sorted` gets them sorted when given.
+// Median of timed runs, in seconds.
 double median(std::vector<double> v);
+
+// The median time of `iters` runs of `call` on stream `s` (CUDA events), after `warmup` untimed ones.
+template <class F>
+double time_median(int warmup, int iters, cudaStream_t s, F&& call) {
+  for (int i = 0; i < warmup; ++i) call();
+  Event start, stop;
+  std::vector<double> t;
+  for (int i = 0; i < iters; ++i) {
+    start.record(s);
+    call();
+    stop.record(s);
+    BOX_CUDA(cudaEventSynchronize(stop.get()));
+    t.push_back(stop.since(start));
+  }
+  return median(t);
+}
 
 }  // namespace tagcsim::calibrate::box

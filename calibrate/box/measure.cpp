@@ -45,21 +45,6 @@ std::string gpu_name(int index) {
 
 namespace {
 
-template <class F>
-double time_median(int warmup, int iters, cudaStream_t s, F&& call) {
-  for (int i = 0; i < warmup; ++i) call();
-  Event start, stop;
-  std::vector<double> t;
-  for (int i = 0; i < iters; ++i) {
-    start.record(s);
-    call();
-    stop.record(s);
-    BOX_CUDA(cudaEventSynchronize(stop.get()));
-    t.push_back(stop.since(start));
-  }
-  return median(t);
-}
-
 void run_memory(const BoxPlan& plan, BoxMeasurements& m, const Progress& progress, cudaStream_t s) {
   const double biggest = *std::max_element(plan.memory_sizes.begin(), plan.memory_sizes.end());
   const std::size_t n_max = std::size_t(biggest / 8) + 1024;

@@ -1,7 +1,7 @@
 // `calibrate check`'s executor: the simulator's schedule, run for real.
 //
 // One thread per GPU stands for one FSDP rank (PyTorch's process). Each walks the schedule in its
-// issue order, as the CPU thread of that rank would:
+// issue order, as the CPU thread of that rank would (calibrate/check_walk.hpp, tested on the CPU):
 //   - a host task: block on the GPU tasks it waits for (cudaEventSynchronize: FSDP's
 //     event.synchronize() in the rate limiter), then spin for its modelled host time (hooks,
 //     kernel issue) unless --no-host-emulation;
@@ -24,6 +24,7 @@
 #include "calibrate/box/measure_parts.hpp"
 #include "calibrate/box/runtime.hpp"
 #include "calibrate/check_stages.hpp"
+#include "calibrate/check_walk.hpp"
 #include "calibrate/unit_work.hpp"
 #include "common/input.hpp"
 #include "kernels/tagc.hpp"
@@ -133,43 +134,15 @@ class Rank {
   double step(std::vector<sim::TaskTiming>& out) {
     BOX_CUDA(cudaSetDevice(dev_));
     const auto& tasks = sh_.s.tasks;
-    std::vector<char> synced(tasks.size(), 0);
-    std::vector<sim::TaskTiming> host(tasks.size());
     base_->record(stream(sim::Stream::Compute));
     BOX_CUDA(cudaEventSynchronize(base_->get()));
-    const auto t0 = Clock::now();
-    auto seg_start = t0;
-    auto sync = [&](int d) {
-      if (d < 0 || !is_gpu(tasks[std::size_t(d)]) || synced[std::size_t(d)]) return;
-      BOX_CUDA(cudaEventSynchronize(end_[std::size_t(d)].get()));
-      synced[std::size_t(d)] = 1;
-      seg_start = std::max(seg_start, Clock::now());
-    };
-    auto host_time = [&](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
-    for (std::size_t i = 0; i < tasks.size(); ++i) {
-      const auto& t = tasks[i];
-      if (!is_gpu(t)) {
-        for (int d : t.after) sync(d);
-        if (sh_.o.emulate_host) spin_until(seg_start + host_time(t.seconds));
-        host[i] = {std::chrono::duration<double>(seg_start - t0).count(), seconds_since(t0)};
-        seg_start = Clock::now();
-        continue;
-      }
-      for (int d : t.issued_after) sync(d);
-      if (sh_.o.emulate_host) spin_until(seg_start + host_time(t.issue_delay));
-      const cudaStream_t st = stream(t.stream);
-      for (int d : t.after)
-        if (d >= 0 && is_gpu(tasks[std::size_t(d)]) && tasks[std::size_t(d)].stream != t.stream)
-          BOX_CUDA(cudaStreamWaitEvent(st, end_[std::size_t(d)].get(), 0));
-      start_[i].record(st);
-      run(t, st);
-      end_[i].record(st);
-    }
+    Host host(*this);
+    const auto host_times = walk_host(sh_.s, host, sh_.o.emulate_host);
     BOX_CUDA(cudaDeviceSynchronize());
     out.assign(tasks.size(), {});
     double last = 0;
     for (std::size_t i = 0; i < tasks.size(); ++i) {
-      out[i] = is_gpu(tasks[i]) ? sim::TaskTiming{start_[i].since(*base_), end_[i].since(*base_)} : host[i];
+      out[i] = is_gpu(tasks[i]) ? sim::TaskTiming{start_[i].since(*base_), end_[i].since(*base_)} : host_times[i];
       last = std::max(last, out[i].end);
     }
     return last;
@@ -231,6 +204,37 @@ class Rank {
       stages_ = std::make_unique<StageBuffers>(*engine_, tagc, sh_.setup.shard_size());
     }
     BOX_CUDA(cudaDeviceSynchronize());
+  }
+
+  // The walk's side on this GPU: the host clock, CUDA events to wait on, the task's stream.
+  class Host : public HostSide {
+   public:
+    explicit Host(Rank& r) : r_(r), t0_(Clock::now()) {}
+    double now() override { return seconds_since(t0_); }
+    double wait(int task) override {
+      BOX_CUDA(cudaEventSynchronize(r_.end_[std::size_t(task)].get()));
+      return now();
+    }
+    void spend_until(double t) override {
+      spin_until(t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t)));
+    }
+    void issue(int task) override { r_.issue(task); }
+
+   private:
+    Rank& r_;
+    Clock::time_point t0_;
+  };
+
+  void issue(int i) {
+    const auto& tasks = sh_.s.tasks;
+    const auto& t = tasks[std::size_t(i)];
+    const cudaStream_t st = stream(t.stream);
+    for (int d : t.after)
+      if (d >= 0 && is_gpu(tasks[std::size_t(d)]) && tasks[std::size_t(d)].stream != t.stream)
+        BOX_CUDA(cudaStreamWaitEvent(st, end_[std::size_t(d)].get(), 0));
+    start_[std::size_t(i)].record(st);
+    run(t, st);
+    end_[std::size_t(i)].record(st);
   }
 
   void run(const sim::Task& t, cudaStream_t st) {
