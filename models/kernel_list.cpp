@@ -366,6 +366,17 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
   const auto layer = layer_pieces(b, m);
   std::vector<std::shared_ptr<const UnitKernels>> out;
 
+  if (policy == WrapPolicy::Torchtitan) {
+    // torchtitan's fully_shard layout: the token embedding, each block, then [norm, output].
+    std::vector<Piece> emb = {b.token_embedding()};
+    if (m.learned_positions > 0) emb.push_back(b.position_embedding());
+    out.push_back(assemble(emb, false));
+    const auto plain = assemble(layer, false), recomputed = assemble(layer, true);
+    for (int i = 0; i < m.layers; ++i) out.push_back(checkpointed(shape, i) ? recomputed : plain);
+    out.push_back(assemble({b.head()}, false));
+    return out;
+  }
+
   if (policy == WrapPolicy::Block) {
     std::vector<Piece> root = {b.token_embedding()};
     if (m.learned_positions > 0) root.push_back(b.position_embedding());
