@@ -116,7 +116,7 @@ std::string llm_foundry_scenario(const Input& e) {
       "  framework: composer\n  fsdp: 1\n"
       "  sharding: full_shard\n  micro_batch: {}\n  seq_len: {}\n  grad_accumulation: {}\n  no_sync: false\n"
       "  param_dtype: bf16\n  reduce_dtype: bf16\n  activation_checkpointing: {}\n  limit_all_gathers: true\n"
-      "  backward_prefetch: post\n  attention: flash-triton\n  cross_entropy: fused\n"
+      "  backward_prefetch: post\n  attention: flash-triton\n  cross_entropy: fused\n  logit_metrics: 2\n"
       "policies: [fsdp]\n",
       e["id"].as_string(), setup["model"].as_string(), gpus, seq, setup["micro_batch_size"].as_int(),
       setup["grad_accum"].as_int(), setup["activation_checkpointing"].as_bool() ? "on" : "off", model, seq, seq,
