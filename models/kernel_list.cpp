@@ -9,7 +9,10 @@
 //            GEMM  m = out, n = in,  k = T     (wgrad: the weight's gradient)
 //            bias gradient: a reduction over the tokens, T*out*e bytes
 // Attention core (the out-projection's unit): one flash-attention call forward, one backward
-// (plus its two helper kernels: dO.O row sums and the fp32 dQ cast, T*h*(2e) and T*h*(4+e)).
+// (plus its two helper kernels: dO.O row sums and the fp32 dQ cast, T*h*(2e) and T*h*(4+e); the
+// Triton kernel also zeroes its fp32 dQ accumulator first, 4*T*h).
+// A fused q/k/v Linear (GPT-2, MPT) is split into q, k, v; the split's backward concatenates their
+// gradients: 2e*T*(h + 2kv).
 // SDPA-based kernels (flash2, flash3, cudnn, math) take q/k/v as [b, a, s, d] views and return
 // the output in that layout, so the output is copied back to [b, s, h] (2e*T*h each way); with
 // GQA, eager code repeats K and V to every query head first (torchtitan's repeat_kv: T*(kv + h)*e
@@ -30,6 +33,7 @@
 //   cross-entropy eager fp32 (per T*V): fwd cast e+4, log_softmax 8, nll (small), mean (small);
 //                        bwd zero 4 + scatter (small), log_softmax backward 12, cast 4+e
 //   cross-entropy fused (flash-attn's xentropy, or compiled): fwd e, bwd 2e
+//   training metrics on the logits (impl.logit_metrics, after backward): log_softmax 2e, NLL (small)
 // Under torch.compile each chain of element-wise ops is one kernel that reads its inputs and
 // writes its outputs once: a norm with the residual add before it (fwd 4e, bwd 4e + weight
 // grads 2e), rotary 2e per tensor each way, SwiGLU fwd 3e / bwd 5e, the cross-entropy fused.
@@ -85,9 +89,12 @@ class Builder {
         T_(double(shape.micro_batch) * s_), e_(shape.activation_bytes) {}
 
   // --- the pieces of a block, as units.cpp cuts them ---
-  Piece qkv_fused() {  // GPT-2 / MPT: ln_1 and one Linear h -> h + 2kv
+  Piece qkv_fused() {  // GPT-2 / MPT: ln_1 and one Linear h -> h + 2kv, split into q, k, v
     Piece p;
     norm(p, "ln_1");
+    const double width = double(m_.hidden + 2 * detail::kv_dim(m_));
+    // The split's backward concatenates dq, dk, dv into the Linear's output gradient.
+    mem(p.bwd, "attn.qkv split bwd", 2 * e_ * T_ * width);
     linear(p, "attn.qkv", m_.hidden, m_.hidden + 2 * detail::kv_dim(m_));
     return p;
   }
@@ -190,6 +197,12 @@ class Builder {
       mem(p.bwd, "nll_loss bwd scatter", 16 * T_);
       mem(p.bwd, "log_softmax bwd", 12 * TV);
       mem(p.bwd, "logits grad to bf16", (4 + e_) * TV);
+    }
+    // Training metrics on the logits, after the micro-batch's backward under no_grad: each an eager
+    // cross-entropy (log_softmax over the 16-bit logits, written out, then the NLL sum).
+    for (int i = 0; i < impl_.logit_metrics; ++i) {
+      mem(p.bwd, "metric log_softmax", 2 * e_ * TV);
+      mem(p.bwd, "metric nll", 16 * T_);
     }
     return p;
   }
@@ -303,6 +316,8 @@ class Builder {
     if (sdpa) mem(p.fwd, "attention out transpose", 2 * e_ * T_ * h());
     if (sdpa) mem(p.bwd, "attention grad transpose", 2 * e_ * T_ * h());
     if (impl_.attention != AttentionKernel::Math) {
+      // flash_attn_triton.py zeroes its fp32 dQ accumulator (the autotuner's init_to_zero('DQ') hook).
+      if (impl_.attention == AttentionKernel::FlashTriton) mem(p.bwd, "attention bwd dQ zero", 4 * T_ * h());
       mem(p.bwd, "attention bwd dO.O", 2 * e_ * T_ * h());
       mem(p.bwd, "attention bwd dQ cast", (4 + e_) * T_ * h());
     }
@@ -365,6 +380,17 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
   Builder b(m, shape);
   const auto layer = layer_pieces(b, m);
   std::vector<std::shared_ptr<const UnitKernels>> out;
+
+  if (policy == WrapPolicy::Torchtitan) {
+    // torchtitan's fully_shard layout: the token embedding, each block, then [norm, output].
+    std::vector<Piece> emb = {b.token_embedding()};
+    if (m.learned_positions > 0) emb.push_back(b.position_embedding());
+    out.push_back(assemble(emb, false));
+    const auto plain = assemble(layer, false), recomputed = assemble(layer, true);
+    for (int i = 0; i < m.layers; ++i) out.push_back(checkpointed(shape, i) ? recomputed : plain);
+    out.push_back(assemble({b.head()}, false));
+    return out;
+  }
 
   if (policy == WrapPolicy::Block) {
     std::vector<Piece> root = {b.token_embedding()};

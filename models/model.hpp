@@ -99,6 +99,7 @@ struct Implementation {
   AttentionKernel attention = AttentionKernel::Flash2;
   bool compiled = false;             // torch.compile: each chain of element-wise ops is one kernel
   bool fused_cross_entropy = false;  // one-kernel cross-entropy (flash-attn's xentropy) instead of eager fp32
+  int logit_metrics = 0;             // training metrics computed from the logits after each micro-batch (eager, no grad)
   double checkpoint_fraction = 1;    // of the blocks, under activation checkpointing (1: every block)
 };
 

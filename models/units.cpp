@@ -322,6 +322,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
     out.u.norm_params += norm;
     units.push_back(finish(std::move(out)));
     for (auto& u : units) u.gemm_width = m.hidden;
+    attach_kernels(units, m, policy, shape);
     return units;
   }
 

@@ -104,6 +104,8 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   k.put("attention", models::to_string(t.impl.attention), "the attention kernel");
   k.put("compile", yaml_flag(t.impl.compiled), "torch.compile: element-wise chains fused");
   k.put("cross_entropy", t.impl.fused_cross_entropy ? "fused" : "fp32");
+  if (t.impl.logit_metrics > 0)
+    k.put("logit_metrics", yaml_number(t.impl.logit_metrics), "training metrics computed from the logits per micro-batch");
   k.put("tf32", yaml_flag(t.tf32));
   if (t.api == sim::Api::Fsdp1) {
     k.put("limit_all_gathers", yaml_flag(t.limit_all_gathers));

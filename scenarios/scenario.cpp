@@ -23,7 +23,7 @@ const std::vector<std::string> kTrainingKeys = {
     "no_sync",           "param_dtype",   "reduce_dtype", "activation_checkpointing",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
-    "attention",         "compile",       "cross_entropy"};
+    "attention",         "compile",       "cross_entropy", "logit_metrics"};
 
 // The keys of each block, to tell a user whose key slipped out of its block where it belongs.
 // (The blocks' loaders own the real lists; a key missing here only loses that hint.)
@@ -359,6 +359,9 @@ sim::Training load_training(const Input& in) {
   if (auto v = in.find("compile")) t.impl.compiled = v->as_bool();
   if (auto v = in.find("cross_entropy"))
     t.impl.fused_cross_entropy = v->as_choice({"fp32", "fused"}) == "fused";
+  // Metrics the training loop computes from the logits after each micro-batch (LLM Foundry's
+  // ComposerModel: language cross-entropy and perplexity, evaluated by Composer every micro-batch).
+  if (auto v = in.find("logit_metrics")) t.impl.logit_metrics = v->as_int_between(0, 16);
   if (auto v = in.find("tf32")) t.tf32 = v->as_bool();
   if (auto v = in.find("limit_all_gathers")) {
     if (v->is_scalar() && v->raw().Scalar().find_first_not_of("0123456789") == std::string::npos)

@@ -90,42 +90,97 @@ std::string ValidationRow::size_bucket() const {
   return ">50B";
 }
 
-// LLM Foundry's benchmark runs (scripts/train/benchmarking, the A100 40GB table, May 2023):
+// LLM Foundry's benchmark runs (scripts/train/benchmarking/README.md: the A100 40GB table of May
+// 2023, the A100 80GB table of Oct 2023, the H100 large-scale table of Jan 2024):
 // MosaicGPT/MPT with learned positions and biases (the published parameter counts include both),
-// Composer FSDP FULL_SHARD with PURE bf16 mixed precision (params and reduce in bf16),
-// limit_all_gathers, backward prefetch BACKWARD_POST, a reduce-scatter every micro-batch
-// (Composer does not use no_sync under FSDP), activation checkpointing as the row says;
-// MosaicML's Triton flash attention (attn_impl: triton, the benchmark script's default then),
-// flash-attn's fused cross-entropy (loss_fn: fused_crossentropy), low-precision LayerNorm;
-// 8 A100 40GB per node with 1600 Gb/s RoCE (8 x 200 Gb/s, the DGX A100 preset's NICs) per node.
+// Composer FSDP1 as the row says: FULL_SHARD or SHARD_GRAD_OP; PURE mixed precision (params and
+// reduce in bf16) or DEFAULT (params bf16, reduce fp32); limit_all_gathers; backward prefetch
+// BACKWARD_POST (Composer's default) unless the entry names another; a reduce-scatter every
+// micro-batch (Composer does not use no_sync under FSDP); activation checkpointing as the row says.
+// Kernels: the attention the benchmark scripts of the time ran (attn_impl triton: Tri Dao's Triton
+// FlashAttention; flash: FlashAttention-2), flash-attn's fused cross-entropy (loss_fn:
+// fused_crossentropy), low-precision LayerNorm, and the two training metrics (cross-entropy and
+// perplexity) Composer evaluates on the logits every micro-batch. Cluster: 8 GPUs per node; A100
+// nodes with 1600 Gb/s RoCE (8 x 200 Gb/s, the DGX A100 preset's NICs, as the tables say); H100
+// nodes as DGX H100 (8 x 400 Gb/s; the table does not say).
 std::string llm_foundry_scenario(const Input& e) {
   const Input setup = e["setup"], hw = e["hardware"], dims = e["setup"]["model_dims"];
   const auto model = lower(setup["model"].as_string());  // "mpt-7b"
   const int seq = setup["seq_len"].as_int_between(1, 1 << 24);
   const int gpus = hw["num_gpus"].as_int_between(1, 1 << 20), gpn = hw["gpus_per_node"].as_int_between(1, 64);
   if (gpus % gpn != 0) hw["num_gpus"].fail(fmt::format("{} GPUs are not whole nodes of {}", gpus, gpn));
-  if (setup["sharding_strategy"].as_string() != "FULL_SHARD" || setup["fsdp_mixed_precision_mode"].as_string() != "PURE")
-    setup.fail("the LLM Foundry mapping covers FULL_SHARD with PURE mixed precision only");
+  const auto gpu_name = hw["gpu"].as_string();
+  std::string gpu, cluster, gpu_label;
+  if (gpu_name == "NVIDIA A100 40GB") gpu = "a100-40gb", gpu_label = "A100 40GB";
+  else if (gpu_name == "NVIDIA A100 80GB") gpu = "a100-80gb", gpu_label = "A100 80GB";
+  else if (gpu_name == "NVIDIA H100 80GB") gpu = "h100-sxm", gpu_label = "H100 80GB";
+  else hw["gpu"].fail("the LLM Foundry mapping knows NVIDIA A100 40GB, A100 80GB and H100 80GB");
+  cluster = gpu == "h100-sxm" ? "{preset: dgx-h100-ib400" : "{preset: dgx-a100-ib200";
+  const std::string nics = gpu == "h100-sxm" ? "" : ", nics: {transport: roce}";
+  const auto sharding = setup["sharding_strategy"].as_choice({"FULL_SHARD", "SHARD_GRAD_OP"});
+  const auto mp = setup["fsdp_mixed_precision_mode"].as_choice({"PURE", "DEFAULT"});
+  // The attention kernel of the benchmark script of the time: attn_impl triton (also the default
+  // of the May 2023 script, which the A100 40GB entries do not restate) or flash (FlashAttention-2).
+  const auto attn_text = setup["attention"].as_string();
+  std::string attention;
+  if (attn_text.rfind("triton", 0) == 0 || attn_text.find("not restated") != std::string::npos)
+    attention = "flash-triton";
+  else if (attn_text.rfind("flash:", 0) == 0)
+    attention = "flash2";
+  else
+    setup["attention"].fail("expected 'triton...' or 'flash: ...' (the benchmark's attn_impl)");
+  std::string prefetch = "post";
+  if (auto p = setup.find("fsdp_backward_prefetch"))
+    prefetch = p->as_choice({"BACKWARD_PRE", "BACKWARD_POST"}) == "BACKWARD_PRE" ? "pre" : "post";
   std::string text = fmt::format(
       "name: {}\n"
-      "description: \"{} on {}x A100 40GB, LLM Foundry (Composer FSDP), seq {}, micro-batch {} x {}, AC {}\"\n"
+      "description: \"{} on {}x {}, LLM Foundry (Composer FSDP), seq {}, micro-batch {} x {}, AC {}\"\n"
       "model: {{preset: {}, bias: true, learned_positions: {}, seq_len: {}, layers: {}, hidden: {}, heads: {}, "
       "ffn: {}, vocab: {}}}\n"
-      "cluster: {{preset: dgx-a100-ib200, nodes: {}, gpus_per_node: {}, gpu: a100-40gb, nics: {{transport: roce}}}}\n"
+      "cluster: {}, nodes: {}, gpus_per_node: {}, gpu: {}{}}}\n"
       "training:\n"
       "  framework: composer\n  fsdp: 1\n"
-      "  sharding: full_shard\n  micro_batch: {}\n  seq_len: {}\n  grad_accumulation: {}\n  no_sync: false\n"
-      "  param_dtype: bf16\n  reduce_dtype: bf16\n  activation_checkpointing: {}\n  limit_all_gathers: true\n"
-      "  backward_prefetch: post\n  attention: flash-triton\n  cross_entropy: fused\n"
+      "  sharding: {}\n  micro_batch: {}\n  seq_len: {}\n  grad_accumulation: {}\n  no_sync: false\n"
+      "  param_dtype: bf16\n  reduce_dtype: {}\n  activation_checkpointing: {}\n  limit_all_gathers: true\n"
+      "  backward_prefetch: {}\n  attention: {}\n  cross_entropy: fused\n  logit_metrics: 2\n"
       "policies: [fsdp]\n",
-      e["id"].as_string(), setup["model"].as_string(), gpus, seq, setup["micro_batch_size"].as_int(),
+      e["id"].as_string(), setup["model"].as_string(), gpus, gpu_label, seq, setup["micro_batch_size"].as_int(),
       setup["grad_accum"].as_int(), setup["activation_checkpointing"].as_bool() ? "on" : "off", model, seq, seq,
       dims["n_layers"].as_int(), dims["d_model"].as_int(), dims["n_heads"].as_int(),
-      dims["d_model"].as_int() * dims["expansion_ratio"].as_int(), dims["vocab_size"].as_int(), gpus / gpn, gpn,
-      setup["micro_batch_size"].as_int(), seq, setup["grad_accum"].as_int(),
-      setup["activation_checkpointing"].as_bool() ? "true" : "false");
+      dims["d_model"].as_int() * dims["expansion_ratio"].as_int(), dims["vocab_size"].as_int(), cluster, gpus / gpn,
+      gpn, gpu, nics, sharding == "FULL_SHARD" ? "full_shard" : "shard_grad_op", setup["micro_batch_size"].as_int(),
+      seq, setup["grad_accum"].as_int(), mp == "PURE" ? "bf16" : "fp32",
+      setup["activation_checkpointing"].as_bool() ? "true" : "false", prefetch, attention);
   return text;
 }
+
+namespace {
+
+// One LLM Foundry entry as a row: its measurement, and its scenario from the mapping above.
+ValidationRow foundry_row(const Input& e, const std::string& file) {
+  ValidationRow r;
+  r.id = e["id"].as_string();
+  r.source = e["source"]["ref"].as_string();
+  r.framework = "llm-foundry";
+  r.gpu = e["hardware"]["gpu"].as_string();
+  r.model = e["setup"]["model"].as_string();
+  r.seq = leading_int(e["setup"]["seq_len"]);
+  r.gpus = leading_int(e["hardware"]["num_gpus"]);
+  r.measured_tps = e["measured"]["throughput_tokens_per_s_per_gpu"].as_positive();
+  r.published_mfu = e["measured"]["mfu_pct"].as_double() / 100;
+  r.scenario_file =
+      fmt::format("validation/data/{}:{} (entry {}, mapped by scenarios/validation.cpp)", file, e.line(), r.id);
+  r.scenario = llm_foundry_scenario(e);
+  resolve(r);
+  // The mapping must rebuild the published model exactly.
+  const double published = double(e["setup"]["num_params"].as_int());
+  if (r.params != published)
+    e["setup"]["num_params"].fail(
+        fmt::format("the mapped scenario's model has {:.0f} parameters, the entry {:.0f}", r.params, published));
+  return r;
+}
+
+}  // namespace
 
 std::vector<ValidationRow> validation_rows(const std::string& root) {
   namespace fs = std::filesystem;
@@ -163,32 +218,23 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
     rows.push_back(std::move(r));
   }
 
-  const auto foundry_path = (data / "published_fsdp_llm_foundry_a100_40gb.yaml").string();
-  const Input lf = Input::load_file(foundry_path)["entries"];
-  for (std::size_t i = 0; i < lf.size(); ++i) {
-    const Input e = lf.at(i);
-    if (e["kind"].as_string() != "fsdp") continue;
-    ValidationRow r;
-    r.id = e["id"].as_string();
-    r.source = e["source"]["ref"].as_string();
-    r.framework = "llm-foundry";
-    r.gpu = e["hardware"]["gpu"].as_string();
-    r.model = e["setup"]["model"].as_string();
-    r.seq = leading_int(e["setup"]["seq_len"]);
-    r.gpus = leading_int(e["hardware"]["num_gpus"]);
-    r.measured_tps = e["measured"]["throughput_tokens_per_s_per_gpu"].as_positive();
-    r.published_mfu = e["measured"]["mfu_pct"].as_double() / 100;
-    r.scenario_file = fmt::format("validation/data/published_fsdp_llm_foundry_a100_40gb.yaml:{} (entry {}, mapped by "
-                                  "scenarios/validation.cpp)", e.line(), r.id);
-    r.scenario = llm_foundry_scenario(e);
-    resolve(r);
-    // The mapping must rebuild the published model exactly.
-    const double published = double(e["setup"]["num_params"].as_int());
-    if (r.params != published)
-      e["setup"]["num_params"].fail(fmt::format("the mapped scenario's model has {:.0f} parameters, the entry {:.0f}",
-                                                r.params, published));
-    ids.insert(r.id);
-    rows.push_back(std::move(r));
+  // Every LLM Foundry table: published_fsdp_llm_foundry_<gpu>.yaml, in name order.
+  std::vector<std::string> foundry_files;
+  for (const auto& f : fs::directory_iterator(data)) {
+    const auto name = f.path().filename().string();
+    if (name.rfind("published_fsdp_llm_foundry_", 0) == 0 && f.path().extension() == ".yaml")
+      foundry_files.push_back(name);
+  }
+  std::sort(foundry_files.begin(), foundry_files.end());
+  for (const auto& file : foundry_files) {
+    const Input lf = Input::load_file((data / file).string())["entries"];
+    for (std::size_t i = 0; i < lf.size(); ++i) {
+      const Input e = lf.at(i);
+      if (e["kind"].as_string() != "fsdp") continue;
+      auto r = foundry_row(e, file);
+      if (!ids.insert(r.id).second) e["id"].fail("a second entry with this id");
+      rows.push_back(std::move(r));
+    }
   }
   for (auto& r : rows)
     if (r.family.empty()) resolve(r);

@@ -5,7 +5,8 @@
 // A row's measured values come from validation/data by entry id, never from the scenario. The
 // rows of published_measurements.yaml (fms-fsdp, torchtitan) have a scenario each in
 // scenarios/validation/<id>.yaml; the LLM Foundry rows are turned into scenarios from their
-// entries by a fixed mapping (llm_foundry_scenario, documented in docs/validation.md).
+// entries (every validation/data/published_fsdp_llm_foundry_*.yaml) by a fixed mapping
+// (llm_foundry_scenario, documented in docs/validation.md).
 #pragma once
 
 #include "sim/kernel_profile.hpp"
@@ -42,7 +43,7 @@ struct ValidationRow {
 std::vector<ValidationRow> validation_rows(const std::string& root);
 std::string default_validation_root();
 
-// The scenario of one LLM Foundry entry (MPT on A100 40GB, Composer FSDP): see docs/validation.md.
+// The scenario of one LLM Foundry entry (MPT on A100 40/80GB or H100, Composer FSDP): see docs/validation.md.
 std::string llm_foundry_scenario(const Input& entry);
 
 struct Prediction {

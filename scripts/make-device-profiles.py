@@ -74,7 +74,7 @@ H200_GEMM = H100_GEMM + [gemm_point(f"gemm-h200-tileops-torchbmm-bfloat16-{s}") 
 
 # ----------------------------------------------------------- attention curves
 
-def attention_curves(gpu_prefix, refs, impl_map, direction_override=None, causal_override=None):
+def attention_curves(gpu_prefix, refs, impl_map, direction_override=None, causal_override=None, notes=None):
     """Curves from entries attn-<gpu>-<ref>-<impl>-..., grouped by kernel, direction, causal, head dim."""
     curves = {}
     for eid, e in entries.items():
@@ -99,12 +99,47 @@ def attention_curves(gpu_prefix, refs, impl_map, direction_override=None, causal
     out = []
     for (kernel, direction, causal, hd), pts in sorted(curves.items()):
         pts.sort(key=lambda p: p["seq"])
-        out.append({"kernel": kernel, "direction": direction, "causal": causal, "head_dim": hd, "points": pts})
+        c = {"kernel": kernel, "direction": direction, "causal": causal, "head_dim": hd, "points": pts}
+        if notes and kernel in notes:
+            c["note"] = notes[kernel]
+        out.append(c)
     return out
 
 
-A100_ATTN = attention_curves("attn-a100-k01", {"K01"},
-                             {"fa2": "flash2", "fatriton": "flash-triton", "pytorch": "math"})
+# flash-triton is Tri Dao's Triton FlashAttention (flash_attn/flash_attn_triton.py of flash-attn 1.0.x),
+# which MosaicML's MPT runs as attn_impl: triton. No published A100 measurement of it is known; its
+# docstring (flash-attn v1.0.3.post0) says "Overall Triton forward + backward is slightly slower than
+# CUDA forward + backward", and llm-foundry's TUTORIAL.md says "triton is slightly faster than flash"
+# (FlashAttention-1 CUDA). So K01's FlashAttention-1 bars stand in for it. K01's "FlashAttention Triton"
+# bars are another kernel: OpenAI's triton.ops.flash_attention (benchmarks/benchmark_flash_attention.py
+# imports it), whose head-dim-128 backward Tri Dao's version rewrote to stop register spilling.
+FLASH_TRITON_NOTE = ("FlashAttention-1 (CUDA) bars standing in for Tri Dao's flash_attn_triton.py (MosaicML attn_impl: "
+                     "triton): its docstring (flash-attn 1.0.3.post0) puts Triton fwd+bwd slightly below CUDA, "
+                     "llm-foundry TUTORIAL.md slightly above; K01's Triton bars are OpenAI's triton.ops kernel")
+# At head dim 128 FlashAttention-1's CUDA kernels lose 14% against head dim 64 at 16k (K01: 83 vs 97
+# TFLOP/s causal), the Triton kernels do not (K01's triton.ops: 80 vs 80; the FA3 paper's Triton
+# forward on H100, K03: 378 vs 363). So head dim 128 takes FlashAttention-1's head-dim-64 rate times
+# the Triton lineage's head-dim-128 / head-dim-64 ratio at the same sequence length.
+def triton_hd128_from_fa1(causal):
+    c = "causal" if causal else "noncausal"
+    pts = []
+    for s in (512, 1024, 2048, 4096, 8192, 16384):
+        fa1, t128, t64 = (f"attn-a100-k01-fa1-fwdbwd-{c}-hd64-s{s}", f"attn-a100-k01-fatriton-fwdbwd-{c}-hd128-s{s}",
+                          f"attn-a100-k01-fatriton-fwdbwd-{c}-hd64-s{s}")
+        if not all(i in entries for i in (fa1, t128, t64)):
+            continue
+        pts.append({"seq": s, "tflops": round(tflops(fa1) * tflops(t128) / tflops(t64), 1),
+                    "source": f"model: {fa1} x {t128} / {t64}"})
+    return {"kernel": "flash-triton", "direction": "fwd+bwd", "causal": causal, "head_dim": 128, "points": pts,
+            "note": FLASH_TRITON_NOTE + "; head dim 128: the head-dim-64 rate times the Triton lineage's hd128/hd64 ratio"}
+
+
+A100_ATTN = [c for c in attention_curves("attn-a100-k01", {"K01"},
+                                         {"fa2": "flash2", "fa1": "flash-triton", "pytorch": "math"},
+                                         notes={"flash-triton": FLASH_TRITON_NOTE})
+             if not (c["kernel"] == "flash-triton" and c["head_dim"] == 128)]
+A100_ATTN += [triton_hd128_from_fa1(False), triton_hd128_from_fa1(True)]
+A100_ATTN.sort(key=lambda c: (c["kernel"], c["direction"], c["causal"], c["head_dim"]))
 H100_ATTN = (attention_curves("attn-h100-k02", {"K02"}, {"fa2": "flash2", "pytorch": "math"}) +
              attention_curves("attn-h100-k03", {"K03"}, {"fa2": "flash2", "fa3": "flash3", "cudnn": "cudnn"}) +
              attention_curves("attn-h100-k04", {"K04"}, {"fa2": "flash2", "fa3": "flash3", "cudnn": "cudnn"},
@@ -293,6 +328,8 @@ def emit(p):
         out.append(f"      direction: {c['direction']}")
         out.append(f"      causal: {scalar(c['causal'])}")
         out.append(f"      head_dim: {c['head_dim']}")
+        if "note" in c:
+            out.append(f"      note: {scalar(c['note'])}")
         out.append("      points:")
         out += [f"        - {flow(pt)}" for pt in c["points"]]
     out += ["memory:", "  points:"]

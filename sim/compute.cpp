@@ -123,8 +123,18 @@ UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceP
 
 UnitCompute unit_compute(const StepSetup& setup, int u) {
   const auto& t = setup.training;
-  return unit_compute(setup.units[std::size_t(u)], setup.cluster.gpu, t.param_dtype, t.tf32, t.impl.attention,
-                      host_cost(setup).kernel_issue_s);
+  const auto& unit = setup.units[std::size_t(u)];
+  const double issue = host_cost(setup).kernel_issue_s;
+  UnitCompute c = unit_compute(unit, setup.cluster.gpu, t.param_dtype, t.tf32, t.impl.attention, issue);
+  // FSDP1 hands the module views of its flat parameter (FlatParamHandle._get_unflat_views: split,
+  // then view); autograd's backward of that split concatenates the parameters' gradients into the
+  // flat gradient, one copy of the unit's parameters in their dtype on the compute stream.
+  if (t.api == Api::Fsdp1 && unit.kernels && unit.params > 0) {
+    c.backward_seconds += memory_kernel_seconds(2 * double(unit.params) * bytes_of(t.param_dtype), setup.cluster.gpu);
+    c.backward_kernels += 1;
+    c.backward_issue_seconds += issue;
+  }
+  return c;
 }
 
 double memory_kernel_seconds(double bytes, const topologies::DeviceProfile& gpu) {

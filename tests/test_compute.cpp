@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -206,6 +207,68 @@ TEST_CASE("kernel lists: a Linear's three GEMMs with their real shapes") {
   CHECK(find(root.forward, "logits to fp32").bytes == Approx(6.0 * 2048 * 50368));
   // Every block shares one list: built once per model, not per unit.
   CHECK(units[1].kernels == units[7].kernels);
+}
+
+TEST_CASE("kernel lists: the q/k/v split, the Triton dQ accumulator, metrics on the logits, torchtitan's units") {
+  const auto m = models::preset("mpt-1b");  // hidden 2048, fused q/k/v, vocab 50368
+  models::TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 1024;  // T = 2048 tokens, bf16
+  auto bytes_of = [](const std::vector<models::Kernel>& list, const std::string& op) {
+    double b = 0;
+    int n = 0;
+    for (const auto& k : list)
+      if (k.op == op) b += k.bytes, ++n;
+    return std::make_pair(b, n);
+  };
+  auto units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  // The split's backward concatenates dq, dk, dv (T x 3h bf16) into the fused Linear's gradient:
+  // read and write 2 * 2048 * 6144 * 2 bytes.
+  CHECK(bytes_of(units[1].kernels->backward, "attn.qkv split bwd").first == Approx(2.0 * 2 * 2048 * 6144));
+  CHECK(bytes_of(units[1].kernels->forward, "attn.qkv split bwd").second == 0);
+  // flash2 has no fp32 dQ accumulator to zero; the Triton kernel zeroes T x h fp32 (4 bytes each).
+  CHECK(bytes_of(units[1].kernels->backward, "attention bwd dQ zero").second == 0);
+  shape.impl.attention = models::AttentionKernel::FlashTriton;
+  units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  CHECK(bytes_of(units[1].kernels->backward, "attention bwd dQ zero").first == Approx(4.0 * 2048 * 2048));
+  // Two metrics on the logits (LLM Foundry's cross-entropy and perplexity): each a log_softmax
+  // that reads and writes the T x V bf16 logits, after backward.
+  CHECK(bytes_of(units[0].kernels->backward, "metric log_softmax").second == 0);
+  shape.impl.logit_metrics = 2;
+  units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto metrics = bytes_of(units[0].kernels->backward, "metric log_softmax");
+  CHECK(metrics.second == 2);
+  CHECK(metrics.first == Approx(2 * 2.0 * 2 * 2048 * 50368));
+  // torchtitan's layout has kernel lists too: the embedding, each block, the norm and head.
+  models::TrainingShape tt;
+  tt.seq_len = 1024;
+  const auto llama = models::fsdp_units(models::preset("llama3.1-8b"), models::WrapPolicy::Torchtitan, tt);
+  REQUIRE(llama.size() == 32 + 2);
+  for (const auto& u : llama) CHECK(u.kernels != nullptr);
+  CHECK(bytes_of(llama[0].kernels->forward, "embedding").second == 1);
+  CHECK(std::any_of(llama.back().kernels->forward.begin(), llama.back().kernels->forward.end(),
+                    [](const models::Kernel& k) { return k.op == "lm_head" && k.n == 128256; }));
+  CHECK(llama[1].kernels == llama[32].kernels);
+}
+
+TEST_CASE("FSDP1 concatenates a unit's parameter gradients into its flat gradient, FSDP2 does not") {
+  auto s = scenarios::parse_scenario(
+      "model: mpt-1b\n"
+      "cluster: {preset: dgx-a100-ib200, nodes: 1, gpu: a100-40gb}\n"
+      "training: {fsdp: 1, micro_batch: 2, seq_len: 1024, param_dtype: bf16, reduce_dtype: bf16}\n"
+      "policies: [fsdp]\n",
+      "fsdp1.yaml");
+  const auto& setup = s.points.at(0).setup;
+  const auto& gpu = setup.cluster.gpu;
+  const auto& block = setup.units[1];
+  const auto own = sim::unit_compute(block, gpu, sim::Dtype::BF16, false, setup.training.impl.attention,
+                                     sim::host_cost(setup).kernel_issue_s);
+  const auto with_fsdp = sim::unit_compute(setup, 1);
+  // SplitWithSizesBackward: read and write the unit's parameters in bf16, one kernel.
+  CHECK(with_fsdp.backward_seconds - own.backward_seconds ==
+        Approx(sim::memory_kernel_seconds(2.0 * 2 * double(block.params), gpu)).epsilon(1e-12));
+  CHECK(with_fsdp.backward_kernels == own.backward_kernels + 1);
+  CHECK(with_fsdp.forward_seconds == own.forward_seconds);
 }
 
 TEST_CASE("under activation checkpointing the backward runs the forward's kernels again") {

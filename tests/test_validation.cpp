@@ -33,7 +33,8 @@ const scenarios::ValidationRow& row(const std::string& id) {
 }  // namespace
 
 TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from validation/data") {
-  REQUIRE(rows().size() == 30 + 78);
+  // fms-fsdp and torchtitan 30, LLM Foundry's A100 40GB table 78, A100 80GB 61, H100 large-scale 18.
+  REQUIRE(rows().size() == 30 + 78 + 61 + 18);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -44,8 +45,8 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
     CHECK(r.measured_tps > 0);
     CHECK(r.family != "roofline");  // every row's GPU has a kernel profile
   }
-  CHECK(counted == 106);  // the two float8 rows are listed, not counted
-  CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38"});
+  CHECK(counted == 185);  // the two float8 rows are listed, not counted
+  CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S40"});
   // Values as the data files give them.
   CHECK(row("fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT").measured_tps == 3679);
   CHECK(row("fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT").published_mfu == Approx(0.5092));
@@ -77,8 +78,33 @@ TEST_CASE("the LLM Foundry mapping rebuilds the published model and Composer's F
   CHECK(t.activation_checkpointing);
   CHECK(t.impl.attention == models::AttentionKernel::FlashTriton);
   CHECK(t.impl.fused_cross_entropy);
+  CHECK(t.impl.logit_metrics == 2);  // Composer evaluates LLM Foundry's cross-entropy and perplexity every micro-batch
   CHECK(setup.model.learned_positions == 2048);
   CHECK(setup.model.bias);
+}
+
+TEST_CASE("the LLM Foundry mapping follows each table: GPU, mixed precision, sharding, attention, prefetch") {
+  // A100 80GB, Oct 2023: amp_bf16 with Composer's DEFAULT mixed precision (reduce in fp32), the
+  // Triton attention, BACKWARD_POST; the 70b rows carried over from May 2023 are PURE.
+  const auto s80 = scenarios::parse_scenario(row("fsdp-mpt7b-a100-80gb-8gpu-seq65536-mb1-acT").scenario, "a80");
+  const auto& a80 = s80.points.at(0).setup;
+  CHECK(a80.cluster.gpu.name == "A100-SXM4-80GB");
+  CHECK(a80.training.reduce_dtype == sim::Dtype::FP32);
+  CHECK(a80.training.impl.attention == models::AttentionKernel::FlashTriton);
+  CHECK(a80.training.seq_len == 65536);
+  CHECK(row("fsdp-mpt7b-a100-80gb-8gpu-seq65536-mb1-acT").seq_bucket() == "64k");
+  const auto s70 = scenarios::parse_scenario(row("fsdp-mpt70b-a100-80gb-64gpu-seq2048-mb8-acT").scenario, "a80-70b");
+  CHECK(s70.points.at(0).setup.training.reduce_dtype == sim::Dtype::BF16);
+  // H100, Jan 2024: 128-512 GPUs, FlashAttention-2 (attn_impl flash), BACKWARD_PRE, SHARD_GRAD_OP for 1b/3b.
+  const auto sh = scenarios::parse_scenario(row("fsdp-mpt3b-h100-80gb-256gpu-seq2048-mb8-acF").scenario, "h100");
+  const auto& h = sh.points.at(0).setup;
+  CHECK(h.cluster.gpu.name == "H100-SXM5-80GB");
+  CHECK(h.cluster.gpus() == 256);
+  CHECK(h.training.sharding == sim::Sharding::ShardGradOp);
+  CHECK(h.training.impl.attention == models::AttentionKernel::Flash2);
+  CHECK(h.training.backward_prefetch == sim::BackwardPrefetch::Pre);
+  CHECK(h.training.reduce_dtype == sim::Dtype::FP32);
+  CHECK(row("fsdp-mpt3b-h100-80gb-256gpu-seq2048-mb8-acF").family == "hopper");
 }
 
 TEST_CASE("a scenario that names no data entry is an error") {
