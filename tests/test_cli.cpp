@@ -9,8 +9,12 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
+
+// Per process (ctest runs each case in its own), so that checkouts testing at once do not collide.
+const std::string kTmp = "/tmp/tagcsim_test_" + std::to_string(::getpid()) + "_";
 
 struct Outcome {
   int code = -1;
@@ -30,7 +34,7 @@ Outcome tagcsim(const std::string& args) {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = "/tmp/tagcsim_test_" + name;
+  const std::string path = kTmp + name;
   std::ofstream(path) << text;
   return path;
 }
@@ -232,15 +236,15 @@ TEST_CASE("cli: a zip sweep advances its keys together") {
 
 TEST_CASE("cli: --plot takes a metric, and refuses an extension it cannot write") {
   const auto path = write_temp("plot.yaml", std::string(kSmall) + "sweep:\n  cluster.nodes: [1, 2]\n");
-  const auto jpg = tagcsim("run " + path + " --plot /tmp/tagcsim_test_plot.jpg");
+  const auto jpg = tagcsim("run " + path + " --plot " + kTmp + "plot.jpg");
   CHECK(one_error_line(jpg));
   CHECK(jpg.output.find("expected a file name ending in .png, .svg or .pdf (not .jpg)") != std::string::npos);
-  const auto metric = tagcsim("run " + path + " --plot /tmp/tagcsim_test_plot.svg --plot-metric tokens");
+  const auto metric = tagcsim("run " + path + " --plot " + kTmp + "plot.svg --plot-metric tokens");
   CHECK(one_error_line(metric));
   CHECK(metric.output.find("did you mean 'tokens-per-gpu'?") != std::string::npos);
   // Drawn when gnuplot is there (scripts/install-deps.sh installs it).
   if (std::system("command -v gnuplot > /dev/null 2>&1") == 0) {
-    const std::string svg = "/tmp/tagcsim_test_plot_mfu.svg";
+    const std::string svg = kTmp + "plot_mfu.svg";
     std::remove(svg.c_str());
     const auto o = tagcsim("run " + path + " --plot " + svg + " --plot-metric mfu");
     CHECK(o.code == 0);
@@ -251,18 +255,18 @@ TEST_CASE("cli: --plot takes a metric, and refuses an extension it cannot write"
 TEST_CASE("cli: --trace writes one file per sweep point, named by it, each policy its own process") {
   const auto path = write_temp("trace.yaml", std::string(kSmall) + "policies: [fsdp, tagc-batched]\n"
                                                                    "sweep:\n  cluster.nodes: [1, 2]\n");
-  for (const char* f : {"/tmp/tagcsim_test_step.nodes=1.json", "/tmp/tagcsim_test_step.nodes=2.json",
-                        "/tmp/tagcsim_test_step.1.json"})
-    std::remove(f);
-  const auto o = tagcsim("run " + path + " --trace /tmp/tagcsim_test_step.json");
+  for (const std::string& f : {kTmp + "step.nodes=1.json", kTmp + "step.nodes=2.json",
+                        kTmp + "step.1.json"})
+    std::remove(f.c_str());
+  const auto o = tagcsim("run " + path + " --trace " + kTmp + "step.json");
   CHECK(o.code == 0);
-  for (const char* f : {"/tmp/tagcsim_test_step.nodes=1.json", "/tmp/tagcsim_test_step.nodes=2.json"}) {
+  for (const std::string& f : {kTmp + "step.nodes=1.json", kTmp + "step.nodes=2.json"}) {
     CAPTURE(f);
     const auto trace = read_all(f);
     CHECK(trace.find("\"pid\":0,\"args\":{\"name\":\"fsdp\"}") != std::string::npos);
     CHECK(trace.find("\"pid\":1,\"args\":{\"name\":\"tagc-batched\"}") != std::string::npos);
   }
-  CHECK(read_all("/tmp/tagcsim_test_step.1.json").empty());  // no numbered files
+  CHECK(read_all(kTmp + "step.1.json").empty());  // no numbered files
 }
 
 TEST_CASE("cli: the line of an error in compression settings, and of a misspelt sweep key") {

@@ -6,6 +6,7 @@
 #include "scenarios/scenario.hpp"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -181,7 +182,7 @@ TEST_CASE("mutated scenarios load or stop with one input-error line, and tagcsim
       (results == 0 ? refused : loaded) += 1;
       // Through the CLI as well, but only the small ones: the simulation of a large sweep is slow.
       if (k % 4 != 0 || results > 8) continue;
-      const std::string path = fmt::format("/tmp/tagcsim_fuzz_{}.yaml", k);
+      const std::string path = fmt::format("/tmp/tagcsim_fuzz_{}_{}.yaml", ::getpid(), k);
       std::ofstream(path) << mutant;
       const auto o = tagcsim_run(path);
       ++ran;

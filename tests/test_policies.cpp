@@ -5,6 +5,7 @@
 #include "sim/policy.hpp"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -179,7 +180,7 @@ TEST_CASE("kernel times come from a measured bench of the device family when one
   const auto modelled = kernel_profile_for(h100);
   CHECK(modelled.source.rfind("bandwidth model", 0) == 0);
   // A bench file as kernels/gpu-check.sh names it (here the committed CPU bench, renamed).
-  const std::string dir = "/tmp/tagcsim_test_profiles";
+  const std::string dir = "/tmp/tagcsim_test_profiles_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(TAGCSIM_SOURCE_DIR "/calibrate/profiles/kernels-cpu-amd-epyc-2core.json",
                              dir + "/kernels-cuda-h100-80gb-hbm3.json",

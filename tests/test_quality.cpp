@@ -8,6 +8,7 @@
 #include "kernels/quality.hpp"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -206,7 +207,7 @@ TEST_CASE("bench JSON round trip: what the bench writes, load_profile reads") {
   o.command = "test";
   auto r = run_bench(o);
   CHECK(r.points.size() == 2 * 12);  // 2 sparsify, 3 + 3 index, 2 compress, decode round, estimate
-  const std::string path = "/tmp/tagcsim-test-profile.json";
+  const std::string path = "/tmp/tagcsim-test-profile-" + std::to_string(::getpid()) + ".json";
   { std::ofstream(path) << bench_json(r); }
   auto p = load_profile(path);
   CHECK(p.backend == "cpu");

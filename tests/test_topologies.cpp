@@ -372,7 +372,7 @@ TEST_CASE("transports: a profile by name, by path or inline, and a missing field
                          "overhead: 1 us, efficiency: 0.8, source: test}\n");
   CHECK(e.nics.transport.latency == Approx(3e-6));
   CHECK(e.nics.efficiency == Approx(0.8));
-  const std::string path = "/tmp/tagcsim_test_transport.yaml";
+  const std::string path = "/tmp/tagcsim_test_transport_" + std::to_string(::getpid()) + ".yaml";
   {
     std::FILE* f = std::fopen(path.c_str(), "w");
     std::fputs("# no efficiency\ntransport:\n  name: x\n  kind: efa\n  latency: 20 us\n  overhead: 2 us\n  source: t\n", f);
