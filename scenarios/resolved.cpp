@@ -164,6 +164,7 @@ std::string cluster_yaml(const topologies::Cluster& c, const std::string& key) {
   k.put("name", scalar(c.name));
   k.put("nodes", number(c.nodes));
   k.put("gpus_per_node", number(c.gpus_per_node));
+  k.put("host_cpu", topologies::to_string(c.host_cpu), "NCCL's per-step network cost and LL ceiling depend on it");
   write_device(k.open("gpu"), c.gpu);
   Map in = k.open("intra_node", "the GPUs of one node");
   in.put("kind", c.intra.kind);
@@ -214,7 +215,7 @@ std::string cluster_yaml(const topologies::Cluster& c, const std::string& key) {
   cl.put("tree_depth", number(cp.tree_depth));
   cl.put("nvls_depth", number(cp.nvls_depth));
   cl.put("nvls_chunk_overhead", time(cp.nvls_chunk_overhead), "per NVLS chunk of every channel");
-  if (c.nccl.algos || c.nccl.protos || c.nccl.channels) {
+  if (c.nccl.algos || c.nccl.protos || c.nccl.channels || c.nccl.version) {
     Map pins = k.open("nccl", "pinned like NCCL_ALGO / NCCL_PROTO");
     auto list = [](unsigned mask, std::initializer_list<std::pair<unsigned, const char*>> names) {
       std::string out;
@@ -227,6 +228,7 @@ std::string cluster_yaml(const topologies::Cluster& c, const std::string& key) {
       pins.put("algo", list(c.nccl.algos, {{P::Ring, "ring"}, {P::Tree, "tree"}, {P::Nvls, "nvls"}, {P::NvlsTree, "nvls_tree"}}));
     if (c.nccl.protos) pins.put("proto", list(c.nccl.protos, {{P::LL, "ll"}, {P::LL128, "ll128"}, {P::Simple, "simple"}}));
     if (c.nccl.channels) pins.put("channels", number(c.nccl.channels));
+    if (c.nccl.version) pins.put("version", scalar(topologies::format_nccl_version(c.nccl.version)), "NCCL release");
     if (!c.nccl.source.empty()) pins.put("source", scalar(c.nccl.source));
   }
   k.put("source", scalar(c.source));

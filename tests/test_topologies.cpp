@@ -422,6 +422,6 @@ TEST_CASE("nccl: pins like NCCL_ALGO / NCCL_PROTO, and an unknown algorithm or p
   CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nccl: {proto: \"^ll,ll128,simple\"}\n"),
                        Contains("t.yaml:3: cluster.nccl.proto: excludes every protocol"), InputError);
   CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nccl: {algorithm: ring}\n"),
-                       Contains("t.yaml:3: cluster.nccl.algorithm: unknown key; expected one of: algo, proto, channels, source"),
+                       Contains("t.yaml:3: cluster.nccl.algorithm: unknown key; expected one of: algo, proto, channels, version, source"),
                        InputError);
 }
