@@ -107,7 +107,7 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data") {
   CHECK(o.output.find("not found") == std::string::npos);
   // Per table and size band, with each source left out in turn.
   CHECK(o.output.find("held out (source S12 left out)") != std::string::npos);
-  CHECK(o.output.find("  32 KiB-1 MiB    preset n=20") != std::string::npos);
+  CHECK(o.output.find("  32 KiB-1 MiB    preset n=45") != std::string::npos);
   CHECK(tagcsim("calibrate validate --loo table").output.find("held out (table nccl-h100-1n-dgxc-allreduce left out)") !=
         std::string::npos);
   CHECK(tagcsim("calibrate validate --loo sources").code == 2);
