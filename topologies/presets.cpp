@@ -99,7 +99,7 @@ const DeviceTable& device_table() {
 // Intra-node fabrics. `efficiency` is NCCL's ring bus bandwidth / line rate, `nvls_efficiency` the
 // NVLS rate / line rate (see kNvlink*Src); both fitted by `tagcsim calibrate` (docs/calibration.md).
 IntraNode nvlink3() {
-  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.7730};
+  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.7727};
   i.name = "nvlink3";
   return i;
 }
@@ -117,7 +117,7 @@ IntraNode pcie4() {
 
 constexpr const char* kNvlink3Src =
     "NVLink3 via NVSwitch: 600 GB/s bidirectional per GPU = 300 GB/s per direction (A100 datasheet). "
-    "Ring efficiency 0.7730: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
+    "Ring efficiency 0.7727: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
     "SM80_NVLINK_BW), fitted to the two 8x A100 all_reduce sweeps (nccl-a100-1n-mleng-allreduce, 234.89 GB/s "
     "bus bandwidth at 16 GiB; nccl-a100-1n-azure-ndv4-allreduce, 231.58 at 8 GiB) and the p4de tables "
     "(calibrate/profiles/nccl-model.yaml).";
@@ -138,9 +138,9 @@ constexpr const char* kLatencySrc =
 constexpr const char* kCollSrc =
     "NCCL costs: NCCL's published latency table (tuning.cc, the newest release's unless `nccl: {version}` "
     "pins one) at scale 1, no launch latency beyond it, NCCL's per-step network cost for the host CPU "
-    "(getNetOverhead); host launch per GPU 5.06 us + 0.311 us per channel on AMD hosts, 1.05 us + 0.170 us "
+    "(getNetOverhead); host launch per GPU 5.06 us + 0.311 us per channel on AMD hosts, 3.33 us + 0.027 us "
     "on Intel hosts (fitted to the single-process -g 8 tables: A100 on AMD, H100/H200 on Intel), ring step "
-    "delay 0.103 chunk, tree and NVLS pipeline fill 1.38 and 16 chunks (16 is the bound: NVLS yields to "
+    "delay 0.102 chunk, tree and NVLS pipeline fill 1.38 and 16 chunks (16 is the bound: NVLS yields to "
     "rings in the middle sizes), fitted to every shipped nccl-tests table from data-independent priors "
     "(calibrate/profiles/nccl-model.yaml).";
 
@@ -150,9 +150,9 @@ CollectiveParams nccl_costs(HostCpu cpu) {
   CollectiveParams p;
   p.latency_scale = 1.0;
   p.launch_latency = 0.0 * us;
-  p.host_launch = (cpu == HostCpu::Amd ? 5.062 : 1.050) * us;
-  p.host_launch_per_channel = (cpu == HostCpu::Amd ? 0.311 : 0.1701) * us;
-  p.ring_depth = 0.103;
+  p.host_launch = (cpu == HostCpu::Amd ? 5.062 : 3.334) * us;
+  p.host_launch_per_channel = (cpu == HostCpu::Amd ? 0.311 : 0.02731) * us;
+  p.ring_depth = 0.102;
   p.tree_depth = 1.381;
   p.nvls_depth = 16.000;
   p.nvls_chunk_overhead = 0 * us;
@@ -300,25 +300,38 @@ std::vector<Cluster> build_presets() {
   }
   {
     auto n = nics(4, 200, 5 * us, "tcpx");
-    out.push_back(make(
+    auto c = make(
         "gcp-a3-high", 2, 8, "h100-sxm", nvlink4(), n, single_switch(1 * us),
         fmt::format("GCP a3-highgpu-8g (Google Cloud 'Networking and GPU machines'): 8x H100 80GB on "
                     "NVLink4, 4 GPU NICs of 200 Gb/s (4+1 NIC arrangement; 800 Gb/s for GPU traffic, 2 GPUs "
-                    "per NIC) with GPUDirect-TCPX; Intel Sapphire Rapids hosts (A3 machine series). {} {} Fabric: "
-                    "one non-blocking switch (no published topology). {} {}",
+                    "per NIC) with GPUDirect-TCPX; Intel Sapphire Rapids hosts (A3 machine series). {} {} NCCL "
+                    "pinned to ring / Simple, the settings Google documents for TCPX (GKE 'GPUDirect-TCPX' NCCL "
+                    "environment: NCCL_ALGO=Ring, NCCL_PROTO=Simple; NCCL receives TCPX's unpacked buffers in its "
+                    "Simple primitives only, src/device/prims_simple.h). Fabric: one non-blocking switch (no "
+                    "published topology). {} {}",
                     kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
-        Intel));
+        Intel);
+    c.nccl.algos = NcclPins::Ring;
+    c.nccl.protos = NcclPins::Simple;
+    c.nccl.source = "Google's TCPX NCCL settings: NCCL_ALGO=Ring, NCCL_PROTO=Simple";
+    out.push_back(c);
   }
   {
     auto n = nics(8, 200, 5 * us, "tcpxo");
-    out.push_back(make(
+    auto c = make(
         "gcp-a3-mega", 2, 8, "h100-sxm", nvlink4(), n, single_switch(1 * us),
         fmt::format("GCP a3-megagpu-8g (Google Cloud 'Networking and GPU machines'): 8x H100 80GB on "
                     "NVLink4, 8 GPU NICs of 200 Gb/s (8+1 NIC arrangement; 1,600 Gb/s for GPU traffic, one "
-                    "per GPU) with GPUDirect-TCPXO; Intel Sapphire Rapids hosts (A3 machine series). {} {} Fabric: "
-                    "one non-blocking switch (no published topology). {} {}",
+                    "per GPU) with GPUDirect-TCPXO; Intel Sapphire Rapids hosts (A3 machine series). {} {} NCCL "
+                    "pinned as Google's TCPXO profile sets it (nccl-env-profile.sh: NCCL_ALGO=Ring,Tree, "
+                    "NCCL_PROTO=Simple, NCCL_NVLS_ENABLE=0; Google's NeMo and GKE recipes for A3 Mega). Fabric: one "
+                    "non-blocking switch (no published topology). {} {}",
                     kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
-        Intel));
+        Intel);
+    c.nccl.algos = NcclPins::Ring | NcclPins::Tree;
+    c.nccl.protos = NcclPins::Simple;
+    c.nccl.source = "Google's TCPXO NCCL profile: NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple, NCCL_NVLS_ENABLE=0";
+    out.push_back(c);
   }
   {
     auto n = nics(8, 400, 1.5 * us, "roce");
