@@ -179,6 +179,11 @@ TEST_CASE("presets for the clouds whose tables we are judged on: their NICs, tra
   // The host's launch costs are CPU time: one fitted pair per host CPU (calibrate/profiles/nccl-model.yaml).
   CHECK(preset("aws-p5").collectives.host_launch == Approx(5.062e-6));
   CHECK(preset("dgx-h100-ib400").collectives.host_launch == Approx(3.334e-6));
+  // Google's documented NCCL settings: TCPX ring / Simple; TCPXO ring and tree, Simple, no NVLS.
+  CHECK(preset("gcp-a3-high").nccl.algos == NcclPins::Ring);
+  CHECK(preset("gcp-a3-high").nccl.protos == NcclPins::Simple);
+  CHECK(preset("gcp-a3-mega").nccl.algos == (NcclPins::Ring | NcclPins::Tree));
+  CHECK(preset("gcp-a3-mega").nccl.protos == NcclPins::Simple);
   CHECK(preset("p5e").name == "aws-p5e");
   CHECK(preset("a3-megagpu-8g").name == "gcp-a3-mega");
   CHECK(preset("nd-h200-v5").name == "azure-nd-h200-v5");
