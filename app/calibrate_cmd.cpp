@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@ struct Options {
   std::string cluster;
   std::string out;
   std::string transport_out;
+  std::string transport_dir;
   std::string op;
   int nodes = 0;
   int gpus_per_node = 0;
@@ -67,20 +69,27 @@ void write_file(const std::string& path, const std::string& text, const char* fl
   f << text;
 }
 
-// Writes the profile to --out (and the transport to --transport-out), or prints it.
-void emit(const FitResult& r, const Provenance& how, const Options& o, const topologies::Transport* transport) {
+// Writes the profile to --out (and the transport to --transport-out, or every fitted transport to
+// --transport-dir as transport-<name>.yaml), or prints it.
+void emit(const FitResult& r, const Provenance& how, const Options& o,
+          const std::vector<topologies::Transport>& transports) {
   const std::string text = profile_yaml(r, how);
   if (!o.transport_out.empty()) {
-    if (!transport || transport->name.empty())
-      throw InputError("--transport-out: the fitted points cross no transport (single-node data)");
-    write_file(o.transport_out, transport_yaml(r, how, *transport), "--transport-out");
+    if (transports.empty()) throw InputError("--transport-out: the fitted points cross no transport (single-node data)");
+    write_file(o.transport_out, transport_yaml(r, how, transports.front()), "--transport-out");
+  }
+  if (!o.transport_dir.empty()) {
+    if (transports.empty()) throw InputError("--transport-dir: the fitted points cross no transport (single-node data)");
+    for (const auto& t : transports)
+      write_file(o.transport_dir + "/transport-" + t.name + ".yaml", transport_yaml(r, how, t), "--transport-dir");
   }
   if (o.out.empty()) {
     fmt::print("{}", text);
     return;
   }
   write_file(o.out, text, "--out");
-  fmt::print("tagcsim calibrate: wrote {}{}\n{}", o.out, o.transport_out.empty() ? "" : " and " + o.transport_out,
+  fmt::print("tagcsim calibrate: wrote {}{}{}\n{}", o.out, o.transport_out.empty() ? "" : " and " + o.transport_out,
+             o.transport_dir.empty() ? "" : fmt::format(" and {} transport profile(s) in {}", transports.size(), o.transport_dir),
              summary(r));
 }
 
@@ -93,6 +102,7 @@ std::string common_flags(const Options& o) {
   if (o.priors) s += " --priors";
   if (!o.out.empty()) s += " --out " + quote(o.out);
   if (!o.transport_out.empty()) s += " --transport-out " + quote(o.transport_out);
+  if (!o.transport_dir.empty()) s += " --transport-dir " + quote(o.transport_dir);
   return s;
 }
 
@@ -113,7 +123,12 @@ int run_nccl_tests(const Options& o) {
   how.command += " --cluster " + quote(o.cluster) + common_flags(o);
   how.data.push_back("time = the faster of the out-of-place and in-place columns");
   how.base_cluster = o.cluster;
-  emit(fit(samples, fit_options(o)), how, o, &base.nics.transport);
+  std::vector<topologies::Transport> transports;
+  if (!base.nics.transport.name.empty() && std::any_of(samples.begin(), samples.end(), [](const Sample& s) {
+        return s.point.nodes > 1;
+      }))
+    transports.push_back(base.nics.transport);
+  emit(fit(samples, fit_options(o)), how, o, transports);
   return 0;
 }
 
@@ -157,8 +172,7 @@ int run_published(const Options& o) {
                 (o.cluster.empty() ? "" : " --cluster " + quote(o.cluster)) +
                 (o.data.empty() ? "" : " --data " + quote(o.data)) + common_flags(o);
   std::vector<Sample> samples;
-  const topologies::Transport* transport = nullptr;
-  topologies::Transport first_transport;
+  std::vector<topologies::Transport> transports;  // each fitted transport, in table order
   for (const auto& g : groups) {
     if (!o.all && g.name != o.group) continue;
     auto s = samples_of(g, o.cluster, o.priors);
@@ -169,7 +183,10 @@ int run_published(const Options& o) {
       continue;
     }
     for (const auto& d : describe(g)) how.data.push_back(d);
-    if (g.nodes > 1 && first_transport.name.empty()) first_transport = s.front().cluster.nics.transport;
+    const auto& t = s.front().cluster.nics.transport;
+    if (g.nodes > 1 && !t.name.empty() &&
+        std::none_of(transports.begin(), transports.end(), [&](const auto& u) { return u.name == t.name; }))
+      transports.push_back(t);
     samples.insert(samples.end(), s.begin(), s.end());
   }
   if (!o.all) {
@@ -177,8 +194,7 @@ int run_published(const Options& o) {
     how.base_cluster = o.cluster.empty() ? published_base_cluster(find_group(groups, o.group, file)) : o.cluster;
   }
   if (o.priors) how.data.push_back("started from the " + prior_sources());
-  if (!first_transport.name.empty()) transport = &first_transport;
-  emit(fit(samples, fit_options(o)), how, o, transport);
+  emit(fit(samples, fit_options(o)), how, o, transports);
   return 0;
 }
 
@@ -310,6 +326,8 @@ int run_validate(const Options& o) {
 void add_fit_flags(CLI::App* cmd, Options& o) {
   cmd->add_option("--out", o.out, "Write the profile YAML here (default: print it)");
   cmd->add_option("--transport-out", o.transport_out, "Also write the fitted transport profile here");
+  cmd->add_option("--transport-dir", o.transport_dir,
+                  "Also write every fitted transport profile into this folder, as transport-<name>.yaml");
   cmd->add_option("--hold", o.hold,
                   "Keep a parameter at its starting value, e.g. intra_node.efficiency (repeatable)");
   cmd->add_flag("--priors", o.priors,

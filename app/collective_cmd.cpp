@@ -21,6 +21,7 @@ struct CollectiveOptions {
   std::string algorithm = "auto";
   std::string protocol = "auto";
   int gpus_per_process = 1;
+  std::string nccl_version;
   std::string format = "table";
 };
 
@@ -38,6 +39,9 @@ int run(const CollectiveOptions& o) {
   const auto algorithm = sim::parse_algorithm(o.algorithm);
   const auto protocol = sim::parse_protocol(o.protocol);
   if (o.gpus_per_process < 1) throw InputError("--gpus-per-process: expected an integer >= 1");
+  // The NCCL release whose tuning table applies (the newest the model knows, unless the cluster pins one).
+  if (!o.nccl_version.empty())
+    c.nccl.version = topologies::parse_nccl_version_key(Input::load_string(o.nccl_version, "--nccl-version"));
   if (o.format != "table" && o.format != "json")
     throw InputError(fmt::format("--format: expected table or json; got '{}'", o.format));
   if (o.gpus > 0) {  // take the first --gpus GPUs of the cluster
@@ -62,10 +66,10 @@ int run(const CollectiveOptions& o) {
     out += fmt::format("# {} on {}: {} nodes x {} GPUs = {} GPUs ({}), {}{}\n", sim::to_string(op), c.name,
                        c.nodes, c.gpus_per_node, c.gpus(), o.gpus > 0 ? "--gpus" : "the preset's size; --gpus N to change",
                        c.gpu.name,
-                       c.nodes > 1 ? fmt::format(", {} x {:g} Gb/s NICs per node, {} ({} rails per node)", c.nics.count,
-                                                 c.nics.bandwidth * 8 / 1e9,
+                       c.nodes > 1 ? fmt::format(", {} x {:g} Gb/s NICs per node, {} ({} rails per node), {} hosts",
+                                                 c.nics.count, c.nics.bandwidth * 8 / 1e9,
                                                  c.nics.transport.name.empty() ? "no transport" : c.nics.transport.name,
-                                                 c.rails())
+                                                 c.rails(), topologies::to_string(c.host_cpu))
                                    : "");
     if (const auto pins = topologies::describe(c.nccl); !pins.empty())
       out += fmt::format("# pinned: {}{}\n", pins, c.nccl.source.empty() ? "" : " (" + c.nccl.source + ")");
@@ -110,6 +114,8 @@ void add_collective_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--protocol", o->protocol, "auto (NCCL's choice), ll, ll128 or simple (as NCCL_PROTO)");
   cmd->add_option("--gpus-per-process", o->gpus_per_process,
                   "GPUs one process launches (nccl-tests -g): the host's launch cost grows with them");
+  cmd->add_option("--nccl-version", o->nccl_version,
+                  "NCCL release whose tuning table applies, e.g. 2.18.5 (default: the cluster's, else the newest)");
   cmd->add_option("--format", o->format, "table (default) or json");
   cmd->callback([o, &exit_code] { exit_code = run(*o); });
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace tagcsim::calibrate {
@@ -16,6 +17,8 @@ namespace {
 constexpr int kMaxIterations = 200;
 constexpr double kHuber = 0.05;        // log-errors past 5% count linearly
 constexpr double kDetermined = 0.02;   // a parameter moves some point's time by 2% over its range
+constexpr double kLatencyBound = 1 << 20;  // a transport's latency is determined by points below this size
+bool per_message(Param p) { return p == Param::TransportLatency || p == Param::TransportOverhead; }
 
 std::string covers(const topologies::Cluster& c, const Point& p) {
   if (!p.op) return fmt::format("the model has no {}", p.op_name);
@@ -28,31 +31,63 @@ std::string covers(const topologies::Cluster& c, const Point& p) {
 
 sim::CollectivePlan plan_point(const topologies::Cluster& c, const Point& p) {
   auto cc = cluster_for(c, p);
+  // What the run set overrides the machine's defaults (NCCL_ALGO, NCCL_PROTO, its NCCL release).
   if (p.algos) cc.nccl.algos = p.algos;
+  if (p.protos) cc.nccl.protos = p.protos;
+  if (p.nccl_version) cc.nccl.version = p.nccl_version;
   return sim::plan_collective(cc, *p.op, p.bytes, sim::whole_cluster(cc),
                               sim::PlanOptions{.gpus_per_process = p.gpus_per_process});
 }
 
-// The samples' clusters with values x of parameters ids.
-std::vector<topologies::Cluster> apply(const std::vector<Sample>& samples, const std::vector<ParamId>& ids,
-                                       const std::vector<double>& x) {
-  std::vector<topologies::Cluster> out;
-  out.reserve(samples.size());
+// The fit's working set: the samples' distinct base clusters (one per table, without their long source
+// texts, which the model never reads) and, per sample, which base it runs on. Setting the parameters
+// once per base instead of once per point keeps a fit over hundreds of points fast.
+struct Working {
+  std::vector<topologies::Cluster> bases;
+  std::vector<std::size_t> base_of;
+  std::vector<Point> points;
+};
+
+Working working_set(const std::vector<Sample>& samples) {
+  Working w;
   for (const auto& s : samples) {
-    auto c = s.cluster;
-    for (std::size_t j = 0; j < ids.size(); ++j) set(c, ids[j], x[j]);
-    out.push_back(std::move(c));
+    std::size_t b = 0;
+    auto strip = [](topologies::Cluster c) {
+      c.source.clear(), c.gpu.source.clear(), c.nics.transport.source.clear(), c.nccl.source.clear();
+      return c;
+    };
+    const auto c = strip(s.cluster);
+    // Samples of one table share their cluster: compare against the last base first.
+    for (b = w.bases.size(); b > 0; --b) {
+      const auto& o = w.bases[b - 1];
+      if (o.name == c.name && o.gpu.name == c.gpu.name && o.host_cpu == c.host_cpu && o.intra.name == c.intra.name &&
+          o.intra.efficiency == c.intra.efficiency && o.intra.nvls_efficiency == c.intra.nvls_efficiency &&
+          o.nics.transport.name == c.nics.transport.name && o.nics.efficiency == c.nics.efficiency &&
+          o.nics.transport.latency == c.nics.transport.latency && o.nics.transport.overhead == c.nics.transport.overhead &&
+          o.nccl.algos == c.nccl.algos && o.nccl.protos == c.nccl.protos && o.nccl.version == c.nccl.version &&
+          o.nccl.channels == c.nccl.channels && o.nics.count == c.nics.count && o.nics.bandwidth == c.nics.bandwidth &&
+          o.intra.bandwidth == c.intra.bandwidth && o.gpu.sm == c.gpu.sm &&
+          std::memcmp(&o.collectives, &c.collectives, sizeof(c.collectives)) == 0)
+        break;
+    }
+    if (b == 0) {
+      w.bases.push_back(c);
+      b = w.bases.size();
+    }
+    w.base_of.push_back(b - 1);
+    w.points.push_back(s.point);
   }
-  return out;
+  return w;
 }
 
-// log(model / measured) per sample.
-Eigen::VectorXd log_errors(const std::vector<Sample>& samples, const std::vector<ParamId>& ids,
-                           const std::vector<double>& x) {
-  const auto clusters = apply(samples, ids, x);
-  Eigen::VectorXd r(samples.size());
-  for (std::size_t i = 0; i < samples.size(); ++i)
-    r(i) = std::log(plan_point(clusters[i], samples[i].point).seconds() / samples[i].point.time_s);
+// log(model / measured) per sample, with values x of parameters ids.
+Eigen::VectorXd log_errors(const Working& w, const std::vector<ParamId>& ids, const std::vector<double>& x) {
+  std::vector<topologies::Cluster> bases = w.bases;
+  for (auto& c : bases)
+    for (std::size_t j = 0; j < ids.size(); ++j) set(c, ids[j], x[j]);
+  Eigen::VectorXd r(w.points.size());
+  for (std::size_t i = 0; i < w.points.size(); ++i)
+    r(Eigen::Index(i)) = std::log(plan_point(bases[w.base_of[i]], w.points[i]).seconds() / w.points[i].time_s);
   return r;
 }
 
@@ -160,6 +195,7 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
   }
   if (used.empty()) throw InputError(fmt::format("no point is covered by the model (first: {})", why_not));
 
+  const Working work = working_set(used);
   // The parameters these points depend on, each starting from the first cluster that has it.
   std::vector<ParamId> ids;
   std::vector<double> x;
@@ -171,7 +207,7 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
 
   // Which parameters the data determines: moving one across its typical range must move some
   // point's time by kDetermined.
-  const Eigen::VectorXd r0 = log_errors(used, ids, x);
+  const Eigen::VectorXd r0 = log_errors(work, ids, x);
   for (std::size_t j = 0; j < ids.size(); ++j) {
     auto& pf = res.params[j];
     if (std::find(opts.hold.begin(), opts.hold.end(), ids[j].param) != opts.hold.end()) {
@@ -193,11 +229,19 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
     const Range rg = range(ids[j].param);
     auto moved = x;
     moved[j] = x[j] + rg.scale <= rg.hi ? x[j] + rg.scale : x[j] - rg.scale;
-    const double sens = (log_errors(used, ids, moved) - r0).cwiseAbs().maxCoeff();
+    // A transport's per-message costs (latency, per-step overhead) show in latency-bound points: below
+    // 1 MiB. Larger messages that run slow (a tuner plugin's channel choice, a slow flow) would otherwise
+    // pass for a long latency.
+    const Eigen::VectorXd change = log_errors(work, ids, moved) - r0;
+    double sens = 0;
+    for (std::size_t i = 0; i < used.size(); ++i)
+      if (!per_message(ids[j].param) || used[i].point.bytes < kLatencyBound)
+        sens = std::max(sens, std::abs(change(Eigen::Index(i))));
     if (sens < kDetermined)
       pf.status = ParamFit::Status::Held,
-      pf.why = fmt::format("no point's time moves by {:.0f}% with it (at most {:.2f}%): the data does not "
+      pf.why = fmt::format("no {}point's time moves by {:.0f}% with it (at most {:.2f}%): the data does not "
                            "determine it",
+                           per_message(ids[j].param) ? "latency-bound (< 1 MiB) " : "",
                            kDetermined * 100, sens * 100);
   }
   std::vector<int> free;
@@ -233,7 +277,7 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
   int total_iterations = 0;
   for (const auto& start : starts) {
   x = start;
-  Eigen::VectorXd r = log_errors(used, ids, x);
+  Eigen::VectorXd r = log_errors(work, ids, x);
   double loss = total_loss(r, x);
   double lambda = 1e-2;
   // Levenberg-Marquardt on Huber-weighted log-errors, in units of each parameter's range.
@@ -248,7 +292,7 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
       const double h = (x[j] + 0.01 * rg.scale <= rg.hi ? 1 : -1) * 0.01 * rg.scale;
       auto moved = x;
       moved[j] += h;
-      J.col(k) = (log_errors(used, ids, moved) - r) / (h / rg.scale);
+      J.col(k) = (log_errors(work, ids, moved) - r) / (h / rg.scale);
     }
     const Eigen::MatrixXd Jw = w.asDiagonal() * J;
     const Eigen::VectorXd rw = w.cwiseProduct(r);
@@ -268,7 +312,7 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
       auto trial = x;
       for (std::size_t k = 0; k < free.size(); ++k) trial[free[k]] += step(k) * range(ids[free[k]].param).scale;
       clip(trial);
-      const Eigen::VectorXd rt = log_errors(used, ids, trial);
+      const Eigen::VectorXd rt = log_errors(work, ids, trial);
       const double lt = total_loss(rt, trial);
       if (lt < loss - 1e-12) {
         improved = loss - lt > 1e-10 * std::max(1.0, loss);
@@ -293,7 +337,7 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
     };
     auto cost = [&](const Eigen::VectorXd& u) {
       const auto v = point(u);
-      return total_loss(log_errors(used, ids, v), v);
+      return total_loss(log_errors(work, ids, v), v);
     };
     std::vector<Eigen::VectorXd> simplex(n + 1, Eigen::VectorXd(n));
     std::vector<double> f(n + 1);
@@ -334,7 +378,7 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
       }
     }
     const int best = int(std::min_element(f.begin(), f.end()) - f.begin());
-    if (f[best] < loss) x = point(simplex[best]), r = log_errors(used, ids, x), loss = f[best];
+    if (f[best] < loss) x = point(simplex[best]), r = log_errors(work, ids, x), loss = f[best];
   }
   total_iterations += res.iterations;
   if (loss < best_loss) best_loss = loss, best_x = x;

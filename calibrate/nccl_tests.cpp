@@ -78,12 +78,26 @@ struct RunHeader {
   std::vector<std::string> hosts;    // one per "#  Rank N ... on HOST" line
   bool wrong_is_count = true;        // "#wrong" column (counts) vs old "error" column (max abs error)
   int gpus_per_thread = 1;           // "# nThread 1 nGpus 8 ...": one thread launches 8 GPUs' kernels
+  int nccl_version = 0;              // "nccl-library=21903" (nccl-tests >= 2.13) or "NCCL version 2.19.3+cuda12.3"
 };
+
+// The version a line states, 0 when none: "nccl-library=21903" or "NCCL version 2.19.3+...".
+int version_in(std::string_view line) {
+  if (auto at = line.find("nccl-library="); at != std::string_view::npos) {
+    const int code = std::atoi(std::string(line.substr(at + 13, 8)).c_str());
+    return code >= 20000 && code < 100000 ? code : 0;
+  }
+  if (auto at = line.find("NCCL version "); at != std::string_view::npos) return parse_nccl_version(line.substr(at + 13));
+  return 0;
+}
 
 void read_comment(std::string_view line, RunHeader& h, int lineno) {
   const auto tok = split_ws(line.substr(1));
+  if (const int v = version_in(line)) h.nccl_version = v;
   if (line.find("Collective test starting:") != std::string_view::npos) {
+    const int version = h.nccl_version;  // the version line comes first in nccl-tests >= 2.13
     h = RunHeader{};  // a new run (logs of several runs may be concatenated)
+    h.nccl_version = version;
     h.op = op_in(line.substr(line.find(':') + 1));
     h.op_line = lineno;
   } else if (!tok.empty() && tok[0] == "nThread") {
@@ -126,6 +140,28 @@ std::pair<int, int> layout(const RunHeader& h, const ParseOptions& o, const std:
 
 }  // namespace
 
+int parse_nccl_version(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(text[i - 1]))))
+      continue;
+    int part[3] = {0, 0, 0}, n = 0;
+    std::size_t j = i;
+    while (n < 3) {
+      std::size_t k = j;
+      while (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k]))) ++k;
+      if (k == j || k - j > 3) break;
+      part[n++] = std::atoi(std::string(text.substr(j, k - j)).c_str());
+      if (n == 3 || k >= text.size() || text[k] != '.') {
+        j = k;
+        break;
+      }
+      j = k + 1;
+    }
+    if (n == 3 && part[0] == 2 && part[1] < 100 && part[2] < 100) return part[0] * 10000 + part[1] * 100 + part[2];
+  }
+  return 0;
+}
+
 std::vector<Point> parse_nccl_tests(std::string_view text, const std::string& file, const ParseOptions& opts) {
   std::vector<Point> out;
   RunHeader h;
@@ -146,7 +182,10 @@ std::vector<Point> parse_nccl_tests(std::string_view text, const std::string& fi
       continue;
     }
     const auto tok = split_ws(line);
-    if (!integer(tok[0])) continue;  // NCCL INFO lines, MPI warnings, ...: not table rows
+    if (!integer(tok[0])) {  // NCCL INFO lines, MPI warnings, ...: not table rows
+      if (const int v = version_in(line)) h.nccl_version = v;  // "NCCL version 2.19.3+cuda12.3" (old logs)
+      continue;
+    }
     const std::string where = fmt::format("{}:{}", file, lineno);
     auto bad = [&](const std::string& what) -> InputError {
       return InputError(fmt::format("{}: {}: expected an nccl-tests row 'size count type [redop] [root] time algbw "
@@ -209,6 +248,7 @@ std::vector<Point> parse_nccl_tests(std::string_view text, const std::string& fi
     p.busbw = *pl[best].bus * 1e9;
     p.where = where;
     p.gpus_per_process = h.gpus_per_thread;
+    p.nccl_version = h.nccl_version;
     out.push_back(std::move(p));
   }
   if (out.empty()) throw InputError(fmt::format("{}: no nccl-tests result rows found", file));

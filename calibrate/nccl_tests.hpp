@@ -27,6 +27,8 @@ struct Point {
   std::string where;                     // "file:line" or a published entry id
   int gpus_per_process = 1;              // nccl-tests -g: GPUs one thread launches (nGpus in the header)
   unsigned algos = 0;                    // NCCL algorithms the run allowed (NcclPins mask), 0 = the cluster's
+  unsigned protos = 0;                   // NCCL protocols the run allowed (NCCL_PROTO), 0 = the cluster's
+  int nccl_version = 0;                  // NCCL version the run states (2.18.5 -> 21805), 0 = not stated
   std::string source;                    // who published it (S01, ...): the unit left out in validation
   int ranks() const { return nodes * gpus_per_node; }
 };
@@ -59,17 +61,26 @@ struct PublishedGroup {
   std::string algorithm_note;  // setup.algorithm_hint / algorithm_default, when published
   std::string measurement;     // which published column became time_s
   std::string source_key;      // the source's key in the file (S01, S02, S12)
+  std::string system;          // hardware.system, when published ("Azure ND96isr H100 v5")
+  std::string cpu;             // hardware.cpu, when published (the host CPU: NCCL's per-step network cost)
   std::vector<Point> points;   // point.where = entry id
 };
 
 // Loads every `kind: nccl` entry, in file order. A malformed entry is an InputError at its line.
+// What a run set is kept with each point: setup.nccl_algo / nccl_proto (NCCL_ALGO / NCCL_PROTO, NCCL's
+// spellings, comma lists), setup.nccl_version (or "nccl X.Y.Z" in hardware.software).
 std::vector<PublishedGroup> load_published(const std::string& path);
 
 // The cluster (as cluster YAML) that describes a published group's hardware, e.g.
-// "{preset: dgx-a100-ib200, nodes: 1}"; empty when no preset matches.
+// "{preset: dgx-a100-ib200, nodes: 1}"; empty when no preset matches. The system the table names
+// (Azure ND H100 v5, GCP a3-megagpu-8g, ...) picks its preset; otherwise the GPU and the fabric do.
 std::string published_base_cluster(const PublishedGroup& g);
 
 // The shipped published measurements: <source tree>/validation/data/published_measurements.yaml.
 std::string default_published_path();
+
+// "2.18.5" -> 21805 (NCCL's version code without the major's x10000 ambiguity: major*10000 + minor*100 +
+// patch), the first such triple in `text`; 0 when there is none.
+int parse_nccl_version(std::string_view text);
 
 }  // namespace tagcsim::calibrate

@@ -88,9 +88,10 @@ std::string ParamId::name() const { return scope.empty() ? param_key(param) : fm
 
 std::vector<ParamId> params_of(const topologies::Cluster& c, const Point& p) {
   std::vector<ParamId> out;
-  for (auto q : {Param::LaunchLatency, Param::HostLaunch, Param::HostLaunchPerChannel, Param::RingDepth,
-                 Param::TreeDepth, Param::NvlsDepth, Param::NvlsChunkOverhead})
+  for (auto q : {Param::LaunchLatency, Param::RingDepth, Param::TreeDepth, Param::NvlsDepth, Param::NvlsChunkOverhead})
     out.push_back({q, ""});
+  // The host's launch costs are CPU time: one pair per host CPU.
+  for (auto q : {Param::HostLaunch, Param::HostLaunchPerChannel}) out.push_back({q, topologies::to_string(c.host_cpu)});
   const std::string intra = c.intra.name.empty() ? "custom" : c.intra.name;
   if (p.gpus_per_node > 1) {
     out.push_back({Param::IntraEfficiency, intra});
@@ -126,30 +127,35 @@ double get(const topologies::Cluster& c, const ParamId& id) {
 
 void set(topologies::Cluster& c, const ParamId& id, double v) {
   auto& cl = c.collectives;
-  const std::string intra = c.intra.name.empty() ? "custom" : c.intra.name;
-  const std::string tr = c.nics.transport.name.empty() ? "custom" : c.nics.transport.name;
+  // Scopes as params_of names them ("custom" for an unnamed link); compared without building strings.
+  auto in_scope = [&](const std::string& name) { return id.scope == (name.empty() ? std::string_view("custom") : std::string_view(name)); };
+  const bool host = id.scope.empty() || id.scope == topologies::to_string(c.host_cpu);
   switch (id.param) {
     case Param::LaunchLatency: cl.launch_latency = v; break;
-    case Param::HostLaunch: cl.host_launch = v; break;
-    case Param::HostLaunchPerChannel: cl.host_launch_per_channel = v; break;
+    case Param::HostLaunch:
+      if (host) cl.host_launch = v;
+      break;
+    case Param::HostLaunchPerChannel:
+      if (host) cl.host_launch_per_channel = v;
+      break;
     case Param::RingDepth: cl.ring_depth = v; break;
     case Param::TreeDepth: cl.tree_depth = v; break;
     case Param::NvlsDepth: cl.nvls_depth = v; break;
     case Param::NvlsChunkOverhead: cl.nvls_chunk_overhead = v; break;
     case Param::IntraEfficiency:
-      if (id.scope == intra) c.intra.efficiency = v;
+      if (in_scope(c.intra.name)) c.intra.efficiency = v;
       break;
     case Param::NvlsEfficiency:
-      if (id.scope == intra && c.intra.nvls_efficiency > 0) c.intra.nvls_efficiency = v;
+      if (in_scope(c.intra.name) && c.intra.nvls_efficiency > 0) c.intra.nvls_efficiency = v;
       break;
     case Param::TransportLatency:
-      if (id.scope == tr) c.nics.transport.latency = v;
+      if (in_scope(c.nics.transport.name)) c.nics.transport.latency = v;
       break;
     case Param::TransportOverhead:
-      if (id.scope == tr) c.nics.transport.overhead = v;
+      if (in_scope(c.nics.transport.name)) c.nics.transport.overhead = v;
       break;
     case Param::NicEfficiency:
-      if (id.scope == tr) c.nics.efficiency = c.nics.transport.efficiency = v;
+      if (in_scope(c.nics.transport.name)) c.nics.efficiency = c.nics.transport.efficiency = v;
       break;
   }
 }
@@ -174,6 +180,34 @@ topologies::Cluster with_fit(topologies::Cluster c, const FitResult& r) {
   return c;
 }
 
+// A transport's values before any fit: what its NCCL plugin or NCCL itself states, else an assumption
+// (labelled as one). Latency: the per-message cost NCCL adds per network step; overhead: the per-step
+// cost beyond NCCL's default for the host CPU; efficiency: achievable / line rate.
+struct TransportPrior {
+  const char* kind;
+  double latency, overhead, efficiency;
+};
+constexpr TransportPrior kTransportPriors[] = {
+    // NCCL's IB verbs transport reports no latency (net_ib/init.cc); 48.5 of 50 GB/s per ConnectX-7
+    // (NCCL maintainer, NVIDIA/nccl-tests#267).
+    {"ib", 0, 0, 0.97},
+    // The same verbs transport; IB's efficiency x RoCE/IB framing at 4096-byte MTU (derived).
+    {"roce", 0, 0, 0.96},
+    // aws-ofi-nccl's own cost model (src/tuner/nccl_ofi_model.cpp): 20 us per network step on P5/P5e,
+    // 3 us more for Simple's completions (nccl_ofi_param.h TUNER_NET_COMP_OVERHEAD: ~2 us in the device,
+    // ~1 us to the host). Not the 75 us the plugin reports to NCCL (platform-aws.cpp), which steers
+    // NCCL's choice rather than measuring a message. Efficiency 0.90 assumed.
+    {"efa", 20 * us, 3 * us, 0.90},
+    // GPUDirect-TCPX: the plugin reports no latency (google/nccl-plugin-gpudirecttcpx net_tcpx.cc,
+    // props->latency = 0); efficiency 0.80 assumed (TCP/IP on the host, receive-side unpack on the GPU).
+    {"tcpx", 0, 0, 0.80},
+    // GPUDirect-TCPXO: its plugin is not public; latency as TCPX's, efficiency 0.85 assumed (offloaded).
+    {"tcpxo", 0, 0, 0.85},
+    // NCCL's socket transport reports no latency (net_socket.cc); 10 us for the kernel TCP stack assumed;
+    // 1448 / 1538 bytes of TCP payload per MTU-1500 frame.
+    {"socket", 10 * us, 0, 0.94},
+};
+
 topologies::Cluster with_priors(topologies::Cluster c) {
   // NCCL's costs as NCCL models them: its latency table and nothing more, except a host launch cost.
   auto& cl = c.collectives;
@@ -188,22 +222,25 @@ topologies::Cluster with_priors(topologies::Cluster c) {
     c.intra.efficiency = 20.6 / 25;
     if (c.intra.nvls_efficiency > 0) c.intra.nvls_efficiency = 274.3e9 * 9 / 8 / 450e9;
   }
-  if (c.nics.transport.name == "efa") {
-    c.nics.transport.latency = 75 * us;
-    c.nics.transport.overhead = 2 * us;
-    c.nics.efficiency = c.nics.transport.efficiency = 0.90;
-  }
+  for (const auto& t : kTransportPriors)
+    if (c.nics.transport.kind == t.kind) {
+      c.nics.transport.latency = t.latency;
+      c.nics.transport.overhead = t.overhead;
+      c.nics.efficiency = c.nics.transport.efficiency = t.efficiency;
+    }
   return c;
 }
 
 std::string prior_sources() {
-  return "priors (never from the shipped tables): NCCL's latency table at scale 1 with no launch latency and no "
-         "pipeline fill (tuning.cc); host launch 5 us per GPU (a CUDA kernel launch, pytorch/pytorch#41383: ~7 us "
-         "per op with dispatch); NVLink ring efficiency = NCCL's own per-link rate / line rate (topo.h: 20 of 25 "
-         "GB/s NVLink3, 20.6 of 25 NVLink4); NVLS efficiency 0.686 from the NCCL maintainers' 480 GB/s bus "
-         "bandwidth on 8 H100 (NVIDIA/nccl-tests#212); EFA latency 75 us, what aws-ofi-nccl reports to NCCL "
-         "(platform-aws.cpp), overhead 2 us, NCCL's per-step post cost on AMD hosts (tuning.cc getNetOverhead), "
-         "efficiency 0.90 assumed; other transports as their profiles (none is fitted)";
+  return "priors (never from the shipped tables): NCCL's latency table of the release that ran, at scale 1, with "
+         "no launch latency and no pipeline fill (tuning.cc); host launch 5 us per GPU (a CUDA kernel launch, "
+         "pytorch/pytorch#41383: ~7 us per op with dispatch); NVLink ring efficiency = NCCL's own per-link rate / line "
+         "rate (topo.h: 20 of 25 GB/s NVLink3, 20.6 of 25 NVLink4); NVLS efficiency 0.686 from the NCCL maintainers' "
+         "480 GB/s bus bandwidth on 8 H100 (NVIDIA/nccl-tests#212); NCCL's per-step network cost for the host CPU "
+         "(getNetOverhead: 1 us Intel, 2 us AMD); transports: IB/RoCE latency 0 as NCCL's verbs transport reports it, "
+         "efficiency 0.97 (nccl-tests#267) / 0.96; EFA 20 us per network step and 3 us more per Simple step "
+         "(aws-ofi-nccl's own cost model, src/tuner/nccl_ofi_model.cpp), efficiency 0.90 assumed; TCPX latency 0 as "
+         "its plugin reports it, efficiency 0.80 assumed; TCPXO as TCPX, efficiency 0.85 assumed";
 }
 
 }  // namespace tagcsim::calibrate

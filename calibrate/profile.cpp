@@ -162,16 +162,22 @@ std::string profile_yaml(const FitResult& fit, const Provenance& how) {
   }
   // Several tables: the values per scope, for the presets to carry.
   std::string coll, intra, tr;
-  std::map<std::string, std::string> intra_by, tr_by;
+  std::map<std::string, std::string> intra_by, tr_by, host_by;
   for (const auto& p : fit.params) {
     const std::string entry = fmt::format("{}: {}", short_key(p.id.param), format_param(p.id.param, p.value));
     if (p.id.scope.empty()) coll += (coll.empty() ? "" : ", ") + entry;
     else if (p.id.param == Param::IntraEfficiency || p.id.param == Param::NvlsEfficiency)
       intra_by[p.id.scope] += (intra_by[p.id.scope].empty() ? "" : ", ") + entry;
+    else if (p.id.param == Param::HostLaunch || p.id.param == Param::HostLaunchPerChannel)
+      host_by[p.id.scope] += (host_by[p.id.scope].empty() ? "" : ", ") + entry;
     else
       tr_by[p.id.scope] += (tr_by[p.id.scope].empty() ? "" : ", ") + entry;
   }
   out += "collectives: {latency_scale: 1, " + coll + "}\n";
+  if (!host_by.empty()) {
+    out += "host_cpu:\n";
+    for (const auto& [scope, entries] : host_by) out += fmt::format("  {}: {{{}}}\n", scope, entries);
+  }
   if (!intra_by.empty()) {
     out += "intra_node:\n";
     for (const auto& [scope, entries] : intra_by) out += fmt::format("  {}: {{{}}}\n", scope, entries);

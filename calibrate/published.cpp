@@ -100,6 +100,20 @@ std::vector<Measured> read_measured(const Input& m, std::optional<sim::Collectiv
   return out;
 }
 
+// "Ring,Tree" / "NVLS" / "simple": an NcclPins mask; a word NCCL does not know is an error at its line.
+unsigned nccl_mask(const Input& v, unsigned (*parse)(std::string_view), const char* what) {
+  unsigned mask = 0;
+  for (const auto& word : split(v.as_string(), ',')) {
+    std::string w = word;
+    w.erase(0, w.find_first_not_of(' '));
+    w.erase(w.find_last_not_of(' ') + 1);
+    const unsigned bit = parse(w);
+    if (!bit) v.fail(fmt::format("unknown {} '{}'", what, w));
+    mask |= bit;
+  }
+  return mask;
+}
+
 }  // namespace
 
 std::string default_published_path() {
@@ -139,9 +153,14 @@ std::vector<PublishedGroup> load_published(const std::string& path) {
     for (const std::string& text : {opt_string(setup, "command"), opt_string(setup, "launch")})
       if (auto at = text.find("-g "); at != std::string::npos)
         base.gpus_per_process = std::max(1, std::atoi(text.c_str() + at + 3));
+    // What the run pinned (NCCL_ALGO / NCCL_PROTO, NCCL's spellings) and the NCCL it ran.
+    if (auto a = setup.find("nccl_algo")) base.algos = nccl_mask(*a, topologies::parse_nccl_algo, "NCCL algorithm");
+    if (auto pr = setup.find("nccl_proto")) base.protos = nccl_mask(*pr, topologies::parse_nccl_proto, "NCCL protocol");
+    base.nccl_version = parse_nccl_version(opt_string(setup, "nccl_version"));
+    if (!base.nccl_version) base.nccl_version = parse_nccl_version(opt_string(hw, "software"));
     for (const Measured& m : read_measured(e["measured"], base.op, base.ranks(), base.bytes)) {
       Point p = base;
-      p.algos = m.algos;
+      if (m.algos) p.algos = m.algos;
       p.time_s = m.time_s;
       p.algbw = m.algbw;
       p.busbw = m.busbw;
@@ -167,6 +186,8 @@ std::vector<PublishedGroup> load_published(const std::string& path) {
         g.source = source;
         g.source_key = p.source;
         g.measurement = m.column;
+        g.system = opt_string(hw, "system");
+        g.cpu = opt_string(hw, "cpu");
         groups.push_back(std::move(g));
       }
       PublishedGroup& g = groups[it->second];
@@ -181,31 +202,39 @@ std::vector<PublishedGroup> load_published(const std::string& path) {
     }
   }
   for (std::size_t i = 0; i < groups.size(); ++i)
-    groups[i].name = group_name(ids[i]) + (groups[i].points.front().algos ? "-nvls-off" : "");
+    groups[i].name = group_name(ids[i]) + (groups[i].measurement.find("NVLS_ENABLE_0") != std::string::npos ? "-nvls-off" : "");
   return groups;
 }
 
 std::string published_base_cluster(const PublishedGroup& g) {
-  // The presets describe whole machines; a published table names the GPU and the links.
-  // H200 first: its description mentions H100 ("same NVLink generation as H100 SXM").
+  // The presets describe whole machines; a published table names the GPU and the links, and sometimes
+  // the machine itself. H200 first: its description mentions H100 ("same NVLink generation as H100 SXM").
   const bool h200 = contains(g.gpu, "H200"), a100 = contains(g.gpu, "A100"), h100 = !h200 && contains(g.gpu, "H100");
+  const std::string n = fmt::format("nodes: {}", g.nodes);
+  // A named machine: its preset carries its NICs, transport and host CPU.
+  constexpr std::pair<std::string_view, std::string_view> kSystems[] = {
+      {"ND96amsr A100 v4", "azure-nd-a100-v4"}, {"ND96isr H100 v5", "azure-nd-h100-v5"},
+      {"ND96isr H200 v5", "azure-nd-h200-v5"},  {"a3-megagpu-8g", "gcp-a3-mega"},
+      {"a3-highgpu-8g", "gcp-a3-high"},        {"a3-ultragpu-8g", "gcp-a3-ultra"},
+      {"p5.48xlarge", "aws-p5"},               {"p5e.48xlarge", "aws-p5e"},
+      {"p4de.24xlarge", "aws-p4de"}};
+  for (auto [system, preset] : kSystems)
+    if (contains(g.system, system) || contains(g.gpu, system)) return fmt::format("{{preset: {}, {}}}", preset, n);
   const bool efa = contains(g.inter_node, "EFA");
-  if (efa && a100) return fmt::format("{{preset: aws-p4de, nodes: {}}}", g.nodes);
-  if (efa && h100) return fmt::format("{{preset: aws-p5, nodes: {}}}", g.nodes);
-  if (efa && h200) return fmt::format("{{preset: aws-p5, nodes: {}, gpu: h200-sxm}}", g.nodes);  // p5e
+  if (efa && a100) return fmt::format("{{preset: aws-p4de, {}}}", n);
+  if (efa && h100) return fmt::format("{{preset: aws-p5, {}}}", n);
+  if (efa && h200) return fmt::format("{{preset: aws-p5e, {}}}", n);
   if (efa) return {};
   // Other clouds' fabrics, by the transport the table names (TCPXO before TCPX: it contains it).
   const std::string gpu = h200 ? ", gpu: h200-sxm" : "";
-  if (contains(g.inter_node, "TCPXO")) return fmt::format("{{preset: gcp-a3-mega, nodes: {}{}}}", g.nodes, gpu);
-  if (contains(g.inter_node, "TCPX")) return fmt::format("{{preset: gcp-a3-high, nodes: {}{}}}", g.nodes, gpu);
+  if (contains(g.inter_node, "TCPXO")) return fmt::format("{{preset: gcp-a3-mega, {}{}}}", n, gpu);
+  if (contains(g.inter_node, "TCPX")) return fmt::format("{{preset: gcp-a3-high, {}{}}}", n, gpu);
   if (contains(g.inter_node, "RoCE") && (h100 || h200))
-    return h200 ? fmt::format("{{preset: gcp-a3-ultra, nodes: {}}}", g.nodes)
-                : fmt::format("{{preset: oci-h100-roce, nodes: {}}}", g.nodes);
+    return h200 ? fmt::format("{{preset: gcp-a3-ultra, {}}}", n) : fmt::format("{{preset: oci-h100-roce, {}}}", n);
   if (g.nodes == 1 || contains(g.inter_node, "InfiniBand")) {
-    if (a100) return fmt::format("{{preset: dgx-a100-ib200, nodes: {}}}", g.nodes);
-    if (h100) return fmt::format("{{preset: dgx-h100-ib400, nodes: {}}}", g.nodes);
-    // H200 SXM: the same NVLink4/NVSwitch board as H100 SXM (and the same DGX-style NICs).
-    if (h200) return fmt::format("{{preset: dgx-h100-ib400, nodes: {}, gpu: h200-sxm}}", g.nodes);
+    if (a100) return fmt::format("{{preset: dgx-a100-ib200, {}}}", n);
+    if (h100) return fmt::format("{{preset: dgx-h100-ib400, {}}}", n);
+    if (h200) return fmt::format("{{preset: dgx-h200-ib400, {}}}", n);
   }
   return {};
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <cmath>
 #include <limits>
 
@@ -103,15 +104,63 @@ constexpr double us = 1e-6, GBps = 1e9;
 constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
 constexpr int kRing = 0, kTree = 1, kNvls = 2, kNvlsTree = 3;
 
-// tuning.cc baseLat and hwLat [algorithm][protocol] (us), for NVLink, PCI and network hops.
-constexpr double kBase[4][3] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
-constexpr double kHwNvlink[4][3] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0, 0, 25}, {0, 0, 25}};
-constexpr double kHwPcie[4][3] = {{1.0, 2.5, 5.7}, {1.0, 1.9, 4.0}, {0, 0, 0}, {0, 0, 0}};
-constexpr double kHwNet[4][3] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0, 0, 18}, {0, 0, 20.9}};
-// Per GPU generation (Volta, Ampere, Hopper, Blackwell) x (1 node, 2 nodes, more) (GB/s).
-// LL's ceiling: one node by GPU generation; more by CPU (NCCL's Intel row; AMD hosts are lower).
-constexpr double kLlMaxOneNode[4] = {39.0, 87.7, 141.0, 282.0};
-constexpr double kLlMaxNet[3] = {39.0, 39.0, 20.4};
+// tuning.cc's latency table and LL ceilings, as each NCCL release has them. NCCL tunes these numbers
+// to steer its choice, and changed them between releases (tree Simple's per-hop latency went from 4 to
+// 28 us in 2.19 and back in 2.23; NVLS's from a 23 us base to a 25 us hop in 2.21; LL's one-node
+// ceiling on Hopper from Ampere's 87.7 to 141 GB/s in 2.21); a cluster pinned to a release
+// (`nccl: {version}`) is modelled with that release's table, otherwise with the newest.
+struct NcclTable {
+  int since;                // first release with these values (major*10000 + minor*100 + patch)
+  double base[4][3];        // baseLat [ring, tree, nvls, nvls_tree][LL, LL128, Simple], us
+  double nvlink[4][3];      // hwLat NVLINK
+  double pcie[4][3];        // hwLat PCI
+  double net[4][3];         // hwLat NET
+  double ll_one_node[4];    // llMaxBws[compCap][0] (Volta, Ampere, Hopper, Blackwell), GB/s
+};
+// Newest first. Rows [ring, tree, nvls, nvls_tree]; NCCL writes them [tree, ring, ...].
+constexpr NcclTable kNcclTables[] = {
+    {22809,  // 2.28.9: NVLS tree's network hop 20.9 us
+     {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}},
+     {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0, 0, 25}, {0, 0, 25}},
+     {{1.0, 2.5, 5.7}, {1.0, 1.9, 4.0}, {0, 0, 0}, {0, 0, 0}},
+     {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0, 0, 18}, {0, 0, 20.9}},
+     {39.0, 87.7, 141.0, 282.0}},
+    {22300,  // 2.23: tree Simple back to 4 us per NVLink hop, 14 per network hop, 8.4 us base
+     {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}},
+     {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0, 0, 25}, {0, 0, 25}},
+     {{1.0, 2.5, 5.7}, {1.0, 1.9, 4.0}, {0, 0, 0}, {0, 0, 0}},
+     {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0, 0, 18}, {0, 0, 14}},
+     {39.0, 87.7, 141.0, 282.0}},
+    {22100,  // 2.21: NVLS 25 us; LL on one Hopper node up to 141 GB/s
+     {{6.6, 14.0, 8.4}, {6.8, 14.0, 0}, {0, 0, 0}, {0, 0, 0}},
+     {{0.6, 1.9, 3.4}, {0.6, 1.25, 28}, {0, 0, 25}, {0, 0, 25}},
+     {{1.0, 2.5, 5.7}, {1.0, 1.9, 28}, {0, 0, 0}, {0, 0, 0}},
+     {{2.7, 4.0, 14.0}, {5.0, 8.5, 28}, {0, 0, 18}, {0, 0, 14}},
+     {39.0, 87.7, 141.0, 282.0}},
+    {21900,  // 2.19: tree Simple 28 us per hop, NVLS 23 us as a hop latency
+     {{6.6, 14.0, 8.4}, {6.8, 14.0, 0}, {0, 0, 0}, {0, 0, 0}},
+     {{0.6, 1.9, 3.4}, {0.6, 1.25, 28}, {0, 0, 23}, {0, 0, 23}},
+     {{1.0, 2.5, 5.7}, {1.0, 1.9, 28}, {0, 0, 0}, {0, 0, 0}},
+     {{2.7, 4.0, 14.0}, {5.0, 8.5, 28}, {0, 0, 18}, {0, 0, 14}},
+     {39.0, 87.7, 87.7, 175.4}},
+    {0,  // up to 2.18: NVLS and NVLS tree 23 us as a base latency
+     {{6.6, 14.0, 8.4}, {6.8, 14.0, 0}, {0, 0, 23}, {0, 0, 23}},
+     {{0.6, 1.9, 3.4}, {0.6, 1.25, 4}, {0, 0, 0}, {0, 0, 0}},
+     {{1.0, 2.5, 5.7}, {1.0, 1.9, 6}, {0, 0, 0}, {0, 0, 0}},
+     {{2.7, 4.0, 14.0}, {5.0, 8.5, 14}, {0, 0, 18}, {0, 0, 19}},
+     {39.0, 87.7, 87.7, 175.4}},
+};
+const NcclTable& nccl_table(int version) {
+  for (const auto& t : kNcclTables)
+    if (version == 0 || version >= t.since) return t;
+  return kNcclTables[std::size(kNcclTables) - 1];
+}
+// LL's ceiling across nodes (llMaxBws rows by host CPU, for 2 and for more nodes): Intel's row, or the
+// AMD row (NCCL uses it for AMD hosts).
+constexpr double kLlMaxNetIntel[2] = {39.0, 20.4};
+constexpr double kLlMaxNetAmd[2] = {22.5, 19.0};
+// NCCL's per-step network post cost by host CPU (getNetOverhead), us: Intel 1, AMD 2, others 1.
+double net_overhead_us(topologies::HostCpu cpu) { return cpu == topologies::HostCpu::Amd ? 2.0 : 1.0; }
 constexpr double kPerChRingLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}};
 constexpr double kPerChTreeLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
 constexpr double kPerChTree[4][3] = {{26.5, 18.5, 10}, {24, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70, 42.8, 24}};
@@ -170,7 +219,10 @@ struct Ctx {
   double scale;        // x NCCL's latency table
   double alpha_intra_extra, alpha_inter_extra;  // per-step latencies beyond NCCL's table
   double transport;    // the transport's per-message latency
+  double net_overhead; // s per network step posted: NCCL's for the host CPU + the transport's own
   int gpus_per_process;
+  const NcclTable* table;  // NCCL's constants of the release that runs
+  double ll_max;       // LL's bus bandwidth ceiling, bytes/s (one node: by GPU; across nodes: by host CPU)
 };
 
 // A channel is one thread block: it moves ~10 GB/s of payload (NCCL's graph search gives NVLink
@@ -190,17 +242,17 @@ int channels_for(const Ctx& x, int p, int a) {
 }
 
 double intra_hop(const Ctx& x, int a, int p) {
-  const double table = (x.nvlink ? kHwNvlink : kHwPcie)[a][p];
+  const double table = (x.nvlink ? x.table->nvlink : x.table->pcie)[a][p];
   double lat = x.scale * table * us + x.alpha_intra_extra;
   // Inter-node rings still post a network operation per step (NCCL's getNetOverhead, x3 for Simple).
-  if (x.n > 1 && a == kRing) lat = std::max(lat, x.c.nics.transport.overhead * (p == kSimple ? 3.0 : 1.0));
+  if (x.n > 1 && a == kRing) lat = std::max(lat, x.net_overhead * (p == kSimple ? 3.0 : 1.0));
   return lat;
 }
 
 double inter_hop(const Ctx& x, int a, int p) {
   // With one GPU per node every network latency is exposed: NCCL uses the tree's.
   const int row = (a == kRing && x.k == 1) ? kTree : a;
-  return x.scale * kHwNet[row][p] * us + x.transport * (p == kSimple ? 2 : 1) + x.alpha_inter_extra;
+  return x.scale * x.table->net[row][p] * us + x.transport * (p == kSimple ? 2 : 1) + x.alpha_inter_extra;
 }
 
 // The group's share of NVLink and network bytes, and the time the slower takes, per algorithm.
@@ -248,13 +300,13 @@ Candidate ring(const Ctx& x, int p) {
   plan.network_seconds = x.n > 1 ? plan.node_egress_bytes * f / channel_rate(x, x.net_rate * f, nc) : 0;
   // Protocol ceilings on the ring's bus bandwidth (per GPU), NCCL's llMaxBw and LL128 per channel.
   double cap = std::numeric_limits<double>::infinity();
-  if (p == kLL) cap = (x.n == 1 ? kLlMaxOneNode[x.gen] : kLlMaxNet[std::min(x.n, 3) - 1]) * GBps;
+  if (p == kLL) cap = x.ll_max;
   if (p == kLL128) cap = x.nch * kPerChRingLL128[x.gen][std::min(x.n, 3) - 1] * GBps;
   if (std::isfinite(cap)) plan.nvlink_seconds = std::max(plan.nvlink_seconds, per_link / channel_rate(x, cap, nc));
   // A chain's links take turns: S crosses each, one after the other, so the fabric carries
   // (n-1)/n of S per node on average.
   if (chain && x.n > 1) plan.node_egress_bytes *= double(x.n - 1) / x.n;
-  double lat = x.scale * kBase[kRing][p] * us + (plan.steps - inter_steps) * intra_hop(x, kRing, p) +
+  double lat = x.scale * x.table->base[kRing][p] * us + (plan.steps - inter_steps) * intra_hop(x, kRing, p) +
                inter_steps * inter_hop(x, kRing, p);
   // "Plateau effect of ring": multi-node Simple all-reduces with data on every channel.
   if (allreduce && p == kSimple && x.n > 1 && x.scale > 0 && x.S / (double(x.nch) * x.R) >= 64)
@@ -262,11 +314,19 @@ Candidate ring(const Ctx& x, int p) {
   // Each step moves S/R per rank over nc channels, in chunks of at most kRingChunk. A ring's steps
   // run one after another, so the bandwidth term already holds them; what is left is the pipeline
   // between steps: a rank forwards a chunk once its first slice has arrived, so each step after the
-  // first starts `ring_depth` chunk-times late (NCCL slices a Simple chunk in two: 0.5). The delay
-  // vanishes as chunks shrink below full size.
+  // first starts `ring_depth` chunk-times late (NCCL slices a Simple chunk in two: 0.5), a chunk-time
+  // of the link that step crosses: the network's on the steps that leave a node, NVLink's on the
+  // others. The delay vanishes as chunks shrink below full size.
   const double step_data = x.S / (double(x.R) * nc);
   const double chunk = std::min(kRingChunk[p], step_data);
-  const double fill = x.c.collectives.ring_depth * (plan.steps - 1) * chunk_time(plan, chunk, plan.steps * step_data) *
+  auto hop_time = [&](double link_seconds) {
+    const double data = plan.steps * step_data;
+    return data > 0 ? std::min(1.0, chunk / data) * link_seconds : 0.0;
+  };
+  const int fill_inter = std::min(inter_steps, plan.steps - 1);
+  const double fill = x.c.collectives.ring_depth *
+                      (fill_inter * hop_time(std::max(plan.network_seconds, plan.nvlink_seconds)) +
+                       (plan.steps - 1 - fill_inter) * hop_time(plan.nvlink_seconds)) *
                       std::min(1.0, step_data / kRingChunk[p]);
   finish(x, cand, lat, chunk, fill, nc);
   plan.channels = nc;
@@ -290,10 +350,10 @@ Candidate tree(const Ctx& x, int p) {
   plan.network_seconds =
       x.n > 1 ? x.lanes * 2.0 * (x.n - 1) / x.n * x.S / channel_rate(x, x.net_rate * f, nc) : 0;
   double cap = x.nch * kPerChTree[x.gen][std::min(x.n, 3) - 1] * GBps;
-  if (p == kLL) cap = std::min(cap, (x.n == 1 ? kLlMaxOneNode[x.gen] : kLlMaxNet[std::min(x.n, 3) - 1]) * GBps);
+  if (p == kLL) cap = std::min(cap, x.ll_max);
   if (p == kLL128) cap = std::min(cap, x.nch * kPerChTreeLL128[x.gen][std::min(x.n, 3) - 1] * GBps);
   plan.nvlink_seconds = std::max(plan.nvlink_seconds, 2 * x.S / channel_rate(x, cap * f / 0.92, nc));
-  const double lat = x.scale * kBase[kTree][p] * us +
+  const double lat = x.scale * x.table->base[kTree][p] * us +
                      2 * ((x.k - 1) * intra_hop(x, kTree, p) + levels * inter_hop(x, kTree, p));
   // A chunk climbs the chain and the tree of nodes and comes back down, stage after stage: with few
   // chunks per channel little of that overlaps. `tree_depth` chunk-times of the slowest link.
@@ -338,7 +398,7 @@ Candidate nvls(const Ctx& x, bool across_nodes) {
     plan.node_egress_bytes = x.lanes * 2.0 * (x.n - 1) / x.n * x.S;
     plan.network_seconds = plan.node_egress_bytes / x.net_rate;
   }
-  double lat = x.scale * kHwNvlink[cand.a][kSimple] * us;
+  double lat = x.scale * (x.table->base[cand.a][kSimple] + x.table->nvlink[cand.a][kSimple]) * us;
   if (across_nodes) lat += 2 * log2i(x.n) * inter_hop(x, kNvlsTree, kSimple);
   finish(x, cand, lat, c, x.c.collectives.nvls_depth * chunk_time(plan, c, x.S / x.nvls_ch), x.nvls_ch);
   plan.channels = x.nvls_ch;
@@ -416,7 +476,13 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         .alpha_inter_extra = cl.step_latency_inter + (cl.latency_scale > 0 ? 0.0 : c.nics.latency) +
                              (switch_hops(c, g) - (cl.latency_scale > 0 ? 1 : 0)) * c.fabric.switch_latency,
         .transport = c.nics.transport.latency,
-        .gpus_per_process = std::max(1, options.gpus_per_process)};
+        .net_overhead = (cl.latency_scale > 0 ? net_overhead_us(c.host_cpu) * us : 0.0) + c.nics.transport.overhead,
+        .gpus_per_process = std::max(1, options.gpus_per_process),
+        .table = &nccl_table(c.nccl.version),
+        .ll_max = 0};
+  x.ll_max = (n == 1 ? x.table->ll_one_node[x.gen]
+                     : (c.host_cpu == topologies::HostCpu::Amd ? kLlMaxNetAmd : kLlMaxNetIntel)[n > 2 ? 1 : 0]) *
+             GBps;
 
   // What may run: the caller's choice, else the cluster's pins (NCCL_ALGO / NCCL_PROTO).
   unsigned algos = options.algorithm != Algorithm::Auto

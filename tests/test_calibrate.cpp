@@ -81,6 +81,12 @@ TEST_CASE("an nccl-tests log becomes points: collective, layout, bytes, the fast
   CHECK(pts[1].time_s == doctest::Approx(21.00e-6));  // out-of-place was faster
   CHECK(pts[2].busbw == doctest::Approx(0.14e9));
   CHECK(pts[2].where == "ag.log:17");
+  CHECK(pts[0].nccl_version == 21903);  // "nccl-library=21903": NCCL 2.19.3, whose tuning table then applies
+  // Older logs print "NCCL version 2.18.5+cuda12.2" on an INFO line instead.
+  CHECK(parse_nccl_version("NCCL version 2.18.5+cuda12.2") == 21805);
+  CHECK(parse_nccl_version("nccl 2.27.7") == 22707);
+  CHECK(parse_nccl_version("not stated") == 0);
+  CHECK(parse_nccl_version("CUDA 12.6.3") == 0);  // a triple that is not NCCL 2.x
 }
 
 TEST_CASE("old-format logs: the collective comes from the file name or --op, the layout from flags") {
@@ -255,7 +261,7 @@ TEST_CASE("a profile reads back as the fitted cluster, and a transport profile a
 TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(kPublished == std::string(TAGCSIM_SOURCE_DIR) + "/validation/data/published_measurements.yaml");
   const auto groups = load_published(kPublished);
-  REQUIRE(groups.size() == 7);
+  REQUIRE(groups.size() == 14);
   CHECK(groups[0].name == "nccl-a100-1n-mleng-allreduce");
   CHECK(groups[0].source_key == "S01");
   CHECK(groups[0].points.size() == 20);
@@ -275,6 +281,29 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(off.name == "nccl-h200-mleng-allreduce-8GiB-nvls-off");
   CHECK(off.points[4].busbw == doctest::Approx(365.6e9));
   CHECK(off.points[4].algos == (topologies::NcclPins::Ring | topologies::NcclPins::Tree));
+  CHECK(published_base_cluster(h200) == "{preset: dgx-h200-ib400, nodes: 1}");
+  CHECK(h200.points[0].nccl_version == 22707);  // "nccl 2.27.7" in hardware.software
+  // The Azure tables: one process for 8 GPUs, NVLS pinned (NCCL_ALGO=NVLS), their NCCL release, their VM.
+  const auto& ndv5 = groups[8];
+  CHECK(ndv5.name == "nccl-h100-1n-azure-ndv5-allreduce");
+  CHECK(ndv5.source_key == "S41");
+  CHECK(ndv5.points.size() == 24);
+  CHECK(ndv5.points[0].bytes == 1024);
+  CHECK(ndv5.points[0].gpus_per_process == 8);
+  CHECK(ndv5.points[0].algos == topologies::NcclPins::Nvls);
+  CHECK(ndv5.points[0].nccl_version == 21805);
+  CHECK(ndv5.points[0].time_s == doctest::Approx(1.75 * 1024 / 0.07e9));  // from busbw 0.07 GB/s
+  CHECK(published_base_cluster(ndv5) == "{preset: azure-nd-h100-v5, nodes: 1}");
+  // GCP a3-mega over TCPXO: Google's profile pins NCCL_ALGO=Ring,Tree and NCCL_PROTO=Simple.
+  const auto& tcpxo = groups[10];
+  CHECK(tcpxo.name == "nccl-h100-2n-gcp-a3mega-tcpxo-allreduce");
+  CHECK(tcpxo.points[0].algos == (topologies::NcclPins::Ring | topologies::NcclPins::Tree));
+  CHECK(tcpxo.points[0].protos == topologies::NcclPins::Simple);
+  CHECK(tcpxo.points[0].nccl_version == 22105);
+  CHECK(tcpxo.points[0].time_s == doctest::Approx(123.5e-6));  // the faster placement
+  CHECK(published_base_cluster(tcpxo) == "{preset: gcp-a3-mega, nodes: 2}");
+  CHECK(published_base_cluster(groups[12]) == "{preset: gcp-a3-high, nodes: 2}");
+  CHECK(groups[12].points[0].op == CollectiveOp::AllGather);
   CHECK(error_of([] { load_published("/nonexistent/pm.yaml"); }).find("published measurements not found") !=
         std::string::npos);
 }
@@ -286,7 +315,7 @@ TEST_CASE("fitting every published table at once, from the priors: the presets' 
     const auto c = with_priors(load_cluster_arg(published_base_cluster(g)));
     for (const auto& p : g.points) samples.push_back({p, c, g.name});
   }
-  REQUIRE(samples.size() == 129);
+  REQUIRE(samples.size() == 286);
   FitOptions o;
   o.prior_weight = kPriorWeight;  // as `tagcsim calibrate published --all --priors`
   const auto r = fit(samples, o);
@@ -302,10 +331,21 @@ TEST_CASE("fitting every published table at once, from the priors: the presets' 
   CHECK(value("intra_node.nvls_efficiency@nvlink4") ==
         doctest::Approx(topologies::preset("dgx-h100-ib400").intra.nvls_efficiency).epsilon(2e-3));
   CHECK(value("nics.transport.latency@efa") == doctest::Approx(topologies::preset("aws-p5").nics.transport.latency).epsilon(1e-2));
-  CHECK(value("collectives.host_launch_per_channel") ==
+  CHECK(value("nics.efficiency@tcpxo") == doctest::Approx(topologies::preset("gcp-a3-mega").nics.efficiency).epsilon(2e-3));
+  CHECK(value("nics.efficiency@tcpx") == doctest::Approx(topologies::preset("gcp-a3-high").nics.efficiency).epsilon(2e-3));
+  // The host's launch costs, per host CPU (AMD: the A100 boxes; Intel: the Azure H100/H200 VMs).
+  CHECK(value("collectives.host_launch_per_channel@amd") ==
         doctest::Approx(topologies::preset("aws-p5").collectives.host_launch_per_channel).epsilon(1e-2));
+  CHECK(value("collectives.host_launch@intel") ==
+        doctest::Approx(topologies::preset("azure-nd-h100-v5").collectives.host_launch).epsilon(1e-2));
+  // A transport's per-message costs come only from latency-bound points: the TCPX table starts at 8 MiB.
+  for (const auto& f : r.params)
+    if (f.id.name() == "nics.transport.latency@tcpx") {
+      CHECK(f.status == ParamFit::Status::Held);
+      CHECK(f.why.find("latency-bound (< 1 MiB)") != std::string::npos);
+    }
   // Residuals as measured (docs/calibration.md): in-sample, per size band.
-  CHECK(summarize(r.points, size_bands()[4]).median_abs < 0.05);   // >= 1 MiB: 4.3%
-  CHECK(summarize(r.points, size_bands()[3]).median_abs < 0.08);   // 32 KiB-1 MiB: 7.7%
-  CHECK(summarize(r.points, size_bands()[4]).p90_abs < 0.22);      // >= 1 MiB: 21.4%
+  CHECK(summarize(r.points, size_bands()[4]).median_abs < 0.045);  // >= 1 MiB: 4.0%
+  CHECK(summarize(r.points, size_bands()[3]).median_abs < 0.10);   // 32 KiB-1 MiB: 9.6%
+  CHECK(summarize(r.points, size_bands()[4]).p90_abs < 0.34);      // >= 1 MiB: 32.9%
 }

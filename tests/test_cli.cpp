@@ -47,7 +47,7 @@ TEST_CASE("bad scenario input exits with code 2 and one line naming file, line a
   CHECK(o.code == 2);
   CHECK(o.output == "tagcsim: error: " + path +
                         ":2: cluster.nodez: unknown key (did you mean 'nodes'?); expected one of: "
-                        "preset, file, name, nodes, gpus_per_node, gpu, intra_node, nics, fabric, collectives, nccl, source\n");
+                        "preset, file, name, nodes, gpus_per_node, host_cpu, gpu, intra_node, nics, fabric, collectives, nccl, source\n");
 }
 
 TEST_CASE("every kind of bad input exits with code 2 and one line naming file:line and the key path") {
@@ -111,7 +111,7 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data") {
   CHECK(o.output.find("not found") == std::string::npos);
   // Per table and size band, with each source left out in turn.
   CHECK(o.output.find("held out (source S12 left out)") != std::string::npos);
-  CHECK(o.output.find("  32 KiB-1 MiB    preset n=20") != std::string::npos);
+  CHECK(o.output.find("  32 KiB-1 MiB    preset n=45") != std::string::npos);
   CHECK(tagcsim("calibrate validate --loo table").output.find("held out (table nccl-h100-1n-dgxc-allreduce left out)") !=
         std::string::npos);
   CHECK(tagcsim("calibrate validate --loo sources").code == 2);

@@ -304,6 +304,106 @@ TEST_CASE("a process driving 8 GPUs (nccl-tests -g 8) cannot beat 8 launches wit
   CHECK(eight.seconds() == doctest::Approx(8 * (5e-6 + 0.3e-6)).epsilon(1e-9));
 }
 
+namespace {
+// Two 8x H100 nodes, 8 NICs of 50 GB/s, NCCL's latency table (scale 1), no transport latency, nothing fitted.
+topologies::Cluster h100_pair() {
+  auto c = h100_node(8, 0);
+  c.nodes = 2;
+  c.nics.count = 8;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("NCCL releases: tree Simple costs 28 us per hop in 2.19-2.22, 4 us (NVLink) / 14 us (network) around them") {
+  // An 8-byte all-reduce on 2 x 8 GPUs, NCCL_ALGO=Ring,Tree and NCCL_PROTO=Simple (Google's TCPXO profile).
+  // tuning.cc by release, in us (the bandwidth term is negligible at 8 bytes):
+  //   tree  = base + 2 x (7 NVLink hops + log2(2) network hops)
+  //           2.23+: 8.4 + 2 x (7 x 4 + 14) = 92.4;  2.19-2.22: 0 + 2 x (7 x 28 + 28) = 448;  2.18: 2 x (28 + 14) = 84
+  //   ring  = 8.4 + 28 NVLink steps x max(3.4, 3 x 1 us Intel post cost) + 2 network steps x 14 = 131.6
+  // so NCCL 2.21.5 runs the ring (131.6 us: the GCP a3-mega table measured 123 us) and 2.23 the tree.
+  auto c = h100_pair();
+  c.nccl.algos = topologies::NcclPins::Ring | topologies::NcclPins::Tree;
+  c.nccl.protos = topologies::NcclPins::Simple;
+  struct Case {
+    int version;
+    Algorithm algo;
+    double us;
+  };
+  for (const auto& k : {Case{0, Algorithm::Tree, 92.4}, Case{22300, Algorithm::Tree, 92.4},
+                        Case{22105, Algorithm::Ring, 131.6}, Case{21903, Algorithm::Ring, 131.6},
+                        Case{21805, Algorithm::Tree, 84.0}}) {
+    CAPTURE(k.version);
+    c.nccl.version = k.version;
+    const auto plan = plan_collective(c, CollectiveOp::AllReduce, 8, whole_cluster(c));
+    CHECK(plan.algorithm == k.algo);
+    CHECK(plan.seconds() * 1e6 == doctest::Approx(k.us).epsilon(1e-4));
+  }
+  // An AMD host posts each network step in 2 us (getNetOverhead), 6 us for Simple: ring 8.4 + 28 x 6 + 28.
+  c.nccl.version = 22105;
+  c.host_cpu = topologies::HostCpu::Amd;
+  CHECK(plan_collective(c, CollectiveOp::AllReduce, 8, whole_cluster(c)).seconds() * 1e6 ==
+        doctest::Approx(204.4).epsilon(1e-4));
+  // A transport's own per-step cost adds to the host's: Intel 1 us + 1 us, x 3 for Simple = 6 us.
+  c.host_cpu = topologies::HostCpu::Intel;
+  c.nics.transport.overhead = 1e-6;
+  CHECK(plan_collective(c, CollectiveOp::AllReduce, 8, whole_cluster(c)).seconds() * 1e6 ==
+        doctest::Approx(204.4).epsilon(1e-4));
+}
+
+TEST_CASE("NCCL releases: LL's one-node ceiling on Hopper (87.7 -> 141 GB/s in 2.21) and NVLS's latency") {
+  // One 8x H100 node, ring LL pinned: bus bandwidth min(371.25 x 0.5, llMaxBw).
+  auto c = h100_node(8, 0.686);
+  c.nccl.algos = topologies::NcclPins::Ring;
+  c.nccl.protos = topologies::NcclPins::LL;
+  const double S = 64e6;
+  c.nccl.version = 22005;
+  CHECK(plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c)).nvlink_seconds ==
+        doctest::Approx(1.75 * S / 87.7e9));
+  c.nccl.version = 22105;
+  CHECK(plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c)).nvlink_seconds ==
+        doctest::Approx(1.75 * S / 141e9));
+  // NVLS: a 23 us base latency up to 2.18, 23 us as a hop in 2.19-2.20, 25 us from 2.21 (no fill here).
+  c.nccl = {};
+  for (auto [version, us] : {std::pair{21805, 23.0}, std::pair{22005, 23.0}, std::pair{22105, 25.0}, std::pair{0, 25.0}}) {
+    CAPTURE(version);
+    c.nccl.version = version;
+    const auto plan = plan_collective(c, CollectiveOp::AllReduce, 8e9, whole_cluster(c));
+    CHECK(plan.algorithm == Algorithm::Nvls);
+    CHECK(plan.latency_seconds == doctest::Approx(us * 1e-6));
+  }
+}
+
+TEST_CASE("LL's ceiling across nodes follows the host CPU: 39 GB/s on Intel, 22.5 on AMD (2 nodes)") {
+  auto c = h100_pair();
+  c.nccl.algos = topologies::NcclPins::Ring;
+  c.nccl.protos = topologies::NcclPins::LL;
+  const double S = 256e6;
+  // The ring moves 2 x 15/16 x S per GPU; LL's ceiling binds (the NICs give 400 GB/s x 0.5).
+  CHECK(plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c)).nvlink_seconds ==
+        doctest::Approx(1.875 * S / 39e9));
+  c.host_cpu = topologies::HostCpu::Amd;
+  CHECK(plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c)).nvlink_seconds ==
+        doctest::Approx(1.875 * S / 22.5e9));
+}
+
+TEST_CASE("a ring's pipeline fill: each step late by a chunk-time of the link it crosses") {
+  // All-gather on 2 x 8 GPUs, Simple, 32 channels: S = 2 GiB gives 4 MiB per rank and channel, so full
+  // 2 MiB chunks, 1/30 of a channel's 15 steps of data. Of the 14 steps after the first, 1 leaves the
+  // node (a network chunk-time: the slower link's) and 13 stay on NVLink (an NVLink chunk-time).
+  auto c = h100_pair();
+  c.nccl.protos = topologies::NcclPins::Simple;
+  c.collectives.ring_depth = 1;
+  const double S = 2.0 * (1 << 30);
+  const auto plan = plan_collective(c, CollectiveOp::AllGather, S, whole_cluster(c));
+  CHECK(plan.algorithm == Algorithm::Ring);
+  CHECK(plan.channels == 32);
+  const double net = 15.0 / 16 * S / 400e9;                     // 8 rails x 50 GB/s
+  const double nvl = 15.0 / 16 * S * 7 / 8 / (450e9 * 0.825);  // the ring leaves each node once
+  CHECK(plan.network_seconds == doctest::Approx(net));
+  CHECK(plan.nvlink_seconds == doctest::Approx(nvl));
+  CHECK(plan.fill_seconds == doctest::Approx((1 * net + 13 * nvl) / 30));
+}
+
 TEST_CASE("rail-optimized fabrics give each rail its own leaf switch and uplink") {
   // 4 nodes, 2 per leaf, 8 rails of 50 GB/s, 8:1 oversubscribed. Two jobs of one GPU per node
   // (rails 0 and 1), each ring pairing node i with node i+2 in the other leaf: both nodes of a

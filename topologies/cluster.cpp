@@ -321,7 +321,7 @@ Cluster load_cluster(const Input& in) {
   }
   if (!in.is_map())
     in.fail(fmt::format("expected a cluster preset name or a map; presets: {}", join(preset_names())));
-  in.expect_keys({"preset", "file", "name", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric",
+  in.expect_keys({"preset", "file", "name", "nodes", "gpus_per_node", "host_cpu", "gpu", "intra_node", "nics", "fabric",
                   "collectives", "nccl", "source"});
 
   Reader r(in);
@@ -342,6 +342,10 @@ Cluster load_cluster(const Input& in) {
   r.opt(in, "nodes", "nodes", [&](const Input& v) { c.nodes = v.as_int_between(1, 1 << 17); });
   r.opt(in, "gpus_per_node", "gpus_per_node",
         [&](const Input& v) { c.gpus_per_node = v.as_int_between(1, 1024); });
+  r.opt(in, "host_cpu", "host_cpu", [&](const Input& v) {
+    const auto k = v.as_choice({"intel", "amd", "arm"});
+    c.host_cpu = k == "amd" ? HostCpu::Amd : k == "arm" ? HostCpu::Arm : HostCpu::Intel;
+  });
   if (!has_preset) (void)in["gpu"];
   if (auto g = in.find("gpu")) c.gpu = r.device(*g, c.gpu, has_preset, "gpu.");
 

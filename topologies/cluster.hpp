@@ -115,13 +115,27 @@ struct NcclPins {
   unsigned algos = 0;
   unsigned protos = 0;
   int channels = 0;                  // 0: as NCCL picks from the topology
+  // The NCCL release (2.18.5 -> 21805; 0 = the newest the model knows): NCCL's defaults changed between
+  // releases (LL's bandwidth ceiling on Hopper, NVLS's latency), and a table that states its release is
+  // modelled with that release's constants (sim/collective.cpp).
+  int version = 0;
   std::string source;                // why (e.g. "aws-ofi-nccl sets NCCL_PROTO=simple on p4d")
 };
+// "2.18.5" -> 21805, "2.27" -> 22700; InputError naming the key otherwise.
+int parse_nccl_version_key(const Input& in);
+std::string format_nccl_version(int code);           // 21805 -> "2.18.5"
+
+// The host CPU, as NCCL sees it: its default per-step network cost (src/graph/tuning.cc getNetOverhead:
+// 1 us on Intel, 2 us on AMD, 1 us otherwise) and, across nodes, LL's bandwidth ceiling (llMaxBws: the
+// Intel row, or the AMD row) depend on it.
+enum class HostCpu { Intel, Amd, Arm };
+const char* to_string(HostCpu cpu);
 
 struct Cluster {
   std::string name;
   int nodes = 1;
   int gpus_per_node = 1;
+  HostCpu host_cpu = HostCpu::Intel;  // NCCL treats any CPU it does not know as it treats Intel
   DeviceProfile gpu;
   IntraNode intra;
   Nics nics;
@@ -162,8 +176,9 @@ DeviceProfile load_device(const Input& in);
 // GPU is tuned: `gpu: {gemm_efficiency: 0.6}`).
 DeviceProfile load_device(const Input& in, const DeviceProfile& base);
 
-// Cluster presets: dgx-a100-ib200, dgx-h100-ib400, azure-nd-h100-v5, aws-p4de, aws-p5, gcp-a3-high,
-// gcp-a3-mega, oci-h100-roce, eth-25g, eth-100g, tagc-2x1-1g, tagc-2x1-10g, tagc-2x1-25g, tagc-2x1-100g.
+// Cluster presets: dgx-a100-ib200, dgx-h100-ib400, dgx-h200-ib400, azure-nd-a100-v4, azure-nd-h100-v5,
+// azure-nd-h200-v5, aws-p4de, aws-p5, aws-p5e, gcp-a3-high (TCPX), gcp-a3-mega (TCPXO), gcp-a3-ultra (RoCE),
+// oci-h100-roce, nebius-h100-ib, nebius-h200-ib, eth-25g, eth-100g, tagc-2x1-1g, -10g, -25g, -100g.
 // A preset's node count is a default; scenarios usually override `nodes`.
 std::vector<std::string> preset_names();
 const Aliases& preset_aliases();  // "p4de" for aws-p4de, "dgx-h100" for dgx-h100-ib400, ...; preset() takes them too

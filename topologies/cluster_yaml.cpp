@@ -43,6 +43,7 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
   k.put("name", yaml_scalar(c.name));
   k.put("nodes", yaml_number(c.nodes));
   k.put("gpus_per_node", yaml_number(c.gpus_per_node));
+  k.put("host_cpu", to_string(c.host_cpu), "NCCL's per-step network cost and LL ceiling depend on it");
   write_device(k.open("gpu"), c.gpu);
   YamlMap in = k.open("intra_node", "the GPUs of one node");
   in.put("kind", c.intra.kind);
@@ -91,7 +92,7 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
   cl.put("tree_depth", yaml_number(cp.tree_depth));
   cl.put("nvls_depth", yaml_number(cp.nvls_depth));
   cl.put("nvls_chunk_overhead", yaml_seconds(cp.nvls_chunk_overhead), "per NVLS chunk of every channel");
-  if (c.nccl.algos || c.nccl.protos || c.nccl.channels) {
+  if (c.nccl.algos || c.nccl.protos || c.nccl.channels || c.nccl.version) {
     YamlMap pins = k.open("nccl", "pinned like NCCL_ALGO / NCCL_PROTO");
     auto list = [](unsigned mask, std::initializer_list<std::pair<unsigned, const char*>> names) {
       std::string out;
@@ -104,6 +105,7 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
       pins.put("algo", list(c.nccl.algos, {{P::Ring, "ring"}, {P::Tree, "tree"}, {P::Nvls, "nvls"}, {P::NvlsTree, "nvls_tree"}}));
     if (c.nccl.protos) pins.put("proto", list(c.nccl.protos, {{P::LL, "ll"}, {P::LL128, "ll128"}, {P::Simple, "simple"}}));
     if (c.nccl.channels) pins.put("channels", yaml_number(c.nccl.channels));
+    if (c.nccl.version) pins.put("version", yaml_scalar(format_nccl_version(c.nccl.version)), "NCCL release");
     if (!c.nccl.source.empty()) pins.put("source", yaml_scalar(c.nccl.source));
   }
   k.put("source", yaml_scalar(c.source));

@@ -3,6 +3,7 @@
 // plainly that it is assumed. Efficiencies are derived as measured / peak, written out.
 #include <fmt/format.h>
 
+#include <tuple>
 #include <utility>
 
 #include "topologies/cluster.hpp"
@@ -98,13 +99,13 @@ const DeviceTable& device_table() {
 // Intra-node fabrics. `efficiency` is NCCL's ring bus bandwidth / line rate, `nvls_efficiency` the
 // NVLS rate / line rate (see kNvlink*Src); both fitted by `tagcsim calibrate` (docs/calibration.md).
 IntraNode nvlink3() {
-  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.7833};
+  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.7727};
   i.name = "nvlink3";
   return i;
 }
 IntraNode nvlink4() {
-  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8234};
-  i.nvls_efficiency = 0.6569;
+  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8213};
+  i.nvls_efficiency = 0.6660;
   i.name = "nvlink4";
   return i;
 }
@@ -116,16 +117,18 @@ IntraNode pcie4() {
 
 constexpr const char* kNvlink3Src =
     "NVLink3 via NVSwitch: 600 GB/s bidirectional per GPU = 300 GB/s per direction (A100 datasheet). "
-    "Ring efficiency 0.7833: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
-    "SM80_NVLINK_BW), fitted to the 8x A100 all_reduce sweep (nccl-a100-1n-mleng-allreduce, 234.89 GB/s "
-    "bus bandwidth at 16 GiB; calibrate/profiles/nccl-model.yaml).";
+    "Ring efficiency 0.7727: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
+    "SM80_NVLINK_BW), fitted to the two 8x A100 all_reduce sweeps (nccl-a100-1n-mleng-allreduce, 234.89 GB/s "
+    "bus bandwidth at 16 GiB; nccl-a100-1n-azure-ndv4-allreduce, 231.58 at 8 GiB) and the p4de tables "
+    "(calibrate/profiles/nccl-model.yaml).";
 constexpr const char* kNvlink4Src =
     "NVLink4 via NVSwitch: 900 GB/s bidirectional per GPU = 450 GB/s per direction (H100 datasheet). "
-    "Ring efficiency 0.8234: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
+    "Ring efficiency 0.8213: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
     "SM90_NVLINK_BW), fitted (the NVLS-off all_reduce of 4-8 H200, 363-366 GB/s, nccl-h200-*-mleng). "
-    "NVLink SHARP efficiency 0.6569: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
+    "NVLink SHARP efficiency 0.6660: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
     "NCCL maintainers' 480 GB/s bus bandwidth on 8 GPUs (algbw 274 GB/s x 9/8 / 450; NVIDIA/nccl-tests#212), "
-    "fitted to the H100/H200 NVLS tables (calibrate/profiles/nccl-model.yaml).";
+    "fitted to the H100/H200 NVLS tables (DGX H100, Azure ND H100 v5 / ND H200 v5, AWS p5; "
+    "calibrate/profiles/nccl-model.yaml).";
 constexpr const char* kPcieSrc =
     "PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction (PCI-SIG); "
     "efficiency 0.80 assumed.";
@@ -133,20 +136,24 @@ constexpr const char* kLatencySrc =
     "Link latencies (NVLink/PCIe hop, NIC one way, switch) are assumed typical values, not from a "
     "source.";
 constexpr const char* kCollSrc =
-    "NCCL costs: NCCL's published latency table (tuning.cc) at scale 1, no launch latency beyond it; host "
-    "launch 5.16 us + 0.323 us per channel, ring step delay 0.248 chunk, tree and NVLS pipeline fill 1.38 "
-    "and 16 chunks (16 is the bound: NVLS yields to rings in the middle sizes), fitted to every shipped "
-    "nccl-tests table from data-independent priors (calibrate/profiles/nccl-model.yaml).";
+    "NCCL costs: NCCL's published latency table (tuning.cc, the newest release's unless `nccl: {version}` "
+    "pins one) at scale 1, no launch latency beyond it, NCCL's per-step network cost for the host CPU "
+    "(getNetOverhead); host launch per GPU 5.06 us + 0.311 us per channel on AMD hosts, 3.33 us + 0.027 us "
+    "on Intel hosts (fitted to the single-process -g 8 tables: A100 on AMD, H100/H200 on Intel), ring step "
+    "delay 0.102 chunk, tree and NVLS pipeline fill 1.38 and 16 chunks (16 is the bound: NVLS yields to "
+    "rings in the middle sizes), fitted to every shipped nccl-tests table from data-independent priors "
+    "(calibrate/profiles/nccl-model.yaml).";
 
-// NCCL's costs as fitted to the shipped nccl-tests tables (calibrate/profiles/nccl-model.yaml).
-CollectiveParams nccl_costs() {
+// NCCL's costs as fitted to the shipped nccl-tests tables (calibrate/profiles/nccl-model.yaml). The host's
+// launch costs are CPU time, fitted per host CPU; an Arm host (no table) takes Intel's, as NCCL treats it.
+CollectiveParams nccl_costs(HostCpu cpu) {
   CollectiveParams p;
   p.latency_scale = 1.0;
   p.launch_latency = 0.0 * us;
-  p.host_launch = 5.158 * us;
-  p.host_launch_per_channel = 0.3232 * us;
-  p.ring_depth = 0.248;
-  p.tree_depth = 1.378;
+  p.host_launch = (cpu == HostCpu::Amd ? 5.062 : 3.334) * us;
+  p.host_launch_per_channel = (cpu == HostCpu::Amd ? 0.311 : 0.02731) * us;
+  p.ring_depth = 0.102;
+  p.tree_depth = 1.381;
   p.nvls_depth = 16.000;
   p.nvls_chunk_overhead = 0 * us;
   return p;
@@ -163,16 +170,17 @@ Nics nics(int count, double gbps, double latency, const std::string& transport) 
 }
 
 Cluster make(std::string name, int nodes, int gpn, const std::string& gpu, IntraNode intra, Nics nics,
-             Fabric fabric, std::string source) {
+             Fabric fabric, std::string source, HostCpu cpu = HostCpu::Intel) {
   Cluster c;
   c.name = std::move(name);
   c.nodes = nodes;
   c.gpus_per_node = gpn;
+  c.host_cpu = cpu;
   c.gpu = device(gpu);
   c.intra = std::move(intra);
   c.nics = std::move(nics);
   c.fabric = fabric;
-  c.collectives = nccl_costs();
+  c.collectives = nccl_costs(cpu);
   c.source = std::move(source);
   return c;
 }
@@ -211,80 +219,119 @@ Cluster tagc_node(const std::string& name, double gbps) {
 
 std::vector<Cluster> build_presets() {
   std::vector<Cluster> out;
+  // Host CPUs decide NCCL's per-step network cost and LL's ceiling across nodes (cluster.hpp HostCpu).
+  constexpr auto AMD = HostCpu::Amd;
+  constexpr auto Intel = HostCpu::Intel;
   {
     auto n = nics(8, 200, 1.5 * us, "ib");
     out.push_back(make(
         "dgx-a100-ib200", 2, 8, "a100-80gb", nvlink3(), n, rail_fat_tree(20, 0.13 * us),
         fmt::format("NVIDIA DGX A100 datasheet: 8x A100-SXM4-80GB, 8x ConnectX-6 200 Gb/s HDR InfiniBand "
-                    "(compute fabric), one per GPU. {} {} Fabric: DGX SuperPOD (A100) reference architecture, "
-                    "rail-optimized 1:1 fat tree of 40-port HDR switches (Quantum QM8700, 130 ns port to "
+                    "(compute fabric), one per GPU, 2x AMD EPYC 7742. {} {} Fabric: DGX SuperPOD (A100) reference "
+                    "architecture, rail-optimized 1:1 fat tree of 40-port HDR switches (Quantum QM8700, 130 ns port to "
                     "port per datasheet) in 20-node scalable units (one leaf per rail per unit). {} {}",
-                    kNvlink3Src, transport_src(n), kLatencySrc, kCollSrc)));
+                    kNvlink3Src, transport_src(n), kLatencySrc, kCollSrc),
+        AMD));
   }
-  {
+  for (const auto& [name, gpu, title] :
+       {std::tuple{"dgx-h100-ib400", "h100-sxm", "DGX H100 datasheet: 8x H100-SXM5-80GB"},
+        std::tuple{"dgx-h200-ib400", "h200-sxm", "DGX H200 datasheet: 8x H200-SXM-141GB"}}) {
     auto n = nics(8, 400, 1.5 * us, "ib");
     out.push_back(make(
-        "dgx-h100-ib400", 2, 8, "h100-sxm", nvlink4(), n, rail_fat_tree(32, 0.3 * us),
-        fmt::format("NVIDIA DGX H100 datasheet: 8x H100-SXM5-80GB, 8x ConnectX-7 400 Gb/s NDR InfiniBand "
-                    "(compute fabric), one per GPU. {} {} Fabric: DGX SuperPOD (H100) reference architecture, "
-                    "rail-optimized 1:1 fat tree in 32-node scalable units (one leaf per rail per unit); "
-                    "with 64-port NDR switches a 2-level fat tree holds up to 2048 nodes, so fat_tree_2 "
-                    "covers the 128- and 2048-node benches. Switch latency 0.3 us assumed. {} {}",
-                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc)));
+        name, 2, 8, gpu, nvlink4(), n, rail_fat_tree(32, 0.3 * us),
+        fmt::format("NVIDIA {}, 8x ConnectX-7 400 Gb/s NDR InfiniBand (compute fabric), one per GPU, 2x Intel "
+                    "Xeon Platinum 8480C. {} {} Fabric: DGX SuperPOD (H100) reference architecture, rail-optimized "
+                    "1:1 fat tree in 32-node scalable units (one leaf per rail per unit); with 64-port NDR switches a "
+                    "2-level fat tree holds up to 2048 nodes, so fat_tree_2 covers the 128- and 2048-node benches. "
+                    "Switch latency 0.3 us assumed. {} {}",
+                    title, kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
+        Intel));
   }
   {
+    auto n = nics(8, 200, 1.5 * us, "ib");
+    out.push_back(make(
+        "azure-nd-a100-v4", 2, 8, "a100-80gb", nvlink3(), n, single_switch(0.13 * us),
+        fmt::format("Azure ND A100 v4 (Microsoft Learn, NDm A100 v4 series, ND96amsr_A100_v4): 8x A100-SXM4-80GB on "
+                    "NVLink3, 8x 200 Gb/s HDR InfiniBand, one per GPU; host CPU AMD EPYC 7V12 (Azure/AI-benchmarking-"
+                    "guide Azure_Results/ND_A100_v4_results.md). {} {} Fabric: Azure describes a non-blocking fat tree "
+                    "without its geometry: one non-blocking switch. {} {}",
+                    kNvlink3Src, transport_src(n), kLatencySrc, kCollSrc),
+        AMD));
+  }
+  for (const auto& [name, gpu, title] :
+       {std::tuple{"azure-nd-h100-v5", "h100-sxm", "ND H100 v5 (Microsoft Learn, ND-H100-v5 series): 8x H100-SXM5-80GB"},
+        std::tuple{"azure-nd-h200-v5", "h200-sxm", "ND H200 v5 (Microsoft Learn, ND-H200-v5 series): 8x H200-SXM-141GB"}}) {
     auto n = nics(8, 400, 1.5 * us, "ib");
     out.push_back(make(
-        "azure-nd-h100-v5", 2, 8, "h100-sxm", nvlink4(), n, single_switch(0.3 * us),
-        fmt::format("Azure ND H100 v5 (Microsoft Learn, ND-H100-v5 series): 8x H100-SXM5-80GB on NVLink4, "
-                    "8x 400 Gb/s NVIDIA Quantum-2 ConnectX-7 InfiniBand, one per GPU, 3.2 Tb/s per VM. {} {} "
-                    "Fabric: Azure describes a non-blocking fat tree without its geometry: one non-blocking "
-                    "switch. {} {}",
-                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc)));
+        name, 2, 8, gpu, nvlink4(), n, single_switch(0.3 * us),
+        fmt::format("Azure {} on NVLink4, 8x 400 Gb/s NVIDIA Quantum-2 ConnectX-7 InfiniBand, one per GPU, 3.2 Tb/s "
+                    "per VM; host CPU Intel Xeon Platinum 8480C (Azure/AI-benchmarking-guide Azure_Results). {} {} "
+                    "Fabric: Azure describes a non-blocking fat tree without its geometry: one non-blocking switch. {} {}",
+                    title, kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
+        Intel));
   }
   {
     auto n = nics(4, 100, 5 * us, "efa");
     auto c = make(
         "aws-p4de", 2, 8, "a100-80gb", nvlink3(), n, single_switch(1 * us),
         fmt::format("AWS p4de.24xlarge: 8x A100-SXM4-80GB on NVSwitch, EFA v1 4x 100 Gb/s = 400 Gb/s per "
-                    "instance (AWS instance table, as quoted in nccl-a100-2n-aws-p4de-efa-*), 2 GPUs per NIC. "
-                    "{} {} NCCL protocol pinned to Simple: aws-ofi-nccl sets NCCL_PROTO=simple on p4d/p4de "
-                    "(src/platform-aws.c, force_proto_simple; LL/LL128 need in-order delivery that EFA v1 "
-                    "does not give). Fabric: AWS publishes no topology; EC2 UltraClusters are described as "
-                    "non-blocking, so one non-blocking switch. {} {}",
-                    kNvlink3Src, transport_src(n), kLatencySrc, kCollSrc));
+                    "instance (AWS instance table, as quoted in nccl-a100-2n-aws-p4de-efa-*), 2 GPUs per NIC, Intel "
+                    "Xeon Platinum 8275CL (AWS P4 instance page). {} {} NCCL protocol pinned to Simple: aws-ofi-nccl "
+                    "sets NCCL_PROTO=simple on p4d/p4de (src/platform-aws.c, force_proto_simple; LL/LL128 need "
+                    "in-order delivery that EFA v1 does not give). Fabric: AWS publishes no topology; EC2 "
+                    "UltraClusters are described as non-blocking, so one non-blocking switch. {} {}",
+                    kNvlink3Src, transport_src(n), kLatencySrc, kCollSrc),
+        Intel);
     c.nccl.protos = NcclPins::Simple;
     c.nccl.source = "aws-ofi-nccl sets NCCL_PROTO=simple on p4d/p4de";
     out.push_back(c);
   }
-  {
+  for (const auto& [name, gpu, title] :
+       {std::tuple{"aws-p5", "h100-sxm", "p5.48xlarge: 8x H100-SXM5-80GB"},
+        std::tuple{"aws-p5e", "h200-sxm", "p5e.48xlarge: 8x H200-SXM-141GB"}}) {
     auto n = nics(32, 100, 3 * us, "efa");
     out.push_back(make(
-        "aws-p5", 2, 8, "h100-sxm", nvlink4(), n, single_switch(1 * us),
-        fmt::format("AWS p5.48xlarge: 8x H100-SXM5-80GB on NVSwitch, EFA v2 32x 100 Gb/s = 3200 Gb/s per "
-                    "instance (AWS instance table, as quoted in nccl-h100-2n-aws-p5-efa-*), 4 NICs per GPU. "
-                    "{} {} Fabric: one non-blocking switch (no published topology). {} {}",
-                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc)));
+        name, 2, 8, gpu, nvlink4(), n, single_switch(1 * us),
+        fmt::format("AWS {} on NVSwitch, EFA v2 32x 100 Gb/s = 3200 Gb/s per instance (AWS instance table, as "
+                    "quoted in nccl-h100-2n-aws-p5-efa-*), 4 NICs per GPU, 3rd-generation AMD EPYC (7R13) hosts "
+                    "(AWS P5 instance page). {} {} Fabric: one non-blocking switch (no published topology). {} {}",
+                    title, kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
+        AMD));
   }
   {
     auto n = nics(4, 200, 5 * us, "tcpx");
-    out.push_back(make(
+    auto c = make(
         "gcp-a3-high", 2, 8, "h100-sxm", nvlink4(), n, single_switch(1 * us),
         fmt::format("GCP a3-highgpu-8g (Google Cloud 'Networking and GPU machines'): 8x H100 80GB on "
                     "NVLink4, 4 GPU NICs of 200 Gb/s (4+1 NIC arrangement; 800 Gb/s for GPU traffic, 2 GPUs "
-                    "per NIC) with GPUDirect-TCPX. {} {} Fabric: one non-blocking switch (no published "
-                    "topology). {} {}",
-                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc)));
+                    "per NIC) with GPUDirect-TCPX; Intel Sapphire Rapids hosts (A3 machine series). {} {} NCCL "
+                    "pinned to ring / Simple, the settings Google documents for TCPX (GKE 'GPUDirect-TCPX' NCCL "
+                    "environment: NCCL_ALGO=Ring, NCCL_PROTO=Simple; NCCL receives TCPX's unpacked buffers in its "
+                    "Simple primitives only, src/device/prims_simple.h). Fabric: one non-blocking switch (no "
+                    "published topology). {} {}",
+                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
+        Intel);
+    c.nccl.algos = NcclPins::Ring;
+    c.nccl.protos = NcclPins::Simple;
+    c.nccl.source = "Google's TCPX NCCL settings: NCCL_ALGO=Ring, NCCL_PROTO=Simple";
+    out.push_back(c);
   }
   {
     auto n = nics(8, 200, 5 * us, "tcpxo");
-    out.push_back(make(
+    auto c = make(
         "gcp-a3-mega", 2, 8, "h100-sxm", nvlink4(), n, single_switch(1 * us),
         fmt::format("GCP a3-megagpu-8g (Google Cloud 'Networking and GPU machines'): 8x H100 80GB on "
                     "NVLink4, 8 GPU NICs of 200 Gb/s (8+1 NIC arrangement; 1,600 Gb/s for GPU traffic, one "
-                    "per GPU) with GPUDirect-TCPXO. {} {} Fabric: one non-blocking switch (no published "
-                    "topology). {} {}",
-                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc)));
+                    "per GPU) with GPUDirect-TCPXO; Intel Sapphire Rapids hosts (A3 machine series). {} {} NCCL "
+                    "pinned as Google's TCPXO profile sets it (nccl-env-profile.sh: NCCL_ALGO=Ring,Tree, "
+                    "NCCL_PROTO=Simple, NCCL_NVLS_ENABLE=0; Google's NeMo and GKE recipes for A3 Mega). Fabric: one "
+                    "non-blocking switch (no published topology). {} {}",
+                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
+        Intel);
+    c.nccl.algos = NcclPins::Ring | NcclPins::Tree;
+    c.nccl.protos = NcclPins::Simple;
+    c.nccl.source = "Google's TCPXO NCCL profile: NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple, NCCL_NVLS_ENABLE=0";
+    out.push_back(c);
   }
   {
     auto n = nics(8, 400, 1.5 * us, "roce");
@@ -292,19 +339,35 @@ std::vector<Cluster> build_presets() {
         "gcp-a3-ultra", 2, 8, "h200-sxm", nvlink4(), n, rail_fat_tree(32, 0.5 * us),
         fmt::format("GCP a3-ultragpu-8g (Google Cloud 'Networking and GPU machines'): 8x H200 141GB on "
                     "NVLink4, 8x ConnectX-7 NICs, one aligned with each GPU, 3,200 Gb/s of RDMA over "
-                    "Converged Ethernet. {} {} Fabric: rail-aligned as Google describes it; leaf size 32 "
-                    "and switch latency 0.5 us assumed. {} {}",
-                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc)));
+                    "Converged Ethernet; Intel Emerald Rapids hosts (A3 Ultra). {} {} Fabric: rail-aligned as Google "
+                    "describes it; leaf size 32 and switch latency 0.5 us assumed. {} {}",
+                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
+        Intel));
   }
   {
     auto n = nics(16, 200, 1.5 * us, "roce");
     out.push_back(make(
         "oci-h100-roce", 2, 8, "h100-sxm", nvlink4(), n, single_switch(0.5 * us),
         fmt::format("OCI BM.GPU.H100.8 (Oracle Cloud GPU shapes): 8x H100 80GB on NVLink4, 16x 200 Gb/s "
-                    "RDMA over Converged Ethernet (ConnectX-7), 3,200 Gb/s per node, 2 NICs per GPU. {} {} "
-                    "Fabric: OCI's RDMA cluster network is described as non-blocking: one switch, 0.5 us "
-                    "assumed. {} {}",
-                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc)));
+                    "RDMA over Converged Ethernet (ConnectX-7), 3,200 Gb/s per node, 2 NICs per GPU, 2x Intel Xeon "
+                    "Platinum 8480+. {} {} Fabric: OCI's RDMA cluster network is described as non-blocking: one "
+                    "switch, 0.5 us assumed. {} {}",
+                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
+        Intel));
+  }
+  for (const auto& [name, gpu, title] :
+       {std::tuple{"nebius-h100-ib", "h100-sxm", "8x H100-SXM5-80GB"},
+        std::tuple{"nebius-h200-ib", "h200-sxm", "8x H200-SXM-141GB"}}) {
+    auto n = nics(8, 400, 1.5 * us, "ib");
+    out.push_back(make(
+        name, 2, 8, gpu, nvlink4(), n, single_switch(0.3 * us),
+        fmt::format("Nebius AI Cloud 8-GPU InfiniBand node: {} on NVLink4, 8x ConnectX-7 400 Gb/s NDR InfiniBand, "
+                    "one per GPU, 3.2 Tb/s per node (Nebius GPU cluster documentation; the same NICs are listed in "
+                    "Nebius' MLCommons system descriptions, e.g. mlcommons/inference_results_v6.0 "
+                    "closed/Nebius/systems/nebius_b200_n1.json). Host CPU assumed Intel Xeon (not checked). {} {} "
+                    "Fabric: no published geometry: one non-blocking switch. {} {}",
+                    title, kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
+        Intel));
   }
   out.push_back(eth_node("eth-25g", 25));
   out.push_back(eth_node("eth-100g", 100));
@@ -354,7 +417,10 @@ const Aliases& preset_aliases() {
   static const Aliases aliases = {
       {"p4de", "aws-p4de"},        {"p4de.24xlarge", "aws-p4de"}, {"aws-p4de.24xlarge", "aws-p4de"},
       {"p5", "aws-p5"},            {"p5.48xlarge", "aws-p5"},     {"aws-p5.48xlarge", "aws-p5"},
-      {"dgx-h100", "dgx-h100-ib400"}, {"dgx-a100", "dgx-a100-ib200"},
+      {"dgx-h100", "dgx-h100-ib400"}, {"dgx-a100", "dgx-a100-ib200"}, {"dgx-h200", "dgx-h200-ib400"},
+      {"p5e", "aws-p5e"},          {"p5e.48xlarge", "aws-p5e"},   {"a3-highgpu-8g", "gcp-a3-high"},
+      {"a3-megagpu-8g", "gcp-a3-mega"}, {"a3-ultragpu-8g", "gcp-a3-ultra"}, {"nd-h100-v5", "azure-nd-h100-v5"},
+      {"nd-h200-v5", "azure-nd-h200-v5"}, {"nd-a100-v4", "azure-nd-a100-v4"},
   };
   return aliases;
 }

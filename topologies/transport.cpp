@@ -169,14 +169,47 @@ unsigned parse_nccl_proto(std::string_view word) {
   return 0;
 }
 
+const char* to_string(HostCpu cpu) {
+  switch (cpu) {
+    case HostCpu::Intel: return "intel";
+    case HostCpu::Amd: return "amd";
+    case HostCpu::Arm: return "arm";
+  }
+  return "?";
+}
+
+int parse_nccl_version_key(const Input& in) {
+  // YAML reads 2.18 as a number: take the text as written.
+  const std::string text = in.as_string();
+  int part[3] = {0, 0, 0}, n = 0;
+  std::size_t i = 0;
+  while (n < 3 && i < text.size()) {
+    std::size_t j = i;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    if (j == i || j - i > 2) break;
+    part[n++] = std::atoi(text.substr(i, j - i).c_str());
+    i = j;
+    if (i < text.size() && text[i] == '.') ++i;
+    else break;
+  }
+  if (i != text.size() || n < 2 || part[0] != 2)
+    in.fail(fmt::format("expected an NCCL release such as 2.18.5 or 2.27, got '{}'", text));
+  return part[0] * 10000 + part[1] * 100 + part[2];
+}
+
+std::string format_nccl_version(int code) {
+  return fmt::format("{}.{}.{}", code / 10000, code / 100 % 100, code % 100);
+}
+
 NcclPins load_nccl_pins(const Input& in) {
-  in.expect_keys({"algo", "proto", "channels", "source"});
+  in.expect_keys({"algo", "proto", "channels", "version", "source"});
   NcclPins p;
   if (auto a = in.find("algo"))
     p.algos = read_mask(*a, 15, parse_nccl_algo, "NCCL algorithm", {"ring", "tree", "nvls", "nvls_tree"});
   if (auto pr = in.find("proto"))
     p.protos = read_mask(*pr, 7, parse_nccl_proto, "NCCL protocol", {"ll", "ll128", "simple"});
   if (auto ch = in.find("channels")) p.channels = ch->as_int_between(1, 64);
+  if (auto v = in.find("version")) p.version = parse_nccl_version_key(*v);
   if (auto src = in.find("source")) p.source = src->as_string();
   if (in.has("algo") && p.algos == 0) in["algo"].fail("excludes every algorithm");
   if (in.has("proto") && p.protos == 0) in["proto"].fail("excludes every protocol");
@@ -201,6 +234,7 @@ std::string describe(const NcclPins& pins) {
     out += std::string(out.empty() ? "" : "; ") + "proto " +
            list(pins.protos, {{NcclPins::LL, "ll"}, {NcclPins::LL128, "ll128"}, {NcclPins::Simple, "simple"}});
   if (pins.channels) out += fmt::format("{}channels {}", out.empty() ? "" : "; ", pins.channels);
+  if (pins.version) out += fmt::format("{}NCCL {}", out.empty() ? "" : "; ", format_nccl_version(pins.version));
   return out;
 }
 
