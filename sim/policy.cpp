@@ -126,19 +126,19 @@ double sketch_bytes(double elements, double ratio) {
   return std::ceil(blocks / ratio) * kernels::kBlock * kFp32;
 }
 
-Task kernel_task(const std::string& name, int u, double seconds, std::vector<int> after) {
+// `host_syncs`: how often the host reads the task's result back (kernels/profile.hpp's count); the
+// FSDP builders make the host block until the task is done (Task::host_syncs).
+Task kernel_task(const std::string& name, int u, double seconds, std::vector<int> after, double host_syncs = 0) {
   Task t;
   t.name = name;
   t.category = Category::CompressionKernel;
   t.unit = u;
   t.seconds = seconds;
   t.after = std::move(after);
+  t.host_syncs = host_syncs;
   return t;
 }
 
-// A compressing policy's collectives run on an NCCL communicator of their own
-// (TAGC's reference keeps its own NCCL stream), so they share the network
-// with FSDP's all-gathers instead of queueing behind them.
 // Where a policy's collectives run. PyTorch's ProcessGroupNCCL runs every collective of one process
 // group on that group's one internal NCCL stream, whatever CUDA stream issued it; TAGC's reference
 // calls dist.all_reduce / dist.reduce on the default group (nanoGPT/train.py, tagc/tagc.py), FSDP's,
@@ -156,10 +156,24 @@ Task comm_task(const Policy& p, const std::string& name, int u, std::vector<Phas
   return t;
 }
 
+kernels::Stage sparsify_stage(const Policy& p) {
+  return p.exact_topk ? kernels::Stage::SparsifyTopk : kernels::Stage::SparsifyBisect;
+}
+
 double sparsify_seconds(const Policy& p, const kernels::KernelProfile& kp, double n) {
   if (p.sparsity <= 0) return 0;
-  return kp.seconds(p.exact_topk ? kernels::Stage::SparsifyTopk : kernels::Stage::SparsifyBisect, n, p.index);
+  return kp.seconds(sparsify_stage(p), n, p.index);
 }
+
+// The host's reads of one sparsification: the reference's bisection calls .item() once per probe
+// (tagc/tagc.py sparsify(): count_nonzero().item()), the top-k none.
+double sparsify_syncs(const Policy& p) {
+  return p.sparsity > 0 ? kernels::stage_cost(sparsify_stage(p), p.index).host_syncs : 0;
+}
+
+// The host's reads of one decode: the peeling loop reads its flag after every round
+// (`while flag[0] != 0`, in TAGC's and LHC's references alike) and stops when nothing peeled.
+double decode_syncs(double rounds) { return rounds * kernels::stage_cost(kernels::Stage::DecodeRound).host_syncs; }
 
 // Sparsify (with error feedback) then create the index, over n elements.
 double prepare_seconds(const Policy& p, const kernels::KernelProfile& kp, double n) {
@@ -224,6 +238,13 @@ struct Ctx {
 // shards become one kernel task and one communication task whose network
 // phase carries all N shards' bytes and latencies, so N-fold work does not
 // become N-fold events.
+// The host blocks three times per unit (tagc/tagc.py runs in FSDP's
+// post-backward hook, on the Python thread): on shard 0's bisection, which
+// waits for the unit's gradient; on the other shards' bisections; and on the
+// owner's peeling loop, which waits for its shard's sketch. The waits end
+// with the task that holds them, so they include the packs (index read and
+// compress) of the second task and the estimate after the loop, a small part
+// of each.
 int tagc_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   const auto& [setup, p, kp, rounds] = ctx;
   const auto& unit = setup.units[u];
@@ -238,9 +259,10 @@ int tagc_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
                                         std::ceil(sh.whole_blocks * kernels::index_bytes_per_element(p.index)), g);
   const auto sketch_reduce = plan_collective(c, CollectiveOp::Reduce, sketch_bytes(sh.whole_blocks, p.ratio), g);
 
-  const int first = s.add(kernel_task("tagc sparsify+index shard 0 " + unit.name, u, prep, {grad_ready}));
+  const int first =
+      s.add(kernel_task("tagc sparsify+index shard 0 " + unit.name, u, prep, {grad_ready}, sparsify_syncs(p)));
   const int rest = s.add(kernel_task(fmt::format("tagc kernels x{} shards {}", N, unit.name), u,
-                                     (N - 1) * prep + N * pack, {first}));
+                                     (N - 1) * prep + N * pack, {first}, (N - 1) * sparsify_syncs(p)));
   std::vector<Phase> phases = {{index_ar, N, "index all_reduce"}};
   if (N > 1) phases.push_back({sketch_reduce, N - 1, "sketch reduce"});
   if (sh.tail > 0)
@@ -249,7 +271,8 @@ int tagc_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   // The last shard's sketch can leave only once the last compress is done.
   const int last = s.add(comm_task(p, "tagc last sketch reduce " + unit.name, u, {{sketch_reduce, 1, "sketch reduce"}},
                                    {comm, rest}));
-  const int decode = s.add(kernel_task("tagc decode " + unit.name, u, decode_seconds(kp, p, sh.shard, rounds), {last}));
+  const int decode = s.add(kernel_task("tagc decode " + unit.name, u, decode_seconds(kp, p, sh.shard, rounds), {last},
+                                       decode_syncs(rounds)));
   return replica_all_reduce(s, setup, u, decode);
 }
 
@@ -258,7 +281,9 @@ int tagc_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
 // the sketches (with the plain tail appended to each shard's part). 4-bit
 // SUM and 8-bit MAX are NCCL reductions; a 1-bit OR needs a ring of
 // ncclSend/ncclRecv with an OR kernel, which moves the same bytes as a
-// reduce-scatter, so it is modelled as one.
+// reduce-scatter, so it is modelled as one. Its peeling loop reads a flag
+// per round like the reference's, so the host waits for the decode (and for
+// the sparsification under `sparsify: bisect`).
 int batched_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   const auto& [setup, p, kp, rounds] = ctx;
   const auto& unit = setup.units[u];
@@ -267,7 +292,7 @@ int batched_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   const auto& g = setup.shard_group;
   const auto& c = setup.cluster;
   const double prep = prepare_seconds(p, kp, sh.elements);
-  const int k1 = s.add(kernel_task("batched sparsify+index " + unit.name, u, prep, {grad_ready}));
+  const int k1 = s.add(kernel_task("batched sparsify+index " + unit.name, u, prep, {grad_ready}, sparsify_syncs(p)));
   const auto index_rs = plan_collective(c, CollectiveOp::ReduceScatter,
                                         std::ceil(N * sh.whole_blocks * kernels::index_bytes_per_element(p.index)), g);
   const int idx = s.add(comm_task(p, "batched index reduce-scatter " + unit.name, u,
@@ -278,7 +303,8 @@ int batched_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
       c, CollectiveOp::ReduceScatter, N * (sketch_bytes(sh.whole_blocks, p.ratio) + sh.tail * kFp32), g);
   const int sk = s.add(comm_task(p, "batched sketch reduce-scatter " + unit.name, u,
                                  {{sketch_rs, 1, "sketch reduce_scatter"}}, {k2, idx}));
-  const int decode = s.add(kernel_task("batched decode " + unit.name, u, decode_seconds(kp, p, sh.shard, rounds), {sk}));
+  const int decode = s.add(kernel_task("batched decode " + unit.name, u, decode_seconds(kp, p, sh.shard, rounds), {sk},
+                                       decode_syncs(rounds)));
   return replica_all_reduce(s, setup, u, decode);
 }
 
@@ -298,7 +324,8 @@ int lhc_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   const auto sketch_ar = plan_collective(c, CollectiveOp::AllReduce, sketch_bytes(sh.elements, p.ratio), g);
   const int comm = s.add(comm_task(p, "lhc index+sketch all-reduce " + unit.name, u,
                                    {{index_ar, 1, "index all_reduce"}, {sketch_ar, 1, "sketch all_reduce"}}, {k}));
-  const int decode = s.add(kernel_task("lhc decode " + unit.name, u, decode_seconds(kp, p, sh.elements, rounds), {comm}));
+  const int decode = s.add(kernel_task("lhc decode " + unit.name, u, decode_seconds(kp, p, sh.elements, rounds), {comm},
+                                       decode_syncs(rounds)));
   return replica_all_reduce(s, setup, u, decode);
 }
 

@@ -212,9 +212,34 @@ int Program::issue(Task t) {
 
 int Program::adopt(std::size_t from, Stream stream, int fallback) {
   int found = fallback;
-  for (std::size_t i = from; i < s_.tasks.size(); ++i) {
+  const std::size_t end = s_.tasks.size();
+  for (std::size_t i = from; i < end; ++i) {
     last_[int(s_.tasks[i].stream)] = int(i);
     if (s_.tasks[i].stream == stream) found = int(i);
+  }
+  // A task the host reads back (a compression kernel's .item() or flag) is
+  // issued at the host's position and the host waits for it: it issues
+  // nothing else, neither the next unit's kernels nor FSDP's hooks, until then.
+  // No host task is made between them: the walk of calibrate check and the
+  // replay both read the host's order from the task order, and a host task
+  // made now would come after the tasks it precedes. The host's pending time
+  // is spent before the first read-back task (its issue delay); each later one
+  // is issued as the wait for the one before it ends.
+  std::vector<int> synced;
+  for (std::size_t i = from; i < end; ++i) {
+    Task& t = s_.tasks[i];
+    if (t.host_syncs <= 0) continue;
+    if (host_last_ >= 0) t.issued_after.push_back(host_last_);
+    t.issued_after.insert(t.issued_after.end(), pending_after_.begin(), pending_after_.end());
+    t.issued_after.insert(t.issued_after.end(), synced.begin(), synced.end());
+    t.issue_delay = synced.empty() ? pending_s_ : 0;
+    synced.push_back(int(i));
+  }
+  if (!synced.empty()) {
+    pending_s_ = 0;
+    pending_name_.clear();
+    pending_more_ = false;
+    pending_after_.insert(pending_after_.end(), synced.begin(), synced.end());
   }
   return found;
 }

@@ -68,6 +68,12 @@ struct Task {
   // tasks the host waited for since). It cannot start before.
   std::vector<int> issued_after;
   double issue_delay = 0;
+  // How many times the host reads this task's result back and blocks on it (a
+  // compression kernel's device-to-host syncs: the bisection's .item() probes,
+  // the peeling loop's flag; the counts of kernels/profile.hpp); 0: never. A
+  // gradient reduction sets it; the FSDP builders then issue the task from the
+  // host and make the host wait for its end (detail::Program::adopt).
+  double host_syncs = 0;
 };
 
 // A block of GPU memory the schedule allocates and frees: alive from the

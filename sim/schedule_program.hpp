@@ -37,8 +37,10 @@ class Program {
   // Last task added to stream `s`, -1 if none.
   int last(Stream s) const { return last_[int(s)]; }
   // Tasks added straight to the schedule (by a gradient reduction) from index
-  // `from` on: the streams' last tasks follow them. Returns the last of them on
-  // `stream`, or `fallback` when none is.
+  // `from` on: the streams' last tasks follow them, and the host issues each
+  // task it reads back (Task::host_syncs > 0) and blocks until it is done, in
+  // the order they were added, as the hook's Python thread does. Returns the
+  // last of them on `stream`, or `fallback` when none is.
   int adopt(std::size_t from, Stream stream, int fallback);
   void buffer(MemoryKind kind, double bytes, int from, int to, bool from_end = false, bool to_start = false);
   Schedule& schedule() { return s_; }

@@ -56,6 +56,13 @@ Policy tagc(PolicyKind kind = PolicyKind::Tagc) {
   return p;
 }
 
+int blocking_last(const std::vector<Task>& tasks) {
+  int last = -1;
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    if (tasks[i].host_syncs > 0) last = int(i);
+  return last;
+}
+
 int collectives_of_unit(const Schedule& s, int unit, Category c) {
   int n = 0;
   for (const auto& t : s.tasks)
@@ -101,6 +108,38 @@ TEST_CASE("tagc issues 2N collectives per compressed unit, tagc-batched 2") {
   const auto per_shard_64 = build_policy_step(wide, tagc(), kp);
   CHECK(collectives_of_unit(per_shard_64, 1, Category::CompressedCollective) == 128);
   CHECK(per_shard_64.tasks.size() == per_shard.tasks.size());
+}
+
+TEST_CASE("the host waits for what it reads back: bisection probes and the peeling loop's flag") {
+  // TAGC's reference runs in FSDP's post-backward hook on the Python thread: its bisection's
+  // .item() and its decode's `while flag[0]` block the host, so nothing the host issues after
+  // them (the next units' kernels, FSDP's hooks, all-gathers) can start before they end.
+  auto setup = one_unit(2, 10e-6);
+  auto p = tagc();
+  p.exact_topk = false;  // bisect: one host read per probe
+  const auto r = simulate(setup, p);
+  const auto& tasks = r.schedule.tasks;
+  int blocking = 0;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].host_syncs <= 0) continue;
+    ++blocking;
+    CAPTURE(tasks[i].name);
+    const double done = r.replay.timings[i].end;
+    for (std::size_t j = i + 1; j < tasks.size(); ++j)  // everything the host does or issues later
+      if (tasks[j].stream == Stream::Host || !tasks[j].issued_after.empty()) {
+        CAPTURE(tasks[j].name);
+        CHECK(r.replay.timings[j].start >= done - 1e-12);
+      }
+  }
+  CHECK(blocking == 3);  // shard 0's bisection, the other shards' bisections, the decode
+  int after_decode = 0;  // the root's backward and the optimizer come after the compressed unit's decode
+  for (std::size_t j = 0; j < tasks.size(); ++j)
+    after_decode += tasks[j].stream == Stream::Host && j > std::size_t(blocking_last(tasks));
+  CHECK(after_decode > 0);
+  // Plain FSDP reads nothing back: none of its tasks blocks the host.
+  Policy fsdp;
+  fsdp.label = "fsdp";
+  for (const auto& t : simulate(setup, fsdp).schedule.tasks) CHECK(t.host_syncs == 0);
 }
 
 TEST_CASE("tagc-batched carries the same sketch bytes in 2 collectives instead of 2N latencies") {
@@ -151,16 +190,16 @@ TEST_CASE("on TAGC's own setup: tagc gains only on a process group of its own, t
     return std::tuple{speedup(slow.policies[1]), speedup(slow.policies[2]), speedup(slow.policies[3])};
   };
   const auto [lhc_1g, tagc_1g, batched_1g] = speedups(slow.setup, false);
-  CHECK(tagc_1g < 1.0);   // 0.981 as the model stands
+  CHECK(tagc_1g < 1.0);   // 0.973 as the model stands
   CHECK(tagc_1g > 0.95);
-  CHECK(batched_1g > 1.05);  // 1.113
+  CHECK(batched_1g > 1.05);  // 1.103
   CHECK(batched_1g < 1.15);  // the paper's "up to 15%"
   // LHC all-reduces a sketch of the dense gradient (ratio 2) and decodes on every rank: it
   // sends more than the reduce-scatter it replaces (0.85x as the model stands).
   CHECK(lhc_1g < 1.0);
   CHECK(lhc_1g > 0.8);
   const auto [lhc_own, tagc_own, batched_own] = speedups(slow.setup, true);
-  CHECK(tagc_own > 1.02);  // 1.042: the freed link direction now carries the all-gathers
+  CHECK(tagc_own > 1.01);  // 1.016: the freed link direction now carries the all-gathers, less the host's waits
   CHECK(tagc_own < 1.15);
   CHECK(batched_own > tagc_own);
   auto fast = slow.setup;
