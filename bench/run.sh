@@ -18,7 +18,7 @@ bench "llama3.1-70b 1,024 GPUs fsdp"   run bench/llama3.1-70b-1k.yaml
 bench "llama3.1-70b 16,384 GPUs fsdp"  run bench/llama3.1-70b-16k.yaml
 bench "llama3.1-70b 16,384 GPUs tagc"  run bench/llama3.1-70b-16k-tagc.yaml
 bench "quickstart (3 policies)"        run scenarios/quickstart.yaml
-bench "tagc-paper sweep (7 x 3)"       run scenarios/tagc-paper.yaml
+bench "tagc-paper sweep (7 x 4)"       run scenarios/tagc-paper.yaml
 if [ -f bench/tune-llama2-70b-1k.yaml ]; then
   bench "tune llama2-70b 1,024 GPUs"   tune bench/tune-llama2-70b-1k.yaml --max-grad-error 0.05
 fi
