@@ -48,7 +48,14 @@ std::string llm_foundry_scenario(const Input& entry);
 
 struct Prediction {
   double tps = 0, mfu = 0, mfu_megatron = 0, step_s = 0, exposed_comm_s = 0;
+  // The memory estimate (sim::Memory): the peak per GPU, the GPU's capacity, whether the live
+  // tensors fit (a published row ran, so they should) and whether the allocator's cache does.
+  double peak_gib = 0, capacity_gib = 0;
+  bool fits = true, under_pressure = false;
   double error(double measured) const { return tps / measured - 1; }
+  // The mark the run report gives its peak memory: " !" does not fit, " ~" fits by the
+  // allocator giving cached blocks back during the step, "" fits.
+  std::string memory_mark() const;
 };
 // Runs one row with the fitted parameters in force (sim::override_fitted_parameters).
 Prediction predict(const ValidationRow& row);
