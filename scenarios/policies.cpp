@@ -14,8 +14,8 @@
 namespace tagcsim::scenarios {
 namespace {
 
-const std::initializer_list<std::string_view> kCompressionKeys = {"ratio", "sparsity", "index", "sparsify", "select",
-                                                                  "overlap"};
+const std::initializer_list<std::string_view> kCompressionKeys = {"ratio",  "sparsity", "index",        "sparsify",
+                                                                  "select", "overlap",  "process_group"};
 
 models::UnitKind parse_unit_kind(const Input& in) {
   const auto s = in.as_choice({"root", "embedding", "position_embedding", "attention_qkv", "attention_out", "mlp_up",
@@ -59,6 +59,7 @@ void apply_compression(sim::Policy& p, const Input& in) {
   if (auto v = in.find("sparsify")) p.exact_topk = v->as_choice({"bisect", "topk"}) == "topk";
   if (auto v = in.find("select")) p.selection = parse_selection(*v);
   if (auto v = in.find("overlap")) p.overlap = v->as_fraction();
+  if (auto v = in.find("process_group")) p.own_process_group = v->as_choice({"default", "own"}) == "own";
 }
 
 sim::Policy make_policy(const Input& name) {

@@ -95,9 +95,11 @@ std::string heading(const Scenario& s, const Point& p) {
   std::string out = fmt::format("{}: {} ({:.2f}B params, {} FSDP units) on {} x {} = {} x {}\n", s.name,
                                 st.model.name, double(models::parameter_count(st.model)) / 1e9, st.units.size(),
                                 c.nodes, c.name, c.gpus(), c.gpu.name);
-  out += fmt::format("  GPUs: {} nodes x {} = {} x {}, {:.1f} GiB each, {:g} TFLOP/s bf16 peak, GEMM efficiency {:g}\n",
-                     c.nodes, c.gpus_per_node, c.gpus(), c.gpu.name, c.gpu.memory_bytes / kGiB,
-                     c.gpu.peak_flops_bf16 / 1e12, c.gpu.gemm_efficiency);
+  // With a kernel profile the GPU's kernels are timed from it (the `compute:` line below); the roofline's
+  // GEMM efficiency only matters without one.
+  out += fmt::format("  GPUs: {} nodes x {} = {} x {}, {:.1f} GiB each, {:g} TFLOP/s bf16 peak{}\n", c.nodes,
+                     c.gpus_per_node, c.gpus(), c.gpu.name, c.gpu.memory_bytes / kGiB, c.gpu.peak_flops_bf16 / 1e12,
+                     c.gpu.profile.empty() ? fmt::format(", GEMM efficiency {:g}", c.gpu.gemm_efficiency) : "");
   if (c.gpus_per_node > 1)
     out += fmt::format("  within a node: {} {} per GPU per direction, efficiency {:g}\n", c.intra.kind,
                        gbytes(c.intra.bandwidth), c.intra.efficiency);

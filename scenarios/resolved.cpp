@@ -139,9 +139,10 @@ std::string policies_yaml(const std::vector<sim::Policy>& policies, const std::s
     if (p.kind == sim::PolicyKind::Fsdp) {
       if (p.reduce_dtype) m += fmt::format(", reduce_dtype: {}", sim::to_string(*p.reduce_dtype));
     } else {
-      m += fmt::format(", ratio: {}, sparsity: {}, index: {}, sparsify: {}, select: {}, overlap: {}", yaml_number(p.ratio),
-                       yaml_number(p.sparsity), index_name(p.index), p.exact_topk ? "topk" : "bisect",
-                       selection_yaml(p.selection), yaml_number(p.overlap));
+      m += fmt::format(", ratio: {}, sparsity: {}, index: {}, sparsify: {}, select: {}, overlap: {}, process_group: {}",
+                       yaml_number(p.ratio), yaml_number(p.sparsity), index_name(p.index),
+                       p.exact_topk ? "topk" : "bisect", selection_yaml(p.selection), yaml_number(p.overlap),
+                       p.own_process_group ? "own" : "default");
     }
     out += fmt::format("  - {{{}}}\n", m);
   }

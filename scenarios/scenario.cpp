@@ -34,7 +34,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& block_keys(
         "learned_positions", "norm", "bias"}},
       {"cluster", {"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric", "collectives", "nccl"}},
       {"training", kTrainingKeys},
-      {"compression", {"ratio", "sparsity", "index", "sparsify", "select", "overlap"}},
+      {"compression", {"ratio", "sparsity", "index", "sparsify", "select", "overlap", "process_group"}},
   };
   return blocks;
 }

@@ -64,25 +64,29 @@ csv "$paper" "$tmp/paper.csv"
 
 echo "### Table 1: the reference setup (scenarios/tagc-paper.yaml), step time and speedup vs bandwidth"
 echo
+# One step and one speedup column per policy, in the scenario's order (fsdp first).
 awk -F, "$awk_lib"'
 { b = v("cluster.nics.bandwidth"); p = v("policy")
   if (!(b in seen)) { seen[b] = 1; order[++n] = b }
+  if (!(p in known)) { known[p] = 1; pols[++np] = p }
   st[b, p] = v("step_time_s"); sp[b, p] = v("speedup_vs_fsdp"); er[p] = v("expected_grad_error") }
 END {
-  print "| bandwidth | fsdp step (s) | tagc step (s) | tagc speedup | tagc-batched step (s) | tagc-batched speedup |"
-  print "|---|---:|---:|---:|---:|---:|"
-  for (i = 1; i <= n; i++) { b = order[i]
-    printf "| %s | %s | %s | %s | %s | %s |\n", b, t(st[b, "fsdp"]), t(st[b, "tagc"]), x(sp[b, "tagc"]),
-           t(st[b, "tagc-batched"]), x(sp[b, "tagc-batched"]) }
-  printf "\nExpected relative gradient error (the same at every bandwidth): tagc %s, tagc-batched %s.\n",
-         e(er["tagc"]), e(er["tagc-batched"])
+  head = "| bandwidth | fsdp step (s) |"; rule = "|---|---:|"
+  for (j = 2; j <= np; j++) { head = head " " pols[j] " step (s) | " pols[j] " speedup |"; rule = rule "---:|---:|" }
+  print head; print rule
+  for (i = 1; i <= n; i++) { b = order[i]; line = "| " b " | " t(st[b, "fsdp"]) " |"
+    for (j = 2; j <= np; j++) line = line " " t(st[b, pols[j]]) " | " x(sp[b, pols[j]]) " |"
+    print line }
+  line = "\nExpected relative gradient error (the same at every bandwidth):"
+  for (j = 2; j <= np; j++) line = line sprintf(" %s %s%s", pols[j], e(er[pols[j]]), j < np ? "," : ".")
+  print line
 }' "$tmp/paper.csv"
 echo
 
 echo "### Table 2: where the time goes at 2 ranks (seconds per step)"
 echo
 awk -F, "$awk_lib"'
-BEGIN { print "| bandwidth | policy | step | compute stream (incl. kernels) | compression kernels | exposed comm | all-gather stream busy | grad-reduction stream busy |"
+BEGIN { print "| bandwidth | policy | step | compute stream (incl. kernels) | compression kernels | exposed comm | all-gathers busy | gradient reductions busy |"
         print "|---|---|---:|---:|---:|---:|---:|---:|" }
 { b = v("cluster.nics.bandwidth"); if (b != "1 Gb/s" && b != "10 Gb/s" && b != "100 Gb/s") next
   printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", b, v("policy"), t(v("step_time_s")), t(v("compute_s")),
@@ -117,30 +121,37 @@ three='s/^\(  cluster\.nics\.bandwidth:\).*/\1 [1 Gb\/s, 10 Gb\/s, 100 Gb\/s]/'
 variant "$paper" "$tmp/v0.yaml" "$three"
 variant "$paper" "$tmp/v1.yaml" "$three" 's/no_sync: false/no_sync: true/'
 variant "$paper" "$tmp/v2.yaml" "$three" 's/param_dtype: fp32/param_dtype: bf16/'
-variant "$paper" "$tmp/v3.yaml" "$three" 's/ratio: 2,/ratio: 4,/g'
+variant "$paper" "$tmp/v3.yaml" "$three" 's/ratio: 2\([,}]\)/ratio: 4\1/g'
 variant "$paper" "$tmp/v4.yaml" "$three" 's/sparsify: bisect/sparsify: topk/'
 variant "$paper" "$tmp/v5.yaml" "$three" 's/index: 1bit-sum/index: 1bit-or/'
 variant "$paper" "$tmp/v6.yaml" "$three" 's/index: 4bit-sum/index: 1bit-or/'
 variant "$paper" "$tmp/v7.yaml" "$three" 's/tf32: true/tf32: false/'
+variant "$paper" "$tmp/v8.yaml" "$three" 's/^\(  tf32: true.*\)$/\1\n  reduce_scatter_group: separate/'
 labels=("as in tagc-paper.yaml"
         "no_sync: true (gradients reduced once per step)"
         "param_dtype: bf16 (all-gathers halved; reduction stays fp32)"
-        "ratio 4 (both compressing policies)"
+        "ratio 4 (every compressing policy)"
         "tagc with sparsify: topk"
         "tagc with index: 1bit-or"
         "tagc-batched with index: 1bit-or (an OR reduce-scatter: send/recv ring with an OR kernel)"
-        "tf32: false (plain FP32 matmuls, 19.5 TFLOP/s)")
+        "tf32: false (plain FP32 matmuls, 19.5 TFLOP/s)"
+        "reduce_scatter_group: separate (FSDP's reduce-scatters on a communicator of their own)")
+# The compressing policies of the scenario, in its order; batched is shortened to fit.
+pols=$(awk -F, "$awk_lib"'{ p = v("policy"); if (p != "fsdp" && !(p in s)) { s[p] = 1; printf "%s ", p } }' "$tmp/paper.csv")
+short() { [[ $1 == tagc-batched ]] && echo batched || echo "$1"; }
 {
-  echo "| variant | tagc 1G | tagc 10G | tagc 100G | batched 1G | batched 10G | batched 100G | error tagc | error batched |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-  for i in 0 1 2 3 4 5 6 7; do
+  head="| variant |"; rule="|---|"
+  for p in $pols; do for b in 1G 10G 100G; do head+=" $(short "$p") $b |"; rule+="---:|"; done; done
+  for p in $pols; do head+=" error $(short "$p") |"; rule+="---:|"; done
+  echo "$head"; echo "$rule"
+  for i in "${!labels[@]}"; do
     csv "$tmp/v$i.yaml" "$tmp/v$i.csv"
-    awk -F, -v label="${labels[$i]}" "$awk_lib"'
+    awk -F, -v label="${labels[$i]}" -v pols="$pols" "$awk_lib"'
     { b = v("cluster.nics.bandwidth"); p = v("policy"); sp[b, p] = v("speedup_vs_fsdp"); er[p] = v("expected_grad_error") }
-    END { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label,
-          x(sp["1 Gb/s", "tagc"]), x(sp["10 Gb/s", "tagc"]), x(sp["100 Gb/s", "tagc"]),
-          x(sp["1 Gb/s", "tagc-batched"]), x(sp["10 Gb/s", "tagc-batched"]), x(sp["100 Gb/s", "tagc-batched"]),
-          e(er["tagc"]), e(er["tagc-batched"]) }' "$tmp/v$i.csv"
+    END { np = split(pols, P, " "); line = "| " label " |"
+          for (j = 1; j <= np; j++) line = line " " x(sp["1 Gb/s", P[j]]) " | " x(sp["10 Gb/s", P[j]]) " | " x(sp["100 Gb/s", P[j]]) " |"
+          for (j = 1; j <= np; j++) line = line " " e(er[P[j]]) " |"
+          print line }' "$tmp/v$i.csv"
   done
 }
 echo
@@ -208,6 +219,8 @@ echo
 # Load = union density x ratio, union density = 1 - 0.8^N. Recovered fraction (of the union's
 # nonzeros, decoded exactly) and error as the reports give them: GPT-2 on eth-25g, and at 2 ranks
 # tagc-paper.yaml at 1 Gb/s (where tagc-batched uses 4bit-sum; beyond 15 ranks it uses 8bit-max).
+# LHC sketches the dense gradient, so its load is the ratio whatever the ranks; only tagc-paper.yaml
+# runs it.
 "$bin" run "$gpt2" --format json > "$tmp/gpt2.json" 2> /dev/null
 awk '
 /"point":/ { pt = $0; keep = FILENAME ~ /paper/ ? pt ~ /"1 Gb\/s"/ : pt ~ /"eth-25g"/ }
@@ -219,11 +232,12 @@ awk '
   match($0, /recovered fraction [0-9.]+/); rf[N, pol] = substr($0, RSTART + 19, RLENGTH - 19)
   err[N, pol] = er + 0 }
 END {
-  print "| ranks | union density 1-0.8^N | load (x ratio 2) | tagc (1bit-sum): recovered*, error | tagc-batched (OR index): recovered*, error |"
-  print "|---:|---:|---:|---:|---:|"
+  print "| ranks | union density 1-0.8^N | load (x ratio 2) | tagc (1bit-sum): recovered*, error | tagc-batched (OR index): recovered*, error | lhc (dense, load 2.0): recovered*, error |"
+  print "|---:|---:|---:|---:|---:|---:|"
   for (i = 1; i <= n; i++) { N = ns[i]; d = 1 - 0.8 ^ N
-    printf "| %d | %.3f | %.2f | %s, %.2g | %s, %.2g |\n", N, d, 2 * d, rf[N, "tagc"], err[N, "tagc"],
-           rf[N, "tagc-batched"], err[N, "tagc-batched"] }
+    lhc = (N, "lhc") in rf ? sprintf("%s, %.2g", rf[N, "lhc"], err[N, "lhc"]) : "not run"
+    printf "| %d | %.3f | %.2f | %s, %.2g | %s, %.2g | %s |\n", N, d, 2 * d, rf[N, "tagc"], err[N, "tagc"],
+           rf[N, "tagc-batched"], err[N, "tagc-batched"], lhc }
   print "\n\\* Recovered fraction of the one unit the report names, the worst-decoded one (at 2 ranks an MLP"
   print "shard); the error is over the whole model."
 }' "$tmp/paper.json" "$tmp/gpt2.json"

@@ -139,10 +139,16 @@ Task kernel_task(const std::string& name, int u, double seconds, std::vector<int
 // A compressing policy's collectives run on an NCCL communicator of their own
 // (TAGC's reference keeps its own NCCL stream), so they share the network
 // with FSDP's all-gathers instead of queueing behind them.
-Task comm_task(const std::string& name, int u, std::vector<Phase> phases, std::vector<int> after) {
+// Where a policy's collectives run. PyTorch's ProcessGroupNCCL runs every collective of one process
+// group on that group's one internal NCCL stream, whatever CUDA stream issued it; TAGC's reference
+// calls dist.all_reduce / dist.reduce on the default group (nanoGPT/train.py, tagc/tagc.py), FSDP's,
+// so its collectives queue with FSDP's all-gathers. `process_group: own` models a group of its own.
+Stream comm_stream(const Policy& p) { return p.own_process_group ? Stream::ReduceScatter : Stream::AllGather; }
+
+Task comm_task(const Policy& p, const std::string& name, int u, std::vector<Phase> phases, std::vector<int> after) {
   Task t;
   t.name = name;
-  t.stream = Stream::ReduceScatter;
+  t.stream = comm_stream(p);
   t.category = Category::CompressedCollective;
   t.unit = u;
   t.phases = std::move(phases);
@@ -239,9 +245,9 @@ int tagc_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   if (N > 1) phases.push_back({sketch_reduce, N - 1, "sketch reduce"});
   if (sh.tail > 0)
     phases.push_back({plan_collective(c, CollectiveOp::Reduce, sh.tail * kFp32, g), N, "tail reduce"});
-  const int comm = s.add(comm_task(fmt::format("tagc index+sketch x{} {}", N, unit.name), u, phases, {first}));
+  const int comm = s.add(comm_task(p, fmt::format("tagc index+sketch x{} {}", N, unit.name), u, phases, {first}));
   // The last shard's sketch can leave only once the last compress is done.
-  const int last = s.add(comm_task("tagc last sketch reduce " + unit.name, u, {{sketch_reduce, 1, "sketch reduce"}},
+  const int last = s.add(comm_task(p, "tagc last sketch reduce " + unit.name, u, {{sketch_reduce, 1, "sketch reduce"}},
                                    {comm, rest}));
   const int decode = s.add(kernel_task("tagc decode " + unit.name, u, decode_seconds(kp, p, sh.shard, rounds), {last}));
   return replica_all_reduce(s, setup, u, decode);
@@ -264,13 +270,13 @@ int batched_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   const int k1 = s.add(kernel_task("batched sparsify+index " + unit.name, u, prep, {grad_ready}));
   const auto index_rs = plan_collective(c, CollectiveOp::ReduceScatter,
                                         std::ceil(N * sh.whole_blocks * kernels::index_bytes_per_element(p.index)), g);
-  const int idx = s.add(comm_task("batched index reduce-scatter " + unit.name, u,
+  const int idx = s.add(comm_task(p, "batched index reduce-scatter " + unit.name, u,
                                   {{index_rs, 1, "index reduce_scatter"}}, {k1}));
   const int k2 = s.add(kernel_task("batched sketch " + unit.name, u,
                                    kp.seconds(kernels::Stage::CompressBatched, sh.elements, p.index), {k1}));
   const auto sketch_rs = plan_collective(
       c, CollectiveOp::ReduceScatter, N * (sketch_bytes(sh.whole_blocks, p.ratio) + sh.tail * kFp32), g);
-  const int sk = s.add(comm_task("batched sketch reduce-scatter " + unit.name, u,
+  const int sk = s.add(comm_task(p, "batched sketch reduce-scatter " + unit.name, u,
                                  {{sketch_rs, 1, "sketch reduce_scatter"}}, {k2, idx}));
   const int decode = s.add(kernel_task("batched decode " + unit.name, u, decode_seconds(kp, p, sh.shard, rounds), {sk}));
   return replica_all_reduce(s, setup, u, decode);
@@ -290,7 +296,7 @@ int lhc_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   const auto index_ar =
       plan_collective(c, CollectiveOp::AllReduce, std::ceil(sh.elements * kernels::index_bytes_per_element(p.index)), g);
   const auto sketch_ar = plan_collective(c, CollectiveOp::AllReduce, sketch_bytes(sh.elements, p.ratio), g);
-  const int comm = s.add(comm_task("lhc index+sketch all-reduce " + unit.name, u,
+  const int comm = s.add(comm_task(p, "lhc index+sketch all-reduce " + unit.name, u,
                                    {{index_ar, 1, "index all_reduce"}, {sketch_ar, 1, "sketch all_reduce"}}, {k}));
   const int decode = s.add(kernel_task("lhc decode " + unit.name, u, decode_seconds(kp, p, sh.elements, rounds), {comm}));
   return replica_all_reduce(s, setup, u, decode);

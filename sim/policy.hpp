@@ -46,6 +46,9 @@ struct Policy {
   double overlap = 0;                          // overlap of nonzero positions across ranks, for the quality model
   Selection selection;
   std::optional<Dtype> reduce_dtype;           // fsdp: override training.reduce_dtype
+  // Its collectives on a process group (NCCL communicator) of their own, concurrent with FSDP's;
+  // by default they use the default group, as the TAGC and LHC references do, and queue with FSDP's.
+  bool own_process_group = false;
   // Per unit kind overrides (the tuner's output): whether and how units of
   // that kind are compressed, in place of `selection` and the settings above.
   struct KindSettings {
