@@ -101,6 +101,11 @@ struct Implementation {
   bool fused_cross_entropy = false;  // one-kernel cross-entropy (flash-attn's xentropy) instead of eager fp32
   int logit_metrics = 0;             // training metrics computed from the logits after each micro-batch (eager, no grad)
   double checkpoint_fraction = 1;    // of the blocks, under activation checkpointing (1: every block)
+  // torchtitan's op-level selective checkpointing (activation_checkpointing: selective_op): every
+  // block keeps its input, the outputs of its odd-numbered matmuls and the attention kernel's, and
+  // recomputes the rest in backward. Its recompute is timed as checkpoint_fraction 0.5's (about
+  // half of full checkpointing's); its memory follows the saved tensors (models/units.cpp).
+  bool selective_op = false;
 };
 
 struct TrainingShape {

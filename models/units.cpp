@@ -120,6 +120,8 @@ struct Piece {
   double mem_fwd = 0, mem_bwd = 0, act = 0;  // bytes
   double transient = 0;                      // bytes held during the backward only
   double work = 0;                           // gradients in flight while its backward runs (bytes)
+  double mm_out = 0;                         // its matmul's output (bytes), what selective_op may save
+  double kernel_out = 0;                     // the attention kernel's outputs (bytes), saved by selective_op
   int kf = 0, kb = 0;                        // kernels, forward and backward (without recompute)
   bool recompute = false;  // inside a checkpointed block
 
@@ -168,6 +170,7 @@ Piece linear(const Ctx& c, std::string name, UnitKind kind, int layer, std::int6
   p.u.params = linear_params(c.m, in, out);
   (kind == UnitKind::MlpUp || kind == UnitKind::MlpDown ? p.u.mlp_params : p.u.attention_params) = p.u.params;
   p.gemm = 2.0 * c.tokens * static_cast<double>(in) * static_cast<double>(out);
+  p.mm_out = static_cast<double>(out) * c.elem;
   p.kf = 1, p.kb = 2;
   return p;
 }
@@ -218,6 +221,7 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
   // Backward: dO, dQ, dK, dV and the kernel's fp32 dQ accumulator (math: the softmax's two
   // s x s gradients instead), with the block output's gradient.
   o.work = (h + (h + 2 * kvs) + h + (c.flash ? 0 : 2 * as)) * c.elem + (c.flash ? 4 * h * c.tokens : 0);
+  o.kernel_out = h * c.elem + 4.0 * m.heads * c.tokens;  // O and the log-sum-exp
   elementwise(o, 2 + (c.flash ? 0 : 3));  // attention core, residual add (scale, mask, softmax)
   out.push_back(std::move(o));
 
@@ -350,7 +354,23 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
   for (int i = 0; i < m.layers; ++i) {
     auto pieces = layer_pieces(c, i);
     for (const auto& p : pieces) work[i] = std::max(work[i], p.work);
-    if (checkpointed(shape, i)) {
+    if (shape.activation_checkpointing && shape.impl.selective_op) {
+      // torchtitan's op-level policy (_custom_policy in its activation checkpointing): every block
+      // saves the outputs of its 1st, 3rd, 5th, ... matmul and of the attention kernel, with its
+      // input; the rest is rebuilt while its backward runs.
+      double full = 0, saved = m.hidden * c.elem;
+      int mm = 0;
+      for (auto& p : pieces) {
+        full += p.act;
+        saved += (mm++ % 2 == 0 ? p.mm_out : 0) + p.kernel_out;
+        p.act = 0;
+      }
+      pieces.front().act = saved;
+      recomputed[i] = std::max(0.0, full - saved);
+      // Timed as half the blocks recomputed (Implementation::selective_op).
+      if (checkpointed(shape, i))
+        for (auto& p : pieces) p.recompute = true;
+    } else if (checkpointed(shape, i)) {
       for (auto& p : pieces) recomputed[i] += p.act, p.act = 0, p.recompute = true;
       pieces.front().act = m.hidden * c.elem;  // the block input, kept by the checkpoint
     }

@@ -206,6 +206,7 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
     r.measured_tps = m["tokens_per_s_per_gpu"].as_positive();
     if (auto v = m.find("mfu")) r.published_mfu = v->as_double();
     if (auto v = m.find("mfu_pct")) r.published_mfu = v->as_double() / 100;
+    if (auto v = m.find("peak_memory_GiB")) r.published_reserved_gib = v->as_positive();
     if (auto t = e["setup"].find("techniques"); t && t->as_string().find("float8") != std::string::npos) {
       r.counted = false;
       r.note = "float8 GEMMs are not modelled";
@@ -252,8 +253,8 @@ Prediction predict(const ValidationRow& row) {
   const auto& st = results.front().step;
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   return {st.tokens_per_s_per_gpu, st.mfu, st.mfu_megatron, st.step_time_s, st.breakdown.exposed_comm_s,
-          st.memory.peak_bytes() / kGiB, st.memory.capacity_bytes / kGiB, st.memory.fits(),
-          st.memory.under_pressure()};
+          st.memory.peak_bytes() / kGiB, st.memory.capacity_bytes / kGiB, st.memory.reserved_bytes() / kGiB,
+          st.memory.allocated_bytes() / kGiB, st.memory.fits(), st.memory.under_pressure()};
 }
 
 std::string Prediction::memory_mark() const { return !fits ? " !" : under_pressure ? " ~" : ""; }
@@ -450,10 +451,25 @@ std::string memory_summary(const ValidationRun& run) {
     for (const auto& id : ids) t += (t.empty() ? "" : ", ") + id;
     return t.empty() ? std::string("none") : t;
   };
-  return fmt::format("\nMemory (every published row ran): {} of {} counted rows do not fit by tagcsim's estimate "
-                     "(`!`: {}); {} fit only with the caching allocator giving cached blocks back during the step "
-                     "(`~`).\n",
-                     oom.size(), counted, list(oom), pressure.size());
+  std::string out = fmt::format(
+      "\nMemory (every published row ran): {} of {} counted rows do not fit by tagcsim's estimate "
+      "(`!`: {}); {} fit only with the caching allocator giving cached blocks back during the step (`~`).\n",
+      oom.size(), counted, list(oom), pressure.size());
+  // torchtitan logs its peak memory as torch.cuda's max reserved: the allocator's, without the
+  // CUDA context and NCCL's buffers, so it is compared with the predicted reserved memory.
+  std::string table;
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    const auto& r = run.rows[i];
+    if (r.published_reserved_gib <= 0) continue;
+    const auto& p = run.results[i].shipped;
+    table += fmt::format("| {} | {:.1f} | {:.1f} | {:.1f} | {} |\n", r.id, r.published_reserved_gib, p.reserved_gib,
+                         p.allocated_gib, pct(p.reserved_gib / r.published_reserved_gib - 1));
+  }
+  if (!table.empty())
+    out += "\nPeak memory where it is published (torchtitan's max reserved, GiB), against the predicted reserved "
+           "memory:\n\n| id | published | predicted reserved | predicted allocated | error |\n|---|---|---|---|---|\n" +
+           table;
+  return out;
 }
 
 }  // namespace

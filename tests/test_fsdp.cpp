@@ -4,6 +4,7 @@
 // (docs/fsdp-semantics.md).
 #include "models/model.hpp"
 #include "scenarios/report.hpp"
+#include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/schedule.hpp"
 
@@ -215,4 +216,22 @@ TEST_CASE("fix 8: allocated and reserved memory are reported apart") {
   const std::string json = scenarios::format_results(s, r, scenarios::Format::Json);
   CHECK(json.find("\"allocated\": ") != std::string::npos);
   CHECK(json.find("\"reserved\": ") != std::string::npos);
+}
+
+TEST_CASE("activation_checkpointing: selective_op loads, resolves to itself and lowers the activations") {
+  const auto op = parse("  activation_checkpointing: selective_op\n");
+  const auto& t = op.points.at(0).setup.training;
+  CHECK(t.activation_checkpointing);
+  CHECK(t.impl.selective_op);
+  CHECK(t.impl.checkpoint_fraction == 0.5);
+  const std::string yaml = scenarios::resolved_yaml(op);
+  CHECK(yaml.find("activation_checkpointing: selective_op") != std::string::npos);
+  CHECK(scenarios::parse_scenario(yaml, "resolved.yaml").points.at(0).setup.training.impl.selective_op);
+  // Every block keeps part of its tensors instead of half the blocks keeping all of them: fewer
+  // activations at the peak than checkpointing half the blocks, more than checkpointing all.
+  const auto act = [](const scenarios::Scenario& s) { return scenarios::run(s).at(0).step.memory.activation_bytes; };
+  const double half = act(parse("  activation_checkpointing: 0.5\n"));
+  const double all = act(parse("  activation_checkpointing: true\n"));
+  CHECK(act(op) < half);
+  CHECK(act(op) > all);
 }

@@ -271,6 +271,32 @@ TEST_CASE("activations follow the kernels: RMSNorm's fp32 copy, GQA's repeated K
   CHECK(b.activation_bytes - t.activation_bytes == doctest::Approx(T * 2 * 2 * (4096 - 1024)));
 }
 
+TEST_CASE("selective_op: every block keeps its input, its odd matmuls' outputs and the attention kernel's") {
+  // Llama 3.1 8B (h 4096, kv 1024, f 14336, 32 heads), 2 x 4096 tokens in bf16. torchtitan's op-level
+  // policy saves the outputs of matmuls 1, 3, 5, 7 of the block (wq: h, wv: kv, w1: f, w2: h), the
+  // attention kernel's O (h) and fp32 log-sum-exp (4 x 32 bytes), with the block input (h).
+  TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 4096;
+  const double T = 8192, h = 4096, kv = 1024, f = 14336;
+  const auto full = fsdp_units(preset("llama3.1-8b"), WrapPolicy::Block, shape)[1];
+  shape.activation_checkpointing = true;
+  shape.impl.checkpoint_fraction = 0.5;
+  shape.impl.selective_op = true;
+  const auto units = fsdp_units(preset("llama3.1-8b"), WrapPolicy::Block, shape);
+  const double saved = T * (2 * (h + h + kv + f + h + h) + 128);  // 63,616 bytes a token
+  for (int b : {1, 2}) {  // every block, not every second one
+    CAPTURE(b);
+    CHECK(units[b].activation_bytes == doctest::Approx(saved));
+    // Its backward rebuilds the rest of the block's tensors, and holds its gradients in flight.
+    CHECK(units[b].backward_transient_bytes ==
+          doctest::Approx(full.activation_bytes - saved + full.backward_transient_bytes));
+  }
+  // The recompute is timed as half the blocks' (every second one, as activation_checkpointing: 0.5).
+  CHECK(units[1].backward_flops == doctest::Approx(full.backward_flops));
+  CHECK(units[2].backward_flops == doctest::Approx(full.backward_flops + full.forward_flops));
+}
+
 TEST_CASE("the loss keeps what its implementation saves") {
   // GPT-2 124M's head, 1024 tokens, vocabulary 50257, bf16 logits.
   const double T = 1024, V = 50257, norm = 2 * 768 * 2;
