@@ -101,6 +101,11 @@ struct Implementation {
   bool fused_cross_entropy = false;  // one-kernel cross-entropy (flash-attn's xentropy) instead of eager fp32
   int logit_metrics = 0;             // training metrics computed from the logits after each micro-batch (eager, no grad)
   double checkpoint_fraction = 1;    // of the blocks, under activation checkpointing (1: every block)
+  // torchtitan's op-level selective checkpointing (activation_checkpointing: selective_op): every
+  // block keeps its input, the outputs of its odd-numbered matmuls and the attention kernel's, and
+  // recomputes the rest in backward. Its recompute is timed as checkpoint_fraction 0.5's (about
+  // half of full checkpointing's); its memory follows the saved tensors (models/units.cpp).
+  bool selective_op = false;
 };
 
 struct TrainingShape {
@@ -109,6 +114,7 @@ struct TrainingShape {
   double activation_bytes = 2;     // bytes per activation element (bf16 = 2, fp32 = 4)
   bool activation_checkpointing = false;  // keep only the input of the checkpointed blocks
   bool flash_attention = true;     // no s^2 attention matrices kept (false also when impl.attention is Math)
+  // The loss's and the attention's memory follow impl (fused_cross_entropy, logit_metrics, attention).
   Implementation impl;
 };
 
@@ -138,10 +144,11 @@ struct FsdpUnit {
   // Element-wise and norm traffic per micro-batch (bytes moved through HBM), forward and backward.
   double forward_memory_bytes = 0;
   double backward_memory_bytes = 0;
-  // Activations this unit keeps for backward, per micro-batch (checkpointing applied).
+  // Activations this unit keeps for backward, per micro-batch (checkpointing applied; by kernel
+  // implementation: what the attention kernel and the loss save, units.cpp's table).
   double activation_bytes = 0;
-  // Memory its backward allocates on top of them while it runs: a checkpointed
-  // block's recomputed activations, the loss's fp32 logit gradients.
+  // Memory its backward allocates on top of them while it runs: a checkpointed block's
+  // recomputed activations, the gradients in flight inside a block, the loss's logit gradients.
   double backward_transient_bytes = 0;
   // Kernels its forward and backward launch in eager PyTorch (the host issues
   // each); with activation checkpointing the backward's include the recompute.

@@ -34,32 +34,59 @@
 // the unit that runs next to them (ln_1 to the q/c_attn unit, ln_2 to the first
 // MLP unit, the final norm to the head), so the time lands where it happens.
 //
-// Activations kept for backward (Korthikanti et al. 2022, "Reducing Activation
-// Recomputation in Large Transformer Models", section 4.1), per token in
-// elements of activation_bytes: the block's two norm inputs (2h); attention:
-// the QKV input (h), Q, K, V (h+2kv), the out-projection input (h) and the
-// dropout mask (0.5h, as a 1-byte mask against 2-byte activations); MLP: the
-// up-projection input (h), GELU input and output (2f; SwiGLU keeps g, silu(g),
-// u and the product: 4f) and its dropout mask (0.5h). For GPT-2 (f = 4h, no
-// GQA) that is 17h elements = 34*s*b*h bytes in 16 bit, the paper's count with
-// flash attention. The eager path also keeps the softmax output, its dropout
-// mask and output: 2.5*a*s per token (the paper's 5*a*s^2*b bytes). With
-// checkpointing a block keeps only its input (h). Outside the blocks: the
-// embedding output (h; it is also block 0's input, an overlap of under
-// 1/(17*layers) that errs on the side of more memory), the final norm's input
-// and output (2h) and, for the loss, the fp32 log-softmax of the logits (4V
-// bytes per token: the cross-entropy runs on logits upcast to fp32, as
-// torchtitan's and Hugging Face's Llama losses do; the bf16 logits themselves
-// are not kept: torchtitan's train.py forward_backward_step deletes them
-// before backward). The head's backward then holds the fp32 gradients of the
-// log-softmax output and of the logits (8V bytes per token) on top.
+// Activations kept for backward (autograd's saved tensors; Korthikanti et al. 2022, "Reducing
+// Activation Recomputation in Large Transformer Models", section 4.1, counts the same tensors),
+// per token, e bytes per element (activation_bytes), a heads, s sequence, kv' the K and V width
+// the attention kernel sees (kv, or h when an SDPA-based kernel gets GQA's K and V repeated to
+// every head, as torchtitan's repeat_kv and fms's expand do):
+//   norm, LayerNorm (PyTorch's native kernel)   input and output (the next Linear's input): 2e h
+//   norm, RMSNorm (the Python reference: x.float(), pow, mean, rsqrt, mul, type_as, * weight)
+//                                               the fp32 copy of the input (4h), the normalized
+//                                               tensor before the weight and the output: (4+2e) h
+//   attention, flash kernels (flash2/3, Triton, cuDNN)  Q, K, V (h + 2kv'), the output O (also
+//                                               the out-projection's input, h) and the fp32
+//                                               log-sum-exp per head: e (2h + 2kv') + 4a bytes
+//   attention, math (eager SDPA)                the same, and the softmax output: + e a s
+//   GELU MLP                                    the activation's input and output: 2e f
+//   SwiGLU MLP                                  g, silu(g), u and their product: 4e f
+//   rotary                                      nothing (the complex product saves the constant
+//                                               frequencies; type_as saves nothing)
+//   residual adds                               nothing
+// No dropout masks: every modelled run trains at p = 0, where PyTorch allocates none
+// (at::native::dropout returns its input when p is 0, the flash kernels keep no mask). For
+// GPT-2 / MPT (f = 4h, kv = h, LayerNorm) that is 16h elements + 4a bytes per token: the
+// paper's 34 s b h bytes per block (its count with flash attention) less its two 1-byte dropout
+// masks (2 s b h); the paper's eager attention adds 5 a s^2 b bytes, of which only the softmax
+// output (2 a s^2 b) is kept at p = 0.
+// With checkpointing a block keeps only its input (e h): the checkpoint holds the block's
+// inputs for the recompute. Outside the blocks: the final norm (as above; its output is the
+// head's input), and the loss by implementation:
+//   cross_entropy: fp32 (eager, on logits cast to fp32 as torchtitan's and Hugging Face's losses
+//     do; torchtitan's train.py deletes the bf16 logits before backward): log_softmax keeps its
+//     fp32 output, 4V bytes per token; its backward holds the fp32 gradients of the log-softmax
+//     output and of its input on top (8V). With logit metrics (Composer keeps the model's
+//     outputs for its training metrics until after the backward) the e-byte logits stay too.
+//   cross_entropy: fused (flash-attn's CrossEntropyLoss, LLM Foundry's fused_crossentropy): the
+//     kernel saves its e-byte logits (the same tensor Composer keeps) and a per-token fp32 LSE,
+//     eV bytes per token; its backward writes the logits' gradient into a new tensor (eV,
+//     inplace_backward is off by default).
+// torch.compile does not change the loss's memory here: torchtitan compiles each block, not
+// the loss (train.py @9dec370: "compiling loss function causes CUDA errors").
+// The token (and position) embedding keeps nothing of its own: its output is block 0's input,
+// kept by block 0's norm or checkpoint.
 //
-// Memory a unit's backward allocates beyond what it kept
-// (backward_transient_bytes): the loss gradients above, and under activation
-// checkpointing the recomputed block, which lives while its backward runs.
-// Under the Size policy every piece of a checkpointed block carries the whole
-// block's recomputed activations: the block is recomputed once, when the
-// backward reaches its last piece, and its pieces' backwards run one at a time.
+// Memory a unit's backward allocates beyond what it kept (backward_transient_bytes): the loss
+// gradients above; under activation checkpointing the recomputed block, which lives while its
+// backward runs; and the gradients in flight inside a block's backward (autograd frees a node's
+// incoming gradient once the node has run): the block output's gradient (e h) and, at the
+// largest, the MLP's (GELU: the gradients of its output and input, 2e f; SwiGLU: of the
+// product's two factors and of g, 3e f) or the attention's (flash: dO, the kernel's fp32 dQ
+// accumulator, dQ, dK, dV: e (2h + 2kv') + 4h; math: also the softmax's two s x s gradients,
+// 2e a s).
+// Under the Size policy every piece of a checkpointed block carries the whole block's
+// recomputed activations: the block is recomputed once, when the backward reaches its last
+// piece, and its pieces' backwards run one at a time; each piece carries its own gradients in
+// flight.
 //
 // Kernels launched (forward_/backward_kernels), counted as eager PyTorch
 // launches them at this level of detail: one per GEMM forward and two per GEMM
@@ -75,6 +102,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace tagcsim::models {
@@ -91,6 +119,9 @@ struct Piece {
   double core_bwd = 0;  // backward attention-core FLOPs
   double mem_fwd = 0, mem_bwd = 0, act = 0;  // bytes
   double transient = 0;                      // bytes held during the backward only
+  double work = 0;                           // gradients in flight while its backward runs (bytes)
+  double mm_out = 0;                         // its matmul's output (bytes), what selective_op may save
+  double kernel_out = 0;                     // the attention kernel's outputs (bytes), saved by selective_op
   int kf = 0, kb = 0;                        // kernels, forward and backward (without recompute)
   bool recompute = false;  // inside a checkpointed block
 
@@ -103,6 +134,7 @@ struct Piece {
     gemm += o.gemm, core += o.core, core_bwd += o.core_bwd;
     mem_fwd += o.mem_fwd, mem_bwd += o.mem_bwd, act += o.act;
     transient += o.transient;
+    work = std::max(work, o.work);  // the pieces' backwards run one after the other
     kf += o.kf, kb += o.kb;
     recompute = recompute || o.recompute;
     return *this;
@@ -111,10 +143,18 @@ struct Piece {
 
 struct Ctx {
   const TransformerConfig& m;
+  const Implementation& impl;
   double tokens;  // T
   double seq;     // s
   double elem;    // bytes of one per-token element over the micro-batch: T * activation_bytes
+  double e;       // activation_bytes
   bool flash;
+  double kv_seen;  // the K and V width the attention kernel keeps (kv, or h when SDPA gets GQA's K, V repeated)
+
+  // What a norm keeps for backward over the micro-batch (the head comment's table).
+  double norm_saved() const {
+    return m.norm == Norm::RMSNorm ? (4 + 2 * e) * m.hidden * tokens : 2 * m.hidden * elem;
+  }
 };
 
 Piece named(std::string name, UnitKind kind, int layer) {
@@ -130,6 +170,7 @@ Piece linear(const Ctx& c, std::string name, UnitKind kind, int layer, std::int6
   p.u.params = linear_params(c.m, in, out);
   (kind == UnitKind::MlpUp || kind == UnitKind::MlpDown ? p.u.mlp_params : p.u.attention_params) = p.u.params;
   p.gemm = 2.0 * c.tokens * static_cast<double>(in) * static_cast<double>(out);
+  p.mm_out = static_cast<double>(out) * c.elem;
   p.kf = 1, p.kb = 2;
   return p;
 }
@@ -149,7 +190,7 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
     auto q = linear(c, pre + "attn.q", UnitKind::AttentionQKV, i, m.hidden, m.hidden);
     q.mem_fwd = (2 * h + 2 * h) * c.elem;  // ln_1, rotary on q
     q.mem_bwd = (3 * h + 2 * h) * c.elem;
-    q.act = 2 * h * c.elem;  // ln_1 input; the q/k/v input, saved once for all three
+    q.act = c.norm_saved();  // ln_1: its input (an fp32 copy for RMSNorm) and output, the q/k/v input
     elementwise(q, 2);       // ln_1, rotary on q
     auto k = linear(c, pre + "attn.k", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
     k.mem_fwd = k.mem_bwd = 2 * kv * c.elem;  // rotary on k
@@ -162,8 +203,8 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
     auto qkv = linear(c, pre + "attn.c_attn", UnitKind::AttentionQKV, i, m.hidden, m.hidden + 2 * kv_dim(m));
     qkv.mem_fwd = 2 * h * c.elem;
     qkv.mem_bwd = 3 * h * c.elem;
-    qkv.act = 2 * h * c.elem;
-    elementwise(qkv, 1);  // ln_1
+    qkv.act = c.norm_saved();  // ln_1: its input and output, the q/k/v input
+    elementwise(qkv, 1);       // ln_1
     out.push_back(std::move(qkv));
   }
 
@@ -173,7 +214,14 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
   o.core_bwd = (c.flash ? 2.5 : 2.0) * o.core;
   o.mem_fwd = (2 * h + 2 * kv + 3 * h + (c.flash ? 0 : 6 * as)) * c.elem;
   o.mem_bwd = (4 * h + 4 * kv + 3 * h + (c.flash ? 0 : 7 * as)) * c.elem;
-  o.act = (h + 2 * kv + 0.5 * h + h + (c.flash ? 0 : 2.5 * as)) * c.elem;
+  // Q, K, V, the output (the out projection's input), the fp32 log-sum-exp per head; the math
+  // path keeps the softmax output too.
+  const double kvs = c.kv_seen;
+  o.act = (2 * h + 2 * kvs + (c.flash ? 0 : as)) * c.elem + 4.0 * m.heads * c.tokens;
+  // Backward: dO, dQ, dK, dV and the kernel's fp32 dQ accumulator (math: the softmax's two
+  // s x s gradients instead), with the block output's gradient.
+  o.work = (h + (h + 2 * kvs) + h + (c.flash ? 0 : 2 * as)) * c.elem + (c.flash ? 4 * h * c.tokens : 0);
+  o.kernel_out = h * c.elem + 4.0 * m.heads * c.tokens;  // O and the log-sum-exp
   elementwise(o, 2 + (c.flash ? 0 : 3));  // attention core, residual add (scale, mask, softmax)
   out.push_back(std::move(o));
 
@@ -181,7 +229,8 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
     auto gate = linear(c, pre + "mlp.gate", UnitKind::MlpUp, i, m.hidden, m.ffn);
     gate.mem_fwd = (2 * h + 2 * f) * c.elem;  // ln_2, silu
     gate.mem_bwd = (3 * h + 3 * f) * c.elem;
-    gate.act = (2 * h + 2 * f) * c.elem;  // ln_2 input, MLP input, g, silu(g)
+    gate.act = c.norm_saved() + 2 * f * c.elem;  // ln_2 (its output is the MLP input), g, silu(g)
+    gate.work = (h + 3 * f) * c.elem;             // the block output's, the product's two factors', g's gradients
     elementwise(gate, 2);                 // ln_2, silu
     auto up = linear(c, pre + "mlp.up", UnitKind::MlpUp, i, m.hidden, m.ffn);
     up.mem_fwd = 3 * f * c.elem;  // silu(g) * u
@@ -190,7 +239,7 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
     elementwise(up, 1);   // silu(g) * u
     auto down = linear(c, pre + "mlp.down", UnitKind::MlpDown, i, m.ffn, m.hidden);
     down.mem_fwd = down.mem_bwd = 3 * h * c.elem;  // residual
-    down.act = (f + 0.5 * h) * c.elem;            // the product, dropout mask
+    down.act = f * c.elem;                        // the product
     elementwise(down, 1);                         // residual
     out.push_back(std::move(gate));
     out.push_back(std::move(up));
@@ -199,11 +248,12 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
     auto fc = linear(c, pre + "mlp.c_fc", UnitKind::MlpUp, i, m.hidden, m.ffn);
     fc.mem_fwd = (2 * h + 2 * f) * c.elem;  // ln_2, GELU
     fc.mem_bwd = (3 * h + 3 * f) * c.elem;
-    fc.act = (2 * h + f) * c.elem;  // ln_2 input, MLP input, GELU input
+    fc.act = c.norm_saved() + f * c.elem;  // ln_2 (its output is the MLP input), GELU input
+    fc.work = (h + 2 * f) * c.elem;         // the block output's, the GELU output's and input's gradients
     elementwise(fc, 2);             // ln_2, GELU
     auto proj = linear(c, pre + "mlp.c_proj", UnitKind::MlpDown, i, m.ffn, m.hidden);
     proj.mem_fwd = proj.mem_bwd = 3 * h * c.elem;
-    proj.act = (f + 0.5 * h) * c.elem;  // GELU output, dropout mask
+    proj.act = f * c.elem;  // GELU output
     elementwise(proj, 1);               // residual
     out.push_back(std::move(fc));
     out.push_back(std::move(proj));
@@ -216,8 +266,7 @@ Piece token_embedding(const Ctx& c) {
   p.u.params = p.u.embedding_params = detail::token_embedding_params(c.m);
   p.mem_fwd = 2.0 * c.m.hidden * c.elem;
   p.mem_bwd = 3.0 * c.m.hidden * c.elem;
-  p.act = 1.0 * c.m.hidden * c.elem;
-  elementwise(p, 1);  // gather; scatter-add of the gradient
+  elementwise(p, 1);  // gather; scatter-add of the gradient (its output is kept by block 0)
   return p;
 }
 
@@ -239,8 +288,15 @@ Piece head(const Ctx& c) {
   p.gemm = 2.0 * c.tokens * h * V;
   p.mem_fwd = (2 * h + 2 * V) * c.elem;
   p.mem_bwd = (3 * h + 2 * V) * c.elem;
-  p.act = 2 * h * c.elem + 4 * V * c.tokens;  // final norm input and output; fp32 log-softmax
-  p.transient = 8 * V * c.tokens;              // fp32 gradients of the log-softmax and of the logits
+  p.act = c.norm_saved();  // the final norm (its output is the head's input)
+  const double TV = V * c.tokens;
+  if (c.impl.fused_cross_entropy) {
+    p.act += c.e * TV;        // the logits, saved by the fused kernel
+    p.transient = c.e * TV;   // their gradient
+  } else {
+    p.act += 4 * TV + (c.impl.logit_metrics > 0 ? c.e * TV : 0);  // fp32 log-softmax; logits kept for metrics
+    p.transient = 8 * TV;     // fp32 gradients of the log-softmax output and of its input
+  }
   p.kf = 1 + 1 + 2;                            // final norm, GEMM, log-softmax + NLL
   p.kb = 1 + 2 + 2;
   return p;
@@ -285,14 +341,36 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
 
   const double tokens = static_cast<double>(shape.micro_batch) * seq;
   const bool flash = shape.flash_attention && shape.impl.attention != AttentionKernel::Math;
-  const Ctx c{m, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, flash};
+  // SDPA-based kernels see GQA's K and V repeated to every head (torchtitan's repeat_kv); MosaicML's
+  // Triton kernel takes them as they are.
+  const bool repeated_kv = shape.impl.attention != AttentionKernel::FlashTriton && m.kv_heads < m.heads;
+  const Ctx c{m,    shape.impl, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, shape.activation_bytes,
+              flash, double(repeated_kv ? m.hidden : detail::kv_dim(m))};
   const std::int64_t norm = detail::norm_params(m);
 
   std::vector<std::vector<Piece>> layers;
   std::vector<double> recomputed(m.layers, 0.0);  // a checkpointed block's activations, rebuilt in its backward
+  std::vector<double> work(m.layers, 0.0);        // a block's largest set of gradients in flight
   for (int i = 0; i < m.layers; ++i) {
     auto pieces = layer_pieces(c, i);
-    if (checkpointed(shape, i)) {
+    for (const auto& p : pieces) work[i] = std::max(work[i], p.work);
+    if (shape.activation_checkpointing && shape.impl.selective_op) {
+      // torchtitan's op-level policy (_custom_policy in its activation checkpointing): every block
+      // saves the outputs of its 1st, 3rd, 5th, ... matmul and of the attention kernel, with its
+      // input; the rest is rebuilt while its backward runs.
+      double full = 0, saved = m.hidden * c.elem;
+      int mm = 0;
+      for (auto& p : pieces) {
+        full += p.act;
+        saved += (mm++ % 2 == 0 ? p.mm_out : 0) + p.kernel_out;
+        p.act = 0;
+      }
+      pieces.front().act = saved;
+      recomputed[i] = std::max(0.0, full - saved);
+      // Timed as half the blocks recomputed (Implementation::selective_op).
+      if (checkpointed(shape, i))
+        for (auto& p : pieces) p.recompute = true;
+    } else if (checkpointed(shape, i)) {
       for (auto& p : pieces) recomputed[i] += p.act, p.act = 0, p.recompute = true;
       pieces.front().act = m.hidden * c.elem;  // the block input, kept by the checkpoint
     }
@@ -313,7 +391,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       for (const auto& p : layers[i]) block += p;
       block.u.params += 2 * norm;
       block.u.norm_params += 2 * norm;
-      block.transient += recomputed[i];
+      block.transient += recomputed[i] + work[i];
       units.push_back(finish(std::move(block)));
     }
     Piece out = head(c);
@@ -340,7 +418,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       for (const auto& p : layers[i]) block += p;
       block.u.params += 2 * norm;
       block.u.norm_params += 2 * norm;
-      block.transient += recomputed[i];
+      block.transient += recomputed[i] + work[i];
       units.push_back(finish(std::move(block)));
     }
     for (auto& u : units) u.gemm_width = m.hidden;
@@ -361,7 +439,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
   if (m.learned_positions > 0) units.push_back(finish(position_embedding(c)));
   for (int i = 0; i < m.layers; ++i)
     for (auto& p : layers[i]) {
-      p.transient += recomputed[i];
+      p.transient += recomputed[i] + p.work;
       units.push_back(finish(std::move(p)));
     }
   if (!m.tied_embeddings) units.push_back(finish(std::move(lm_head)));

@@ -97,10 +97,14 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   k.put("no_sync", yaml_flag(t.no_sync));
   k.put("param_dtype", sim::to_string(t.param_dtype));
   k.put("reduce_dtype", sim::to_string(t.reduce_dtype));
-  k.put("activation_checkpointing",
-        t.activation_checkpointing && t.impl.checkpoint_fraction < 1 ? yaml_number(t.impl.checkpoint_fraction)
-                                                                      : yaml_flag(t.activation_checkpointing),
-        t.activation_checkpointing && t.impl.checkpoint_fraction < 1 ? "the share of the blocks checkpointed" : "");
+  if (t.impl.selective_op)
+    k.put("activation_checkpointing", "selective_op",
+          "by operator: every block keeps its odd matmuls' and the attention's outputs");
+  else
+    k.put("activation_checkpointing",
+          t.activation_checkpointing && t.impl.checkpoint_fraction < 1 ? yaml_number(t.impl.checkpoint_fraction)
+                                                                        : yaml_flag(t.activation_checkpointing),
+          t.activation_checkpointing && t.impl.checkpoint_fraction < 1 ? "the share of the blocks checkpointed" : "");
   k.put("attention", models::to_string(t.impl.attention), "the attention kernel");
   k.put("compile", yaml_flag(t.impl.compiled), "torch.compile: element-wise chains fused");
   k.put("cross_entropy", t.impl.fused_cross_entropy ? "fused" : "fp32");

@@ -338,16 +338,21 @@ sim::Training load_training(const Input& in) {
   if (auto v = in.find("param_dtype")) t.param_dtype = load_dtype(*v);
   if (auto v = in.find("reduce_dtype")) t.reduce_dtype = load_dtype(*v);
   if (auto v = in.find("activation_checkpointing")) {
-    // true / false, or the fraction of the blocks checkpointed (selective checkpointing by block).
+    // true / false, the fraction of the blocks checkpointed (selective checkpointing by block), or
+    // selective_op (torchtitan's selective checkpointing by operator).
     const auto text = v->is_scalar() ? v->as_string() : "";
     char* end = nullptr;
     const double number = std::strtod(text.c_str(), &end);
     const bool is_number = !text.empty() && end == text.c_str() + text.size();
-    if (text != "true" && text != "false" && (!is_number || number < 0 || number > 1))
-      v->fail(fmt::format("expected true, false or the share of the blocks checkpointed, in [0, 1]; got '{}'", text));
-    const double p = text == "true" ? 1 : text == "false" ? 0 : number;
+    const bool op = text == "selective_op";
+    if (text != "true" && text != "false" && !op && (!is_number || number < 0 || number > 1))
+      v->fail(fmt::format("expected true, false, selective_op or the share of the blocks checkpointed, in [0, 1]; "
+                          "got '{}'",
+                          text));
+    const double p = op ? 0.5 : text == "true" ? 1 : text == "false" ? 0 : number;
     t.activation_checkpointing = p > 0;
     t.impl.checkpoint_fraction = p > 0 ? p : 1;
+    t.impl.selective_op = op;
   }
   if (auto v = in.find("attention")) {
     const auto names = models::attention_kernel_names();

@@ -206,6 +206,7 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
     r.measured_tps = m["tokens_per_s_per_gpu"].as_positive();
     if (auto v = m.find("mfu")) r.published_mfu = v->as_double();
     if (auto v = m.find("mfu_pct")) r.published_mfu = v->as_double() / 100;
+    if (auto v = m.find("peak_memory_GiB")) r.published_reserved_gib = v->as_positive();
     if (auto t = e["setup"].find("techniques"); t && t->as_string().find("float8") != std::string::npos) {
       r.counted = false;
       r.note = "float8 GEMMs are not modelled";
@@ -250,8 +251,13 @@ Prediction predict(const ValidationRow& row) {
   const auto s = parse_scenario(row.scenario, row.scenario_file);
   const auto results = run(s);
   const auto& st = results.front().step;
-  return {st.tokens_per_s_per_gpu, st.mfu, st.mfu_megatron, st.step_time_s, st.breakdown.exposed_comm_s};
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  return {st.tokens_per_s_per_gpu, st.mfu, st.mfu_megatron, st.step_time_s, st.breakdown.exposed_comm_s,
+          st.memory.peak_bytes() / kGiB, st.memory.capacity_bytes / kGiB, st.memory.reserved_bytes() / kGiB,
+          st.memory.allocated_bytes() / kGiB, st.memory.fits(), st.memory.under_pressure()};
 }
+
+std::string Prediction::memory_mark() const { return !fits ? " !" : under_pressure ? " ~" : ""; }
 
 // One tensor_scale per device family and one memory_scale for all: the eager memory-bound kernels
 // reach the same share of STREAM bandwidth on every GPU (a family's rows alone, a dozen on Hopper,
@@ -429,15 +435,52 @@ std::string summary_line(const char* what, const Stats& s) {
                      100 * s.mean_abs, 100 * s.max_abs, s.worst, pct(s.mean_signed));
 }
 
+// Every published row ran, so the memory estimate should say it fits: the rows it marks, counted.
+std::string memory_summary(const ValidationRun& run) {
+  std::vector<std::string> oom, pressure;
+  int counted = 0;
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    if (!run.rows[i].counted) continue;
+    ++counted;
+    const auto& p = run.results[i].shipped;
+    if (!p.fits) oom.push_back(run.rows[i].id);
+    else if (p.under_pressure) pressure.push_back(run.rows[i].id);
+  }
+  auto list = [](const std::vector<std::string>& ids) {
+    std::string t;
+    for (const auto& id : ids) t += (t.empty() ? "" : ", ") + id;
+    return t.empty() ? std::string("none") : t;
+  };
+  std::string out = fmt::format(
+      "\nMemory (every published row ran): {} of {} counted rows do not fit by tagcsim's estimate "
+      "(`!`: {}); {} fit only with the caching allocator giving cached blocks back during the step (`~`).\n",
+      oom.size(), counted, list(oom), pressure.size());
+  // torchtitan logs its peak memory as torch.cuda's max reserved: the allocator's, without the
+  // CUDA context and NCCL's buffers, so it is compared with the predicted reserved memory.
+  std::string table;
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    const auto& r = run.rows[i];
+    if (r.published_reserved_gib <= 0) continue;
+    const auto& p = run.results[i].shipped;
+    table += fmt::format("| {} | {:.1f} | {:.1f} | {:.1f} | {} |\n", r.id, r.published_reserved_gib, p.reserved_gib,
+                         p.allocated_gib, pct(p.reserved_gib / r.published_reserved_gib - 1));
+  }
+  if (!table.empty())
+    out += "\nPeak memory where it is published (torchtitan's max reserved, GiB), against the predicted reserved "
+           "memory:\n\n| id | published | predicted reserved | predicted allocated | error |\n|---|---|---|---|---|\n" +
+           table;
+  return out;
+}
+
 }  // namespace
 
 std::string format_validation(const ValidationRun& run) {
   const bool loso = std::any_of(run.results.begin(), run.results.end(), [](const auto& r) { return r.has_held_out; });
   std::string out;
   out += fmt::format("| id | src | model | GPUs | seq | measured tok/s/GPU | predicted | error |{} MFU published | "
-                     "MFU ours | MFU Megatron |\n",
+                     "MFU ours | MFU Megatron | peak mem |\n",
                      loso ? " held out | error |" : "");
-  out += fmt::format("|---|---|---|---|---|---|---|---|{}---|---|---|\n", loso ? "---|---|" : "");
+  out += fmt::format("|---|---|---|---|---|---|---|---|{}---|---|---|---|\n", loso ? "---|---|" : "");
   for (std::size_t i = 0; i < run.rows.size(); ++i) {
     const auto& r = run.rows[i];
     const auto& res = run.results[i];
@@ -446,10 +489,12 @@ std::string format_validation(const ValidationRun& run) {
     if (loso)
       held = res.has_held_out ? fmt::format(" {:.0f} | {} |", res.held_out.tps, pct(res.held_out.error(r.measured_tps)))
                               : " - | - |";
-    out += fmt::format("| {}{} | {} | {} | {} | {} | {:.0f} | {:.0f} | {} |{} {} | {:.3f} | {:.3f} |\n", r.id,
-                       r.counted ? "" : " (not counted: " + r.note + ")", r.source, r.model, r.gpus, r.seq,
+    out += fmt::format("| {}{} | {} | {} | {} | {} | {:.0f} | {:.0f} | {} |{} {} | {:.3f} | {:.3f} | {:.1f} of {:.0f} "
+                       "GiB{} |\n",
+                       r.id, r.counted ? "" : " (not counted: " + r.note + ")", r.source, r.model, r.gpus, r.seq,
                        r.measured_tps, p.tps, pct(p.error(r.measured_tps)), held,
-                       r.published_mfu > 0 ? fmt::format("{:.3f}", r.published_mfu) : "-", p.mfu, p.mfu_megatron);
+                       r.published_mfu > 0 ? fmt::format("{:.3f}", r.published_mfu) : "-", p.mfu, p.mfu_megatron,
+                       p.peak_gib, p.capacity_gib, p.memory_mark());
   }
 
   auto collect = [&](bool held_out, auto pred) {
@@ -478,6 +523,7 @@ std::string format_validation(const ValidationRun& run) {
       out += summary_line(l2.c_str(), collect(true, of));
     }
   }
+  out += memory_summary(run);
   for (bool held : {false, true}) {
     if (held && !loso) continue;
     const char* which = held ? "held out (leave one source out)" : "in-sample";

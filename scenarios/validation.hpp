@@ -25,6 +25,7 @@ struct ValidationRow {
   std::string model;        // as published ("MPT-7b", "Llama 2 13B")
   double measured_tps = 0;  // tokens/s/GPU
   double published_mfu = 0; // as a fraction, 0 when not published
+  double published_reserved_gib = 0;  // torchtitan's logged peak memory (max_reserved_gib), 0 when not published
   int seq = 0, gpus = 0;
   double params = 0;        // the scenario model's parameter count
   bool counted = true;      // float8 rows are listed, not counted (tagcsim has no fp8 GEMMs)
@@ -48,7 +49,14 @@ std::string llm_foundry_scenario(const Input& entry);
 
 struct Prediction {
   double tps = 0, mfu = 0, mfu_megatron = 0, step_s = 0, exposed_comm_s = 0;
+  // The memory estimate (sim::Memory): the peak per GPU, the GPU's capacity, whether the live
+  // tensors fit (a published row ran, so they should) and whether the allocator's cache does.
+  double peak_gib = 0, capacity_gib = 0, reserved_gib = 0, allocated_gib = 0;
+  bool fits = true, under_pressure = false;
   double error(double measured) const { return tps / measured - 1; }
+  // The mark the run report gives its peak memory: " !" does not fit, " ~" fits by the
+  // allocator giving cached blocks back during the step, "" fits.
+  std::string memory_mark() const;
 };
 // Runs one row with the fitted parameters in force (sim::override_fitted_parameters).
 Prediction predict(const ValidationRow& row);

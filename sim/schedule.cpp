@@ -244,9 +244,29 @@ int Program::adopt(std::size_t from, Stream stream, int fallback) {
   return found;
 }
 
-void Program::buffer(MemoryKind kind, double bytes, int from, int to, bool from_end, bool to_start) {
+void Program::buffer(MemoryKind kind, double bytes, int from, int to, bool from_end, bool to_start, MemoryPool pool) {
   if (bytes <= 0 || from < 0) return;
-  s_.buffers.push_back(Buffer{kind, bytes, from, from_end, to, to_start});
+  s_.buffers.push_back(Buffer{kind, bytes, from, from_end, to, to_start, pool});
+}
+
+double padded_flat_numel(std::int64_t params, int shard_size) {
+  const std::int64_t n = std::max(shard_size, 1);
+  return double((params + n - 1) / n * n);
+}
+
+double shard_params(const StepSetup& setup, int u) {
+  const auto P = setup.units[std::size_t(u)].params;
+  const int n = setup.shard_size();
+  return (setup.training.api == Api::Fsdp1 ? padded_flat_numel(P, n) : double(P)) / n;
+}
+
+double optimizer_temporary_bytes(const StepSetup& setup) {
+  double total = 0, largest = 0;
+  for (int u = 0; u < int(setup.units.size()); ++u) {
+    total += shard_params(setup, u);
+    largest = std::max(largest, shard_params(setup, u));
+  }
+  return kShardBytesPerParam * (setup.training.framework == Framework::Composer ? largest : total);
 }
 
 Costs costs_of(const StepSetup& setup) {

@@ -79,7 +79,18 @@ struct Task {
 // A block of GPU memory the schedule allocates and frees: alive from the
 // start (or end) of task `from` to the end (or start) of task `to`; `to` -1:
 // to the end of the step. The memory peak follows these (sim/step.hpp).
-enum class MemoryKind { Params, Gradients, Activations };
+// ShardedState: the gradient shards (from a unit's first reduction in the step
+// to the next step's zero_grad) and the optimizer's temporaries.
+enum class MemoryKind { Params, Gradients, Activations, ShardedState };
+// The CUDA stream whose allocations a buffer comes from: PyTorch's caching
+// allocator reuses a freed block only for the stream it was allocated on, so
+// each pool holds its own high-water mark (sim/step.cpp).
+enum class MemoryPool {
+  Compute,    // the default stream: activations, autograd's gradients, FSDP2's copies, the optimizer
+  AllGather,  // FSDP1's unshard stream (the unsharded FlatParameter), FSDP2's all-gather outputs
+  Reduce,     // FSDP1's post-backward stream, FSDP2's reduce-scatter stream: casts, gradient shards
+};
+inline constexpr int kMemoryPools = 3;
 struct Buffer {
   MemoryKind kind = MemoryKind::Params;
   double bytes = 0;
@@ -87,6 +98,7 @@ struct Buffer {
   bool from_end = false;
   int to = -1;
   bool to_start = false;
+  MemoryPool pool = MemoryPool::Compute;
 };
 
 struct Schedule {

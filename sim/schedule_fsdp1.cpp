@@ -28,15 +28,20 @@ struct Fsdp1 {
   int last_ag = -1;              // the unshard stream's last all-gather
   std::vector<int> no_sync_grad; // no_sync: the backward that started accumulating the unit's unsharded gradient
   std::vector<int> reductions;   // this micro-batch's gradient reductions
+  std::vector<char> has_shard_grad;  // the unit's gradient shard exists (since its first reduction this step)
 
   Fsdp1(const StepSetup& st, const GradientReduction& r)
       : setup(st), reduce(r), cost(costs_of(st)), U(int(st.units.size())), unsharded(U, 0), gathered_by(U, -1),
-        no_sync_grad(U, -1) {
+        no_sync_grad(U, -1), has_shard_grad(U, 0) {
     // limit_all_gathers is a bool; _FreeEventQueue holds at most 2 pending frees.
     limit = st.training.limit_all_gathers ? std::max(1, st.training.max_inflight_all_gathers) : 0;
   }
 
   const std::string& name(int u) const { return setup.units[u].name; }
+  // FlatParamHandle pads the flat parameter to a multiple of the shard group
+  // (_flat_param.py: _get_shard's numel_to_pad): the unsharded buffer the
+  // all-gather fills holds the padding too.
+  double padded_params(int u) const { return shard_params(setup, u) * setup.shard_size(); }
 
   // _unshard: the rate limiter first (the CPU waits for the oldest pending
   // free once `limit` are pending), then the all-gather if the unit is sharded.
@@ -56,8 +61,9 @@ struct Fsdp1 {
   void reshard(int u, bool free) {
     if (!free || !unsharded[u]) return;
     const int last_use = p.last(Stream::Compute);
-    p.buffer(MemoryKind::Params, double(setup.units[u].params) * bytes_of(setup.training.param_dtype),
-             gathered_by[u], last_use);
+    // Allocated on the unshard stream (FlatParamHandle.unshard under _unshard's stream context).
+    p.buffer(MemoryKind::Params, padded_params(u) * bytes_of(setup.training.param_dtype), gathered_by[u], last_use,
+             false, false, MemoryPool::AllGather);
     unsharded[u] = 0;
     if (limit > 0) free_events.push_back(last_use);
   }
@@ -78,13 +84,24 @@ struct Fsdp1 {
     for (std::size_t i = before; i < s.tasks.size() && cast < 0; ++i)
       if (s.tasks[i].stream == Stream::PostBackward) cast = int(i);
     reductions.push_back(done);
-    // The unsharded gradient in param dtype until cast, then in reduce dtype
-    // until reduce-scattered (both while the cast runs); divided in place.
+    // The unsharded gradient in param dtype (autograd's, on the compute
+    // stream) until cast, then in reduce dtype (the cast runs on the
+    // post-backward stream, which allocates it) until reduce-scattered (both
+    // while the cast runs); divided in place.
     if (cast >= 0 && t.reduce_dtype != t.param_dtype) {
       p.buffer(MemoryKind::Gradients, P * pb, grad_from, cast);
-      p.buffer(MemoryKind::Gradients, P * rb, cast, consumed);
+      p.buffer(MemoryKind::Gradients, P * rb, cast, consumed, false, false, MemoryPool::Reduce);
     } else {
       p.buffer(MemoryKind::Gradients, P * pb, grad_from, consumed);
+    }
+    // The gradient shard (fp32, as the sharded parameter): the reduce-scatter's
+    // output, allocated on the post-backward stream (_reduce_grad), kept as
+    // .grad (later micro-batches accumulate into it) until the next step's
+    // zero_grad(set_to_none=True).
+    if (!has_shard_grad[u]) {
+      has_shard_grad[u] = 1;
+      p.buffer(MemoryKind::ShardedState, shard_params(setup, u) * kShardBytesPerParam, consumed, -1, false, false,
+               MemoryPool::Reduce);
     }
   }
 
@@ -106,6 +123,11 @@ struct Fsdp1 {
     const auto& unit = setup.units[u];
     p.buffer(MemoryKind::Activations, unit.activation_bytes, fwd, bwd);
     p.buffer(MemoryKind::Activations, unit.backward_transient_bytes, bwd, bwd);
+    // The module's parameters are views of the FlatParameter (split, then view:
+    // FlatParamHandle._get_unflat_views), so autograd holds each parameter's
+    // gradient until the split's backward concatenates them into the flat
+    // gradient: the unit's gradient twice while its backward ends.
+    p.buffer(MemoryKind::Gradients, double(unit.params) * bytes_of(setup.training.param_dtype), bwd, bwd);
   }
 
   void micro_batch(bool sync) {
@@ -193,11 +215,13 @@ struct Fsdp1 {
     const int M = setup.training.grad_accumulation;
     for (int m = 0; m < M; ++m) micro_batch(m == M - 1 || !setup.training.no_sync);
     p.host("optimizer step", cost.hook_s);
-    p.issue(optimizer_task(setup));
+    const int opt = p.issue(optimizer_task(setup));
     p.flush();
+    p.buffer(MemoryKind::ShardedState, optimizer_temporary_bytes(setup), opt, opt);
     for (int u = 0; u < U; ++u)
-      if (unsharded[u]) p.buffer(MemoryKind::Params, double(setup.units[u].params) *
-                                                           bytes_of(setup.training.param_dtype), gathered_by[u], -1);
+      if (unsharded[u])
+        p.buffer(MemoryKind::Params, padded_params(u) * bytes_of(setup.training.param_dtype), gathered_by[u], -1, false,
+                 false, MemoryPool::AllGather);
     return std::move(s);
   }
 };

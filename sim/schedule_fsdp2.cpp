@@ -35,11 +35,12 @@ struct Fsdp2 {
   int rs_state = -1;             // comm_ctx.reduce_scatter_state: the last reduce-scatter
   std::vector<int> accumulated;  // no-sync: the backward that started the unit's fp32 accumulated gradient
   std::vector<int> reductions;   // this micro-batch's post-reduce events
+  std::vector<char> has_shard_grad;  // the unit's gradient shard exists (since its first reduce-scatter this step)
 
   Fsdp2(const StepSetup& st, const GradientReduction& r)
       : setup(st), reduce(r), cost(costs_of(st)), U(int(st.units.size())), root(root_unit(st)),
         pb(bytes_of(st.training.param_dtype)), rb(bytes_of(st.training.reduce_dtype)), held(U, Held::Sharded),
-        pending_ag(U, -1), params_from(U, -1), kept_from(U, -1), accumulated(U, -1) {}
+        pending_ag(U, -1), params_from(U, -1), kept_from(U, -1), accumulated(U, -1), has_shard_grad(U, 0) {}
 
   const std::string& name(int u) const { return setup.units[u].name; }
   double P(int u) const { return double(setup.units[u].params); }
@@ -68,7 +69,9 @@ struct Fsdp2 {
   // alive until task `until`).
   void release_held_output(int until) {
     if (held_ag < 0) return;
-    p.buffer(MemoryKind::Params, P(s.tasks[std::size_t(held_ag)].unit) * pb, held_ag, until);
+    // The all-gather output is allocated on the all-gather stream (foreach_all_gather).
+    p.buffer(MemoryKind::Params, P(s.tasks[std::size_t(held_ag)].unit) * pb, held_ag, until, false, false,
+             MemoryPool::AllGather);
     ag_state = held_ag = -1;
   }
 
@@ -88,7 +91,7 @@ struct Fsdp2 {
       ag_state = out, held_ag = ag;
     } else {
       p.wait(Stream::AllGather, out);
-      p.buffer(MemoryKind::Params, P(u) * pb, ag, out);
+      p.buffer(MemoryKind::Params, P(u) * pb, ag, out, false, false, MemoryPool::AllGather);
     }
     pending_ag[u] = -1;
     params_from[u] = out;
@@ -150,7 +153,15 @@ struct Fsdp2 {
     reductions.push_back(done);
     if (had >= 0) p.buffer(MemoryKind::Gradients, Pu * (fp32_accumulation ? rb : pb), had, copy_in);
     p.buffer(MemoryKind::Gradients, Pu * pb, bwd, copy_in);
+    // The reduce-scatter input, allocated on the compute stream, freed once the reduce-scatter is done.
     p.buffer(MemoryKind::Gradients, Pu * rb, copy_in, rs_state);
+    // The gradient shard: the reduce-scatter's output, allocated on the reduce-scatter stream
+    // (foreach_reduce), the sharded parameter's .grad until the next step's zero_grad.
+    if (!has_shard_grad[u]) {
+      has_shard_grad[u] = 1;
+      p.buffer(MemoryKind::ShardedState, shard_params(setup, u) * kShardBytesPerParam, rs_state, -1, false, false,
+               MemoryPool::Reduce);
+    }
     accumulated[u] = -1;
   }
 
@@ -228,8 +239,9 @@ struct Fsdp2 {
     const int M = setup.training.grad_accumulation;
     for (int m = 0; m < M; ++m) micro_batch(m == M - 1 || !setup.training.no_sync);
     p.host("optimizer step", cost.hook_s);
-    p.issue(optimizer_task(setup));
+    const int opt = p.issue(optimizer_task(setup));
     p.flush();
+    p.buffer(MemoryKind::ShardedState, optimizer_temporary_bytes(setup), opt, opt);
     return std::move(s);
   }
 };

@@ -42,7 +42,8 @@ class Program {
   // the order they were added, as the hook's Python thread does. Returns the
   // last of them on `stream`, or `fallback` when none is.
   int adopt(std::size_t from, Stream stream, int fallback);
-  void buffer(MemoryKind kind, double bytes, int from, int to, bool from_end = false, bool to_start = false);
+  void buffer(MemoryKind kind, double bytes, int from, int to, bool from_end = false, bool to_start = false,
+              MemoryPool pool = MemoryPool::Compute);
   Schedule& schedule() { return s_; }
 
  private:
@@ -63,6 +64,20 @@ struct Costs {
   double hook_s = 0;
 };
 Costs costs_of(const StepSetup& setup);
+
+// Sharded state per parameter: fp32 parameter and gradient shards, AdamW's two fp32 moments.
+inline constexpr double kShardBytesPerParam = 4;
+inline constexpr double kMomentBytesPerParam = 8;
+// FSDP1 pads each FlatParameter to a multiple of the shard group's size.
+double padded_flat_numel(std::int64_t params, int shard_size);
+// Parameters of unit u held by one GPU: FSDP1's padded FlatParameter shard; FSDP2 chunks each
+// parameter on dim 0, a shard of exactly 1/N when N divides dim 0 (every validated model).
+double shard_params(const StepSetup& setup, int u);
+// The optimizer step's temporaries: torch.optim.AdamW's foreach path (the default on CUDA;
+// torchtitan, fms-fsdp, plain PyTorch) computes sqrt(exp_avg_sq) for the whole shard at once,
+// "~ sizeof(params) more peak memory than the for-loop version" (its docstring): 4 bytes per
+// shard parameter. Composer's DecoupledAdamW loops over parameters: one flat shard at a time.
+double optimizer_temporary_bytes(const StepSetup& setup);
 
 Task compute_task(const StepSetup& setup, int u, Category c, double seconds);
 Task copy_task(const std::string& name, int u, Stream stream, double bytes, const topologies::DeviceProfile& gpu);

@@ -1,6 +1,7 @@
 #include "sim/step.hpp"
 
 #include "sim/compute.hpp"
+#include "sim/schedule_program.hpp"
 
 #include <algorithm>
 
@@ -9,8 +10,6 @@ namespace {
 // CUDA context, cuBLAS and NCCL workspaces outside PyTorch's allocator: a
 // commonly observed ~2 GiB on 80 GB GPUs (an estimate, not a measurement).
 constexpr double kWorkspaceBytes = 2.0 * (1ull << 30);
-// FSDP keeps fp32 sharded params and grads; AdamW adds two fp32 moments.
-constexpr double kShardedBytesPerParam = 4 + 4 + 8;
 }  // namespace
 
 double Memory::allocated_bytes() const {
@@ -19,18 +18,32 @@ double Memory::allocated_bytes() const {
 
 namespace {
 
-// Walks the schedule's buffers through the replayed times: the peak of what
-// is allocated, and what it is made of at that moment.
+// Walks the schedule's buffers through the replayed times: the live tensors
+// at the moment their sum peaks, and what the caching allocator
+// (c10/cuda/CUDACachingAllocator.cpp) holds around them. The allocator reuses a
+// freed block only for an allocation on the stream that allocated it
+// (get_free_block compares the block's stream), and keeps what cudaMalloc gave
+// it until a cudaMalloc fails: then it frees every unused cached block
+// (release_cached_blocks, whose cudaFree synchronizes the device) and retries
+// (stats num_alloc_retries). So with room to spare it holds each stream's pool
+// at that pool's own high-water mark, not the peak of the sum (the gradient
+// shards, made on the reduction stream as backward ends and freed by zero_grad
+// before the next forward, keep their blocks from the activations), plus
+// fragmentation (allocator_fragmentation of the memory that churns: blocks
+// split and rounded, training.hpp). Without that room it gives cached blocks
+// back and the GPU fills up; a run fails only when the live tensors do not fit.
 Memory estimate_memory(const StepSetup& setup, const Schedule& s, const Replay& r, double step_end) {
   Memory m;
-  double params = 0;
-  for (const auto& u : setup.units) params += double(u.params);
-  m.sharded_state_bytes = params / setup.shard_size() * kShardedBytesPerParam;
+  double shard = 0;
+  for (int u = 0; u < int(setup.units.size()); ++u) shard += detail::shard_params(setup, u);
+  // fp32 parameter shards and AdamW's two moments: allocated once, alive through every step.
+  const double persistent = shard * (detail::kShardBytesPerParam + detail::kMomentBytesPerParam);
 
   struct Event {
     double time;
     double bytes;  // + allocate, - free
     MemoryKind kind;
+    MemoryPool pool;
   };
   std::vector<Event> events;
   events.reserve(2 * s.buffers.size());
@@ -39,29 +52,43 @@ Memory estimate_memory(const StepSetup& setup, const Schedule& s, const Replay& 
     const double start = b.from_end ? from.end : from.start;
     double end = step_end;
     if (b.to >= 0) end = b.to_start ? r.timings[std::size_t(b.to)].start : r.timings[std::size_t(b.to)].end;
-    events.push_back({start, b.bytes, b.kind});
-    events.push_back({std::max(start, end), -b.bytes, b.kind});
+    events.push_back({start, b.bytes, b.kind, b.pool});
+    events.push_back({std::max(start, end), -b.bytes, b.kind, b.pool});
   }
   // At equal times frees come first: a buffer freed at the end of one task
   // makes room for one allocated as the next starts.
   std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
     return a.time < b.time || (a.time == b.time && a.bytes < b.bytes);
   });
-  double now[3] = {0, 0, 0}, at_peak[3] = {0, 0, 0}, peak = 0;
+  constexpr int K = 4, Pl = kMemoryPools;
+  double now[K] = {}, at_peak[K] = {}, pool_total[Pl] = {}, pool_peak[Pl] = {}, total = 0, peak = 0;
   for (const Event& e : events) {
     now[int(e.kind)] += e.bytes;
-    const double total = now[0] + now[1] + now[2];
+    total += e.bytes;
+    pool_total[int(e.pool)] += e.bytes;
+    pool_peak[int(e.pool)] = std::max(pool_peak[int(e.pool)], pool_total[int(e.pool)]);
     if (total > peak) {
       peak = total;
-      std::copy(now, now + 3, at_peak);
+      std::copy(now, now + K, at_peak);
     }
   }
+  m.sharded_state_bytes = persistent + at_peak[int(MemoryKind::ShardedState)];
   m.gathered_params_bytes = at_peak[int(MemoryKind::Params)];
   m.gradient_bytes = at_peak[int(MemoryKind::Gradients)];
   m.activation_bytes = at_peak[int(MemoryKind::Activations)];
-  m.fragmentation_bytes = m.allocated_bytes() * setup.training.allocator_fragmentation;
+
+  double pools = 0;
+  for (int p = 0; p < Pl; ++p) {
+    m.pool_peak_bytes[p] = pool_peak[p] + (p == int(MemoryPool::Compute) ? persistent : 0);
+    pools += pool_peak[p];
+  }
+  m.cached_bytes = persistent + pools * (1 + setup.training.allocator_fragmentation);
   m.workspace_bytes = kWorkspaceBytes;
   m.capacity_bytes = setup.cluster.gpu.memory_bytes;
+  // The allocator fills what the live tensors leave of the GPU, at most its cache.
+  const double allocated = m.allocated_bytes();
+  const double room = m.capacity_bytes - m.workspace_bytes;
+  m.fragmentation_bytes = std::max(0.0, std::min(m.cached_bytes, std::max(allocated, room)) - allocated);
   return m;
 }
 

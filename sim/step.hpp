@@ -23,19 +23,33 @@ struct Breakdown {
 };
 
 // Memory per GPU at the step's peak, following the schedule: each buffer is
-// alive while the replayed tasks that make and use it run (sim/schedule.hpp).
+// alive while the replayed tasks that make and use it run (sim/schedule.hpp),
+// in the caching allocator's pool of the stream that allocated it
+// (sim/step.cpp explains the allocator's part).
 struct Memory {
-  double sharded_state_bytes = 0;    // fp32 params + grads + AdamW moments of this GPU's shard
-  double gathered_params_bytes = 0;  // unsharded parameters (and FSDP2 all-gather outputs) alive at the peak
-  double gradient_bytes = 0;         // unsharded gradients alive at the peak, both dtypes
-  double activation_bytes = 0;       // saved activations, recomputed blocks, loss logits at the peak
-  double allocated_bytes() const;    // what PyTorch's allocator hands out at the peak
-  double fragmentation_bytes = 0;    // what the caching allocator reserves beyond that
+  // The live tensors at the moment their sum peaks (torch.cuda.max_memory_allocated):
+  double sharded_state_bytes = 0;    // fp32 params + AdamW moments of this GPU's shard, gradient shards made so far, optimizer temporaries
+  double gathered_params_bytes = 0;  // unsharded parameters (and FSDP2 all-gather outputs)
+  double gradient_bytes = 0;         // unsharded gradients in flight, both dtypes
+  double activation_bytes = 0;       // saved activations, recomputed blocks, loss logits, gradients inside a block
+  double allocated_bytes() const;    // the sum of the parts above
+  // What the caching allocator holds beyond them: the blocks other streams
+  // keep cached, and fragmentation; capped by the GPU when it has to release them.
+  double fragmentation_bytes = 0;
   double reserved_bytes() const { return allocated_bytes() + fragmentation_bytes; }
   double workspace_bytes = 0;        // CUDA context and NCCL buffers, outside the allocator
   double peak_bytes() const { return reserved_bytes() + workspace_bytes; }
   double capacity_bytes = 0;
+  // The live tensors fit (with the workspace); otherwise the run stops out of memory.
   bool fits() const { return peak_bytes() <= capacity_bytes; }
+  // What the allocator would hold if it never had to give memory back: each
+  // pool's high-water mark, plus fragmentation (torch.cuda.max_memory_reserved
+  // of a run with room to spare).
+  double cached_bytes = 0;
+  double pool_peak_bytes[kMemoryPools] = {};  // by MemoryPool, the persistent shards in Compute's
+  // It fits, but the cache does not: the allocator frees its cached blocks
+  // (synchronizing the device) and retries allocations during the step.
+  bool under_pressure() const { return fits() && cached_bytes + workspace_bytes > capacity_bytes; }
 };
 
 struct CollectiveTotals {

@@ -419,7 +419,7 @@ TEST_CASE("bad profiles: a missing field, a curve that is not monotonic, a devic
   CHECK_THROWS_WITH_AS(training("attention: flash4"),
                        Contains("k.yaml:4: training.attention: unknown attention kernel 'flash4'"), InputError);
   CHECK_THROWS_WITH_AS(training("activation_checkpointing: 1.5"),
-                       Contains("k.yaml:4: training.activation_checkpointing: expected true, false or the share"),
+                       Contains("k.yaml:4: training.activation_checkpointing: expected true, false, selective_op or the share"),
                        InputError);
   CHECK_THROWS_WITH_AS(training("cross_entropy: fast"), Contains("k.yaml:4: training.cross_entropy"), InputError);
   CHECK(training("activation_checkpointing: 0.25").points[0].setup.training.impl.checkpoint_fraction == 0.25);

@@ -212,24 +212,27 @@ TEST_CASE("both policies give the same totals") {
       }
 }
 
-TEST_CASE("activations: 34*s*b*h bytes per GPT-2 block in bf16, the block input with checkpointing") {
+TEST_CASE("activations: 32*s*b*h bytes per GPT-2 block in bf16 plus the log-sum-exp, the block input with checkpointing") {
   auto m = preset("gpt2-124m");
-  TrainingShape shape;  // b = 1, s = 1024, 2 bytes
+  TrainingShape shape;  // b = 1, s = 1024, 2 bytes, FlashAttention-2
   auto blocks = fsdp_units(m, WrapPolicy::Block, shape);
-  CHECK(blocks[1].activation_bytes == doctest::Approx(34.0 * 1024 * 768));  // 26,738,688
-  // Outside the blocks: embedding output h, final norm input and output 2h (bf16), and the fp32
-  // log-softmax of the logits the loss keeps (4V bytes per token).
-  CHECK(blocks[0].activation_bytes == doctest::Approx(1024.0 * (3 * 768 * 2 + 4 * 50257)));
+  // Per token: ln_1 and ln_2 keep their input and output (4h), attention Q, K, V and O (4h), GELU its
+  // input and output (2f = 8h): 16h elements, 32h bytes (Korthikanti's 34 s b h less the two 1-byte
+  // dropout masks: p = 0 keeps none); and the fp32 log-sum-exp of 12 heads, 48 bytes.
+  CHECK(blocks[1].activation_bytes == doctest::Approx(1024.0 * (32 * 768 + 4 * 12)));  // 25,214,976
+  // Outside the blocks: the final norm's input and output (2h, bf16) and the fp32 log-softmax of the
+  // logits the eager loss keeps (4V bytes per token); the embedding output is block 0's input.
+  CHECK(blocks[0].activation_bytes == doctest::Approx(1024.0 * (2 * 768 * 2 + 4 * 50257)));
   // Its backward holds the fp32 gradients of the log-softmax and the logits on top: 8V bytes per token.
   CHECK(blocks[0].backward_transient_bytes == doctest::Approx(1024.0 * 8 * 50257));
 
-  shape.activation_bytes = 4;  // fp32 doubles everything
-  CHECK(fsdp_units(m, WrapPolicy::Block, shape)[1].activation_bytes == doctest::Approx(68.0 * 1024 * 768));
+  shape.activation_bytes = 4;  // fp32 doubles the tensors, not the fp32 log-sum-exp
+  CHECK(fsdp_units(m, WrapPolicy::Block, shape)[1].activation_bytes == doctest::Approx(1024.0 * (64 * 768 + 48)));
 
   shape.activation_bytes = 2;
-  shape.flash_attention = false;  // + 5*a*s^2*b bytes: 5 * 12 * 1024^2
+  shape.flash_attention = false;  // + the softmax output, a s^2 b elements: 2 * 12 * 1024^2 bytes
   CHECK(fsdp_units(m, WrapPolicy::Block, shape)[1].activation_bytes ==
-        doctest::Approx(34.0 * 1024 * 768 + 5.0 * 12 * 1024 * 1024));
+        doctest::Approx(1024.0 * (32 * 768 + 48) + 2.0 * 12 * 1024 * 1024));
 
   shape.flash_attention = true;
   shape.activation_checkpointing = true;
@@ -240,6 +243,82 @@ TEST_CASE("activations: 34*s*b*h bytes per GPT-2 block in bf16, the block input 
   CHECK(ck[1].backward_memory_bytes ==
         doctest::Approx(blocks[1].backward_memory_bytes + blocks[1].forward_memory_bytes));
   CHECK(ck[0].activation_bytes == doctest::Approx(blocks[0].activation_bytes));  // the root is not checkpointed
+
+  // checkpointing: 0.5 takes every second block (1, 3, ...): half the blocks keep their input only.
+  shape.impl.checkpoint_fraction = 0.5;
+  auto half = fsdp_units(m, WrapPolicy::Block, shape);
+  CHECK(half[1].activation_bytes == doctest::Approx(blocks[1].activation_bytes));  // block 0 is not checkpointed
+  CHECK(half[2].activation_bytes == doctest::Approx(1024.0 * 768 * 2));
+  double all = 0;
+  for (const auto& u : half) all += u.activation_bytes;
+  CHECK(all == doctest::Approx(blocks[0].activation_bytes + 6 * blocks[1].activation_bytes + 6 * 1024.0 * 768 * 2));
+}
+
+TEST_CASE("activations follow the kernels: RMSNorm's fp32 copy, GQA's repeated K and V, Triton's own layout") {
+  // Llama 3.1 8B (h 4096, kv 1024, f 14336, 32 heads), 2 x 4096 tokens in bf16, FlashAttention-2 via SDPA.
+  // Per token: each Python RMSNorm keeps the fp32 copy of its input, the normalized tensor and its
+  // output, (4 + 2 + 2) h bytes, twice; attention Q, K and V repeated to 32 heads (torchtitan's
+  // repeat_kv), O: 4h elements; SwiGLU g, silu(g), u, their product: 4f; the log-sum-exp 4 x 32 bytes.
+  TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 4096;
+  const double T = 8192, h = 4096, f = 14336;
+  const auto b = fsdp_units(preset("llama3.1-8b"), WrapPolicy::Block, shape)[1];
+  CHECK(b.activation_bytes == doctest::Approx(T * (2 * 8 * h + 2 * 4 * h + 2 * 4 * f + 128)));  // 213,120 B/token
+  // MosaicML's Triton kernel takes K and V as they are: 2 kv instead of 2 h.
+  shape.impl.attention = AttentionKernel::FlashTriton;
+  const auto t = fsdp_units(preset("llama3.1-8b"), WrapPolicy::Block, shape)[1];
+  CHECK(b.activation_bytes - t.activation_bytes == doctest::Approx(T * 2 * 2 * (4096 - 1024)));
+}
+
+TEST_CASE("selective_op: every block keeps its input, its odd matmuls' outputs and the attention kernel's") {
+  // Llama 3.1 8B (h 4096, kv 1024, f 14336, 32 heads), 2 x 4096 tokens in bf16. torchtitan's op-level
+  // policy saves the outputs of matmuls 1, 3, 5, 7 of the block (wq: h, wv: kv, w1: f, w2: h), the
+  // attention kernel's O (h) and fp32 log-sum-exp (4 x 32 bytes), with the block input (h).
+  TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 4096;
+  const double T = 8192, h = 4096, kv = 1024, f = 14336;
+  const auto full = fsdp_units(preset("llama3.1-8b"), WrapPolicy::Block, shape)[1];
+  shape.activation_checkpointing = true;
+  shape.impl.checkpoint_fraction = 0.5;
+  shape.impl.selective_op = true;
+  const auto units = fsdp_units(preset("llama3.1-8b"), WrapPolicy::Block, shape);
+  const double saved = T * (2 * (h + h + kv + f + h + h) + 128);  // 63,616 bytes a token
+  for (int b : {1, 2}) {  // every block, not every second one
+    CAPTURE(b);
+    CHECK(units[b].activation_bytes == doctest::Approx(saved));
+    // Its backward rebuilds the rest of the block's tensors, and holds its gradients in flight.
+    CHECK(units[b].backward_transient_bytes ==
+          doctest::Approx(full.activation_bytes - saved + full.backward_transient_bytes));
+  }
+  // The recompute is timed as half the blocks' (every second one, as activation_checkpointing: 0.5).
+  CHECK(units[1].backward_flops == doctest::Approx(full.backward_flops));
+  CHECK(units[2].backward_flops == doctest::Approx(full.backward_flops + full.forward_flops));
+}
+
+TEST_CASE("the loss keeps what its implementation saves") {
+  // GPT-2 124M's head, 1024 tokens, vocabulary 50257, bf16 logits.
+  const double T = 1024, V = 50257, norm = 2 * 768 * 2;
+  TrainingShape shape;
+  const auto eager = fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape)[0];
+  CHECK(eager.activation_bytes == doctest::Approx(T * (norm + 4 * V)));  // fp32 log-softmax
+  CHECK(eager.backward_transient_bytes == doctest::Approx(T * 8 * V));   // its fp32 gradients
+  // Training metrics on the logits (Composer keeps the model's outputs until they ran): the bf16 logits stay.
+  shape.impl.logit_metrics = 2;
+  CHECK(fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape)[0].activation_bytes ==
+        doctest::Approx(T * (norm + 4 * V + 2 * V)));
+  // flash-attn's fused cross-entropy saves the bf16 logits and writes their gradient into a new tensor.
+  shape.impl.fused_cross_entropy = true;
+  const auto fused = fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape)[0];
+  CHECK(fused.activation_bytes == doctest::Approx(T * (norm + 2 * V)));
+  CHECK(fused.backward_transient_bytes == doctest::Approx(T * 2 * V));
+  // torch.compile leaves the loss's memory to its implementation (torchtitan compiles the blocks).
+  shape.impl.fused_cross_entropy = false;
+  shape.impl.logit_metrics = 0;
+  shape.impl.compiled = true;
+  CHECK(fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape)[0].activation_bytes ==
+        doctest::Approx(eager.activation_bytes));
 }
 
 TEST_CASE("element-wise traffic of a GPT-2 block, per token in elements of 2 bytes") {

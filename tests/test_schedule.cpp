@@ -379,8 +379,7 @@ TEST_CASE("fix 8: the memory peak follows the rate limiter's depth") {
   // (0.5 s) much faster than compute (10 s forward, 20 s backward), no activations, reduce-scatters on
   // a group of their own so that only the limiter orders the all-gathers. The peak is in backward:
   // the host prefetches b_k+1 once b_k-L's free is done, so when bwd b_k-L ends and bwd b_k-L+1
-  // starts, L + 1 blocks are unsharded (b_k-L+1 .. b_k+1, one more than in forward), and two
-  // gradients are alive (b_k-L's in its 0.5 s reduce-scatter, b_k-L+1's being computed).
+  // starts, L + 1 blocks are unsharded (b_k-L+1 .. b_k+1, one more than in forward).
   std::vector<models::FsdpUnit> units = {unit("root", 1, 0, 0, models::UnitKind::Root)};
   for (int i = 0; i < 6; ++i) units.push_back(unit("B", 0.5e9, 10, 20));
   auto setup = with_units(units);
@@ -391,8 +390,10 @@ TEST_CASE("fix 8: the memory peak follows the rate limiter's depth") {
     setup.training.max_inflight_all_gathers = depth;
     const auto m = simulate_fsdp(setup).memory;
     CAPTURE(depth);
-    CHECK(m.gathered_params_bytes == doctest::Approx((depth + 1) * 1e9).epsilon(1e-6));
-    CHECK(m.gradient_bytes == doctest::Approx(2e9).epsilon(1e-6));
+    // The unsharded blocks live in the unshard stream's pool of the caching allocator; the step's
+    // overall peak is at the optimizer here (fp32 gradient shards and AdamW's temporaries of 1.5e9
+    // parameters per rank outweigh 4 GB), so the limiter shows in that pool's own peak.
+    CHECK(m.pool_peak_bytes[int(MemoryPool::AllGather)] == doctest::Approx((depth + 1) * 1e9).epsilon(1e-6));
     CHECK(m.peak_bytes() > previous);
     previous = m.peak_bytes();
   }
