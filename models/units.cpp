@@ -72,6 +72,14 @@
 //     inplace_backward is off by default).
 // torch.compile does not change the loss's memory here: torchtitan compiles each block, not
 // the loss (train.py @9dec370: "compiling loss function causes CUDA errors").
+// A compiled block (not checkpointed) keeps what AOTAutograd's min-cut partitioner keeps: the
+// inputs the matmuls and the attention kernel need that cannot be recomputed from cheaper
+// tensors, element-wise chains (norms, rotary, activations, GQA's repeat) being recomputed in
+// backward: the block input and the residual after attention (e h each) with each norm's fp32
+// statistics (RMSNorm: rstd, 4 bytes a token; LayerNorm: mean and rstd, 8), the q, k, v matmul
+// outputs (h + 2 kv), the attention output O (h) and log-sum-exp (4a bytes), and the MLP's
+// matmul outputs (SwiGLU: g and u, 2f; GELU: its input, f). The pieces keep their eager shares of
+// that total.
 // The token (and position) embedding keeps nothing of its own: its output is block 0's input,
 // kept by block 0's norm or checkpoint.
 //
@@ -373,6 +381,15 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
     } else if (checkpointed(shape, i)) {
       for (auto& p : pieces) recomputed[i] += p.act, p.act = 0, p.recompute = true;
       pieces.front().act = m.hidden * c.elem;  // the block input, kept by the checkpoint
+    } else if (shape.impl.compiled) {
+      const double h = m.hidden, kv = double(kv_dim(m)), f = double(m.ffn);
+      const double stats = (m.norm == Norm::RMSNorm ? 4.0 : 8.0) * c.tokens;
+      const double kept = (h + h + (h + 2 * kv) + h + (m.gated_mlp ? 2 * f : f)) * c.elem + 2 * stats +
+                          4.0 * m.heads * c.tokens;
+      double eager = 0;
+      for (const auto& p : pieces) eager += p.act;
+      if (eager > 0)
+        for (auto& p : pieces) p.act *= kept / eager;
     }
     layers.push_back(std::move(pieces));
   }

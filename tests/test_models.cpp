@@ -297,6 +297,24 @@ TEST_CASE("selective_op: every block keeps its input, its odd matmuls' outputs a
   CHECK(units[2].backward_flops == doctest::Approx(full.backward_flops + full.forward_flops));
 }
 
+TEST_CASE("a compiled block keeps the matmuls' and the attention kernel's inputs, not its element-wise chains") {
+  // Llama 2 70B (h 8192, kv 1024, f 28672, 64 heads, RMSNorm), 2 x 4096 tokens in bf16. Per token:
+  // block input and residual (2h), q, k, v (h + 2kv), O (h), g and u (2f) in 2 bytes; two fp32
+  // rstd (8 bytes) and 64 fp32 log-sum-exps (256 bytes).
+  TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 4096;
+  const double T = 8192, h = 8192, kv = 1024, f = 28672;
+  const auto eager = fsdp_units(preset("llama2-70b"), WrapPolicy::Block, shape)[1];
+  shape.impl.compiled = true;
+  const auto compiled = fsdp_units(preset("llama2-70b"), WrapPolicy::Block, shape)[1];
+  CHECK(compiled.activation_bytes == doctest::Approx(T * (2 * (4 * h + 2 * kv + 2 * f) + 8 + 256)));  // 184,584 B
+  CHECK(compiled.activation_bytes < 0.5 * eager.activation_bytes);  // eager: 426,240 B a token
+  // A checkpointed block keeps its input either way.
+  shape.activation_checkpointing = true;
+  CHECK(fsdp_units(preset("llama2-70b"), WrapPolicy::Block, shape)[1].activation_bytes == doctest::Approx(T * h * 2));
+}
+
 TEST_CASE("the loss keeps what its implementation saves") {
   // GPT-2 124M's head, 1024 tokens, vocabulary 50257, bf16 logits.
   const double T = 1024, V = 50257, norm = 2 * 768 * 2;
