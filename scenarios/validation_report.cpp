@@ -1,0 +1,238 @@
+// The report of `tagcsim validate`: per row, the summaries, the memory check, the buckets that
+// show trends, the rule-of-thumb baseline and the fitted parameters (docs/validation.md is this
+// text).
+#include "scenarios/validation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace tagcsim::scenarios {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+namespace {
+
+struct Stats {
+  int n = 0;
+  double median_abs = 0, mean_abs = 0, max_abs = 0, mean_signed = 0;
+  std::string worst;
+};
+
+Stats stats(const std::vector<std::pair<double, std::string>>& errors) {
+  Stats s;
+  s.n = int(errors.size());
+  if (!s.n) return s;
+  std::vector<double> a;
+  for (const auto& [e, id] : errors) {
+    a.push_back(std::abs(e));
+    s.mean_signed += e / s.n;
+    s.mean_abs += std::abs(e) / s.n;
+    if (std::abs(e) > s.max_abs) s.max_abs = std::abs(e), s.worst = id;
+  }
+  s.median_abs = median(a);
+  return s;
+}
+
+std::string pct(double e) { return fmt::format("{:+.1f}%", 100 * e); }
+
+// Mean signed error per bucket, in the order the keys first appear sorted by `order`.
+std::string bucket_table(const ValidationRun& run, bool held_out, bool foundry_only, const char* title,
+                         std::string (ValidationRow::*bucket)() const, double (*order)(const ValidationRow&)) {
+  std::map<double, std::string> keys;
+  std::map<std::string, std::vector<double>> errs;
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    const auto& r = run.rows[i];
+    const auto& res = run.results[i];
+    if (!r.counted || (foundry_only && r.framework != "llm-foundry")) continue;
+    if (held_out && !res.has_held_out) continue;
+    const auto& p = held_out ? res.held_out : res.shipped;
+    const auto k = (r.*bucket)();
+    keys.emplace(order(r), k);
+    errs[k].push_back(p.error(r.measured_tps));
+  }
+  if (errs.empty()) return "";
+  std::string head = fmt::format("| {} |", title), sep = "|---|", rows = "| mean signed error |", n = "| rows |";
+  std::set<std::string> done;
+  for (const auto& [o, k] : keys) {
+    if (!done.insert(k).second) continue;
+    double m = 0;
+    for (double e : errs[k]) m += e / double(errs[k].size());
+    head += fmt::format(" {} |", k);
+    sep += "---|";
+    rows += fmt::format(" {} |", pct(m));
+    n += fmt::format(" {} |", errs[k].size());
+  }
+  return head + "\n" + sep + "\n" + rows + "\n" + n + "\n";
+}
+
+double seq_order(const ValidationRow& r) { return r.seq; }
+double size_order(const ValidationRow& r) { return r.params; }
+
+std::string summary_line(const char* what, const Stats& s) {
+  if (!s.n) return "";
+  return fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {:.1f}% ({}) | {} |\n", what, s.n, 100 * s.median_abs,
+                     100 * s.mean_abs, 100 * s.max_abs, s.worst, pct(s.mean_signed));
+}
+
+// The rule of thumb the model has to beat: one MFU per device family, the geometric mean of the
+// other sources' measured MFU (ours, as the kernels run), predicting each source held out the same
+// way as the model. A row's measured MFU is the prediction's scaled by measured / predicted.
+Stats constant_mfu_baseline(const ValidationRun& run) {
+  struct Row {
+    const ValidationRow* row;
+    double mfu;
+  };
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    const auto& r = run.rows[i];
+    const auto& p = run.results[i].shipped;
+    if (r.counted && p.tps > 0 && p.mfu > 0) rows.push_back({&r, p.mfu * r.measured_tps / p.tps});
+  }
+  std::vector<std::pair<double, std::string>> errors;
+  for (const auto& x : rows) {
+    double logs = 0;
+    int n = 0;
+    for (const auto& o : rows)
+      if (o.row->family == x.row->family && o.row->source != x.row->source) logs += std::log(o.mfu), ++n;
+    if (n) errors.emplace_back(std::exp(logs / n) / x.mfu - 1, x.row->id);
+  }
+  return stats(errors);
+}
+
+// Every published row ran, so the memory estimate should say it fits: the rows it marks, counted.
+std::string memory_summary(const ValidationRun& run) {
+  std::vector<std::string> oom, pressure;
+  int counted = 0;
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    if (!run.rows[i].counted) continue;
+    ++counted;
+    const auto& p = run.results[i].shipped;
+    if (!p.fits) oom.push_back(run.rows[i].id);
+    else if (p.under_pressure) pressure.push_back(run.rows[i].id);
+  }
+  auto list = [](const std::vector<std::string>& ids) {
+    std::string t;
+    for (const auto& id : ids) t += (t.empty() ? "" : ", ") + id;
+    return t.empty() ? std::string("none") : t;
+  };
+  std::string out = fmt::format(
+      "\nMemory (every published row ran): {} of {} counted rows do not fit by tagcsim's estimate "
+      "(`!`: {}); {} fit only with the caching allocator giving cached blocks back during the step (`~`).\n",
+      oom.size(), counted, list(oom), pressure.size());
+  // torchtitan logs its peak memory as torch.cuda's max reserved: the allocator's, without the
+  // CUDA context and NCCL's buffers, so it is compared with the predicted reserved memory.
+  std::string table;
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    const auto& r = run.rows[i];
+    if (r.published_reserved_gib <= 0) continue;
+    const auto& p = run.results[i].shipped;
+    table += fmt::format("| {} | {:.1f} | {:.1f} | {:.1f} | {} |\n", r.id, r.published_reserved_gib, p.reserved_gib,
+                         p.allocated_gib, pct(p.reserved_gib / r.published_reserved_gib - 1));
+  }
+  if (!table.empty())
+    out += "\nPeak memory where it is published (torchtitan's max reserved, GiB), against the predicted reserved "
+           "memory:\n\n| id | published | predicted reserved | predicted allocated | error |\n|---|---|---|---|---|\n" +
+           table;
+  return out;
+}
+
+}  // namespace
+
+std::string format_validation(const ValidationRun& run) {
+  const bool loso = std::any_of(run.results.begin(), run.results.end(), [](const auto& r) { return r.has_held_out; });
+  std::string out;
+  out += fmt::format("| id | src | model | GPUs | seq | measured tok/s/GPU | predicted | error |{} MFU published | "
+                     "MFU ours | MFU Megatron | peak mem |\n",
+                     loso ? " held out | error |" : "");
+  out += fmt::format("|---|---|---|---|---|---|---|---|{}---|---|---|---|\n", loso ? "---|---|" : "");
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    const auto& r = run.rows[i];
+    const auto& res = run.results[i];
+    const auto& p = res.shipped;
+    std::string held;
+    if (loso)
+      held = res.has_held_out ? fmt::format(" {:.0f} | {} |", res.held_out.tps, pct(res.held_out.error(r.measured_tps)))
+                              : " - | - |";
+    out += fmt::format("| {}{} | {} | {} | {} | {} | {:.0f} | {:.0f} | {} |{} {} | {:.3f} | {:.3f} | {:.1f} of {:.0f} "
+                       "GiB{} |\n",
+                       r.id, r.counted ? "" : " (not counted: " + r.note + ")", r.source, r.model, r.gpus, r.seq,
+                       r.measured_tps, p.tps, pct(p.error(r.measured_tps)), held,
+                       r.published_mfu > 0 ? fmt::format("{:.3f}", r.published_mfu) : "-", p.mfu, p.mfu_megatron,
+                       p.peak_gib, p.capacity_gib, p.memory_mark());
+  }
+
+  auto collect = [&](bool held_out, auto pred) {
+    std::vector<std::pair<double, std::string>> e;
+    for (std::size_t i = 0; i < run.rows.size(); ++i) {
+      const auto& r = run.rows[i];
+      const auto& res = run.results[i];
+      if (!r.counted || !pred(r) || (held_out && !res.has_held_out)) continue;
+      e.emplace_back((held_out ? res.held_out : res.shipped).error(r.measured_tps), r.id);
+    }
+    return stats(e);
+  };
+  auto any = [](const ValidationRow&) { return true; };
+  out += "\n| tokens/s/GPU | rows | median abs error | mean abs error | max abs error | mean signed |\n"
+         "|---|---|---|---|---|---|\n";
+  out += summary_line("fitted on all rows (in-sample)", collect(false, any));
+  if (loso) {
+    out += summary_line("leave one source out (held out)", collect(true, any));
+    out += summary_line("rule of thumb: one MFU per device family, held out the same way", constant_mfu_baseline(run));
+  }
+  std::set<std::string> sources;
+  for (const auto& r : run.rows) sources.insert(r.source);
+  for (const auto& s : sources) {
+    auto of = [&](const ValidationRow& r) { return r.source == s; };
+    const auto label = fmt::format("{} in-sample", s);
+    out += summary_line(label.c_str(), collect(false, of));
+    if (loso) {
+      const auto l2 = fmt::format("{} held out", s);
+      out += summary_line(l2.c_str(), collect(true, of));
+    }
+  }
+  out += memory_summary(run);
+  for (bool held : {false, true}) {
+    if (held && !loso) continue;
+    const char* which = held ? "held out (leave one source out)" : "in-sample";
+    out += fmt::format("\nLLM Foundry rows, {}, mean signed error by bucket:\n\n", which);
+    out += bucket_table(run, held, true, "sequence", &ValidationRow::seq_bucket, seq_order);
+    out += "\n";
+    out += bucket_table(run, held, true, "model size", &ValidationRow::size_bucket, size_order);
+    out += fmt::format("\nAll rows, {}, mean signed error by bucket:\n\n", which);
+    out += bucket_table(run, held, false, "sequence", &ValidationRow::seq_bucket, seq_order);
+    out += "\n";
+    out += bucket_table(run, held, false, "model size", &ValidationRow::size_bucket, size_order);
+  }
+  std::set<std::string> families;
+  for (const auto& r : run.rows) families.insert(r.family);
+  out += "\n| family | tensor_scale | memory_scale | basis |\n|---|---|---|---|\n";
+  for (const auto& f : families) {
+    const auto p = run.fitted.count(f) ? run.fitted.at(f) : sim::fitted_parameters(f);
+    out += fmt::format("| {} | {:.3f} | {:.3f} | {} |\n", f, p.tensor_scale, p.memory_scale,
+                       p.basis.empty() ? "not fitted" : p.basis);
+  }
+  if (!run.fold_fits.empty()) {
+    out += "\n| held-out source | fitted without it |\n|---|---|\n";
+    for (const auto& [s, fits] : run.fold_fits) {
+      std::string t;
+      for (const auto& [f, p] : fits)
+        t += fmt::format("{}{}: {:.3f} / {:.3f}", t.empty() ? "" : "; ", f, p.tensor_scale, p.memory_scale);
+      out += fmt::format("| {} | {} |\n", s, t);
+    }
+  }
+  return out;
+}
+
+}  // namespace tagcsim::scenarios
