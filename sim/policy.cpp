@@ -268,9 +268,10 @@ int tagc_unit(Schedule& s, const Ctx& ctx, int u, int grad_ready) {
   if (sh.tail > 0)
     phases.push_back({plan_collective(c, CollectiveOp::Reduce, sh.tail * kFp32, g), N, "tail reduce"});
   const int comm = s.add(comm_task(p, fmt::format("tagc index+sketch x{} {}", N, unit.name), u, phases, {first}));
-  // The last shard's sketch can leave only once the last compress is done.
-  const int last = s.add(comm_task(p, "tagc last sketch reduce " + unit.name, u, {{sketch_reduce, 1, "sketch reduce"}},
-                                   {comm, rest}));
+  // The last shard's sketch can leave only once the last compress is done; its owner, rank N-1,
+  // is the root (the N-1 before it are rooted at ranks 0 to N-2, Phase::root's default).
+  const int last = s.add(comm_task(p, "tagc last sketch reduce " + unit.name, u,
+                                   {{sketch_reduce, 1, "sketch reduce", N - 1}}, {comm, rest}));
   const int decode = s.add(kernel_task("tagc decode " + unit.name, u, decode_seconds(kp, p, sh.shard, rounds), {last},
                                        decode_syncs(rounds)));
   return replica_all_reduce(s, setup, u, decode);

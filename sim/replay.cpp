@@ -48,6 +48,13 @@ void count_traffic(Run& run, int src, int dst, double bytes) {
 // node of its ring, all at once, through the rails its GPUs use (one flow per
 // rail when the platform is built per rail); the phase ends when the slowest
 // flow ends.
+//
+// A reduce or broadcast on a small ring (sim/symmetry.hpp) is a chain: S on
+// every hop but the one out of its root (a reduce ends there) or into it (a
+// broadcast starts there). The phase's `count` chains run back to back, their
+// roots rotating over the ranks; those whose roots share a node run as one,
+// so a phase is at most n rounds of n-1 flows. Each round lasts S/B per chain
+// uncontended, so the phase still lasts at least count x its uncontended time.
 void network_phase(Run& run, const Phase& phase) {
   const CollectivePlan& plan = phase.plan;
   const auto& pf = *run.platform;
@@ -59,21 +66,46 @@ void network_phase(Run& run, const Phase& phase) {
   // Built per rail, a collective loads only its GPUs' rails; otherwise one link stands for all.
   const int first_rail = pf.rails > 1 ? run.cluster->rail_of_gpu(g.first_gpu) : 0;
   const int rails = pf.rails > 1 ? std::clamp(plan.rails, 1, pf.rails - first_rail) : 1;
-  const auto bytes = static_cast<std::uint64_t>(plan.node_egress_bytes * phase.count / rails + 0.5);
+  // Chains rooted on each node of the ring, in the order their roots come; -1: no hop idle.
+  std::vector<std::pair<int, int>> rounds;  // (root node, chains)
+  double hop_bytes = plan.node_egress_bytes;
+  if (rotating_chain(plan)) {
+    // symmetric_nodes() never cuts these rings down.
+    if (g.nodes != plan.group.nodes) throw std::logic_error("replay: a rotating chain's ring was cut down");
+    hop_bytes *= double(g.nodes) / (g.nodes - 1);  // the plan books (n-1)/n of S per node
+    const int ranks = plan.group.ranks();
+    std::vector<int> chains(std::size_t(g.nodes), 0);
+    for (int i = 0; i < std::min(phase.count, ranks); ++i) {
+      const int node = (phase.root + i) % ranks / plan.group.gpus_per_node;
+      if (chains[std::size_t(node)] == 0) rounds.push_back({node, 0});
+      // Chain i, i + ranks, i + 2 ranks, ... all have this root.
+      chains[std::size_t(node)] += (phase.count - 1 - i) / ranks + 1;
+    }
+    for (auto& [node, n] : rounds) n = chains[std::size_t(node)];
+  } else {
+    rounds.push_back({-1, phase.count});
+  }
+  const bool broadcast = plan.op == CollectiveOp::Broadcast;
   std::vector<sg4::CommPtr> flows;
   flows.reserve(std::size_t(nodes) * rails);
-  for (int r = 0; r < rings; ++r) {
-    const int first = (r / g.node_stride) * g.nodes * g.node_stride + r % g.node_stride;
-    for (int k = 0; k < g.nodes; ++k) {
-      const int src = first + k * g.node_stride;
-      const int dst = first + ((k + 1) % g.nodes) * g.node_stride;
-      for (int rail = first_rail; rail < first_rail + rails; ++rail)
-        flows.push_back(sg4::Comm::sendto_async(pf.host(src, rail), pf.host(dst, rail), bytes));
-      count_traffic(run, src, dst, double(bytes) * rails);
+  for (const auto& [root, chains] : rounds) {
+    const auto bytes = static_cast<std::uint64_t>(hop_bytes * chains / rails + 0.5);
+    flows.clear();
+    for (int r = 0; r < rings; ++r) {
+      const int first = (r / g.node_stride) * g.nodes * g.node_stride + r % g.node_stride;
+      for (int k = 0; k < g.nodes; ++k) {
+        const int next = (k + 1) % g.nodes;
+        if (root >= 0 && (broadcast ? next : k) == root) continue;
+        const int src = first + k * g.node_stride;
+        const int dst = first + next * g.node_stride;
+        for (int rail = first_rail; rail < first_rail + rails; ++rail)
+          flows.push_back(sg4::Comm::sendto_async(pf.host(src, rail), pf.host(dst, rail), bytes));
+        count_traffic(run, src, dst, double(bytes) * rails);
+      }
     }
+    run.out.flows += flows.size();
+    sg4::Comm::wait_all(flows);
   }
-  run.out.flows += flows.size();
-  sg4::Comm::wait_all(flows);
 }
 
 // Rails need their own links when some collective uses only some of a node's GPUs; when every

@@ -53,6 +53,8 @@ struct Phase {
   CollectivePlan plan;
   int count = 1;
   std::string label;                       // what it carries, for the report ("index all_reduce")
+  int root = 0;                            // a reduce's or broadcast's root rank; the i-th of `count` has
+                                           // root + i (mod the group's ranks), as TAGC's per-shard reduces
 };
 
 struct Task {

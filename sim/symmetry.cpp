@@ -9,6 +9,11 @@ bool aligned(long a, long b) { return a % b == 0 || b % a == 0; }
 
 }  // namespace
 
+bool rotating_chain(const CollectivePlan& plan) {
+  const bool chain = plan.op == CollectiveOp::Reduce || plan.op == CollectiveOp::Broadcast;
+  return chain && plan.node_egress_bytes > 0 && plan.group.nodes > 1 && plan.group.nodes <= kRotatingChainNodes;
+}
+
 int reduced_group_nodes(const Group& g, int full_nodes, int reduced_nodes) {
   const long span = long(g.nodes) * g.node_stride;
   return span >= full_nodes ? reduced_nodes / g.node_stride : g.nodes;
@@ -30,6 +35,7 @@ int symmetric_nodes(const Schedule& schedule, const topologies::Cluster& c) {
       if (g.nodes <= 1) continue;
       const long span = long(g.nodes) * g.node_stride;
       if (span >= N) {
+        if (rotating_chain(ph.plan)) return c.nodes;
         // A ring over the whole cluster: keep at least two nodes in it, and
         // its stride in step with the cells.
         if (!aligned(g.node_stride, cell)) return c.nodes;

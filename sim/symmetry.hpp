@@ -9,11 +9,23 @@
 // latencies of each collective stay those of the full cluster; only the
 // number of identical flows shrinks. Where the layout is not periodic (a
 // shard group straddling leaves unevenly) the full cluster is replayed.
+//
+// A reduce or broadcast leaves one hop of its ring idle, the one at its root,
+// and the root rotates (sim/replay.cpp): that pattern is not periodic, so a
+// ring of such chains spanning the cluster is never cut down. Rings of more
+// than kRotatingChainNodes nodes spread each chain over all hops instead
+// ((n-1)/n of S on each): there the idle hop is under 1/16 of the load, while
+// rotating it costs n rounds of n-1 flows per phase and the whole cluster.
 #pragma once
 
 #include "sim/schedule.hpp"
 
 namespace tagcsim::sim {
+
+constexpr int kRotatingChainNodes = 16;
+
+// Whether a phase of this plan is replayed as chains whose idle hop rotates with the root.
+bool rotating_chain(const CollectivePlan& plan);
 
 // Nodes of the cut-down cluster, or cluster.nodes when no cut is exact.
 int symmetric_nodes(const Schedule& schedule, const topologies::Cluster& cluster);

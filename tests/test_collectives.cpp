@@ -123,14 +123,40 @@ TEST_CASE("a ring over consecutive nodes crosses each leaf uplink once, so 2:1 d
   CHECK(simulate_collective(c, plan) == doctest::Approx(7.0 / 8 * S / B).epsilon(1e-6));
 }
 
-TEST_CASE("a reduce is a chain: S/B alone, but its idle link is free for a concurrent collective") {
+TEST_CASE("a reduce is a chain: S/B alone, its hop out of the root idle") {
+  const double S = 1e9, B = 1e9;
+  auto c = flat_cluster(3, B, 0);
+  const auto reduce = plan_collective(c, CollectiveOp::Reduce, S, whole_cluster(c));
+  CHECK(reduce.node_egress_bytes == doctest::Approx(2 * S / 3));  // two hops of three carry S
+  // Root 0: flows 1->2 and 2->0 of S at B each, at once (the hops pipeline): S/B, plus latency.
+  CHECK(simulate_collective(c, reduce) ==
+        doctest::Approx(S / B + reduce.latency_seconds).epsilon(1e-6));
+  Schedule s;
+  Task t{.name = "reduce", .stream = Stream::AllGather, .category = Category::AllGather};
+  t.phases = {{reduce, 1}};
+  s.add(t);
+  const auto r = replay(s, c, false);
+  CHECK(r.flows == 2);
+  CHECK(r.nic_bytes_per_node == doctest::Approx(2 * S / 3));
+  // Three reduces, roots 0, 1, 2 in turn: 3 S/B, each hop idle once.
+  s.tasks[0].phases[0].count = 3;
+  const auto three = replay(s, c, false);
+  CHECK(three.flows == 6);
+  CHECK(three.timings[0].end == doctest::Approx(3 * (S / B + reduce.latency_seconds)).epsilon(1e-6));
+  CHECK(three.nic_bytes_per_node == doctest::Approx(2 * S));
+}
+
+TEST_CASE("a reduce fills one direction: a concurrent all-gather shares it and has the other to itself") {
   const double S = 1e9, B = 1e9;
   auto c = flat_cluster(2, B, 0);
   const auto reduce = plan_collective(c, CollectiveOp::Reduce, S, whole_cluster(c));
-  CHECK(reduce.node_egress_bytes == doctest::Approx(S / 2));  // one link of two carries S
+  CHECK(reduce.node_egress_bytes == doctest::Approx(S / 2));  // one direction of two carries S
   CHECK(simulate_collective(c, reduce) == doctest::Approx(S / B).epsilon(1e-6));
-  // With an all-gather of S beside it (S/2 per node), the reduce's flows take
-  // half of each link for S/2 at B/2 = 1 s, the all-gather too; both end at 1 s.
+  // Root 0: the reduce sends S from node 1 to node 0. An all-gather of S beside it sends S/2
+  // each way. Node 1 -> 0 is shared: B/2 each, so the all-gather's S/2 ends at 1 s, when the
+  // reduce has sent S/2; its other S/2 then runs alone at B, ending at 1.5 s. Node 0 -> 1
+  // carries only the all-gather's S/2, done at 0.5 s. (Spread over both directions, S/2 each,
+  // the reduce used to end at 1 s like the all-gather.)
   Schedule s;
   Task a{.name = "reduce", .stream = Stream::AllGather, .category = Category::AllGather};
   a.phases = {{reduce}};
@@ -139,8 +165,26 @@ TEST_CASE("a reduce is a chain: S/B alone, but its idle link is free for a concu
   s.add(a);
   s.add(b);
   const auto r = replay(s, c);
-  CHECK(r.timings[0].end == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(r.timings[0].end == doctest::Approx(1.5).epsilon(1e-6));
   CHECK(r.timings[1].end == doctest::Approx(1.0).epsilon(1e-6));
+  // A broadcast from node 1 sends its S from node 1 to node 0 too: the same times.
+  s.tasks[0].phases[0].root = 1;
+  s.tasks[0].phases[0].plan = plan_collective(c, CollectiveOp::Broadcast, S, whole_cluster(c));
+  const auto other = replay(s, c);
+  CHECK(other.timings[0].end == doctest::Approx(1.5).epsilon(1e-6));
+  CHECK(other.timings[1].end == doctest::Approx(1.0).epsilon(1e-6));
+  // Two reduces back to back, roots 0 then 1, beside an all-gather of 2S (S each way). The first
+  // shares 1 -> 0 with it at B/2 each while its 0 -> 1 half ends alone at 1 s; then both have S/2
+  // left on 1 -> 0, still at B/2: 2 s. The second reduce sends S from node 0 to node 1 alone:
+  // 3 s. (Spread, each direction carried S of the reduces and S of the all-gather: both 2 s.)
+  Schedule two;
+  a.phases = {{reduce, 2}};
+  b.phases = {{plan_collective(c, CollectiveOp::AllGather, 2 * S, whole_cluster(c))}};
+  two.add(a);
+  two.add(b);
+  const auto r2 = replay(two, c);
+  CHECK(r2.timings[0].end == doctest::Approx(3.0).epsilon(1e-6));
+  CHECK(r2.timings[1].end == doctest::Approx(2.0).epsilon(1e-6));
 }
 
 TEST_CASE("busbw follows nccl-tests' factors") {
