@@ -1,0 +1,96 @@
+// NCCL's published cost model (NVIDIA/nccl src/graph/tuning.cc and src/enqueue.cc, 2.18 to
+// 2.28), written out as data for sim/collective.cpp: latencies in us, bandwidths in GB/s, as NCCL
+// states them. Which one applies is said where each is used. Inside sim/ only.
+#pragma once
+
+#include "topologies/cluster.hpp"
+
+#include <iterator>
+
+namespace tagcsim::sim::nccl_tuning {
+
+inline constexpr double us = 1e-6, GBps = 1e9;
+inline constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
+inline constexpr int kRing = 0, kTree = 1, kNvls = 2, kNvlsTree = 3;
+
+// tuning.cc's latency table and LL ceilings, as each NCCL release has them. NCCL tunes these numbers
+// to steer its choice, and changed them between releases (tree Simple's per-hop latency went from 4 to
+// 28 us in 2.19 and back in 2.23; NVLS's from a 23 us base to a 25 us hop in 2.21; LL's one-node
+// ceiling on Hopper from Ampere's 87.7 to 141 GB/s in 2.21); a cluster pinned to a release
+// (`nccl: {version}`) is modelled with that release's table, otherwise with the newest.
+struct NcclTable {
+  int since;                // first release with these values (major*10000 + minor*100 + patch)
+  double base[4][3];        // baseLat [ring, tree, nvls, nvls_tree][LL, LL128, Simple], us
+  double nvlink[4][3];      // hwLat NVLINK
+  double pcie[4][3];        // hwLat PCI
+  double net[4][3];         // hwLat NET
+  double ll_one_node[4];    // llMaxBws[compCap][0] (Volta, Ampere, Hopper, Blackwell), GB/s
+};
+// Newest first. Rows [ring, tree, nvls, nvls_tree]; NCCL writes them [tree, ring, ...].
+inline constexpr NcclTable kNcclTables[] = {
+    {22809,  // 2.28.9: NVLS tree's network hop 20.9 us
+     {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}},
+     {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0, 0, 25}, {0, 0, 25}},
+     {{1.0, 2.5, 5.7}, {1.0, 1.9, 4.0}, {0, 0, 0}, {0, 0, 0}},
+     {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0, 0, 18}, {0, 0, 20.9}},
+     {39.0, 87.7, 141.0, 282.0}},
+    {22300,  // 2.23: tree Simple back to 4 us per NVLink hop, 14 per network hop, 8.4 us base
+     {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}},
+     {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0, 0, 25}, {0, 0, 25}},
+     {{1.0, 2.5, 5.7}, {1.0, 1.9, 4.0}, {0, 0, 0}, {0, 0, 0}},
+     {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0, 0, 18}, {0, 0, 14}},
+     {39.0, 87.7, 141.0, 282.0}},
+    {22100,  // 2.21: NVLS 25 us; LL on one Hopper node up to 141 GB/s
+     {{6.6, 14.0, 8.4}, {6.8, 14.0, 0}, {0, 0, 0}, {0, 0, 0}},
+     {{0.6, 1.9, 3.4}, {0.6, 1.25, 28}, {0, 0, 25}, {0, 0, 25}},
+     {{1.0, 2.5, 5.7}, {1.0, 1.9, 28}, {0, 0, 0}, {0, 0, 0}},
+     {{2.7, 4.0, 14.0}, {5.0, 8.5, 28}, {0, 0, 18}, {0, 0, 14}},
+     {39.0, 87.7, 141.0, 282.0}},
+    {21900,  // 2.19: tree Simple 28 us per hop, NVLS 23 us as a hop latency
+     {{6.6, 14.0, 8.4}, {6.8, 14.0, 0}, {0, 0, 0}, {0, 0, 0}},
+     {{0.6, 1.9, 3.4}, {0.6, 1.25, 28}, {0, 0, 23}, {0, 0, 23}},
+     {{1.0, 2.5, 5.7}, {1.0, 1.9, 28}, {0, 0, 0}, {0, 0, 0}},
+     {{2.7, 4.0, 14.0}, {5.0, 8.5, 28}, {0, 0, 18}, {0, 0, 14}},
+     {39.0, 87.7, 87.7, 175.4}},
+    {0,  // up to 2.18: NVLS and NVLS tree 23 us as a base latency
+     {{6.6, 14.0, 8.4}, {6.8, 14.0, 0}, {0, 0, 23}, {0, 0, 23}},
+     {{0.6, 1.9, 3.4}, {0.6, 1.25, 4}, {0, 0, 0}, {0, 0, 0}},
+     {{1.0, 2.5, 5.7}, {1.0, 1.9, 6}, {0, 0, 0}, {0, 0, 0}},
+     {{2.7, 4.0, 14.0}, {5.0, 8.5, 14}, {0, 0, 18}, {0, 0, 19}},
+     {39.0, 87.7, 87.7, 175.4}},
+};
+inline const NcclTable& nccl_table(int version) {
+  for (const auto& t : kNcclTables)
+    if (version == 0 || version >= t.since) return t;
+  return kNcclTables[std::size(kNcclTables) - 1];
+}
+// LL's ceiling across nodes (llMaxBws rows by host CPU, for 2 and for more nodes): Intel's row, or the
+// AMD row (NCCL uses it for AMD hosts).
+inline constexpr double kLlMaxNetIntel[2] = {39.0, 20.4};
+inline constexpr double kLlMaxNetAmd[2] = {22.5, 19.0};
+// NCCL's per-step network post cost by host CPU (getNetOverhead), us: Intel 1, AMD 2, others 1.
+inline double net_overhead_us(topologies::HostCpu cpu) { return cpu == topologies::HostCpu::Amd ? 2.0 : 1.0; }
+inline constexpr double kPerChRingLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}};
+inline constexpr double kPerChTreeLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+inline constexpr double kPerChTree[4][3] = {{26.5, 18.5, 10}, {24, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70, 42.8, 24}};
+// "Trees are not perfectly sticking to the model for medium sizes": tree bandwidth x this, by
+// log2(bytes / 64), 64 B to 256 MB.
+inline constexpr double kTreeCorrection[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+// Bandwidth a protocol delivers of what the links carry: LL sends a 4-byte flag with every 4 bytes
+// of data, LL128 one 8-byte flag per 128-byte line (NCCL's model takes 0.92); trees lose 8% more
+// and LL on a tree is slower still (1/3.8).
+inline constexpr double kRingFraction[3] = {0.5, 0.92, 1.0};
+inline constexpr double kTreeFraction[3] = {0.92 / 3.8, 0.92 * 120.0 / 128, 0.92};
+// enqueue.cc: threads per channel and bytes per thread before NCCL adds a channel.
+inline constexpr int kThreads[3] = {512, 640, 512};
+inline constexpr int kThreadThreshold[3] = {8, 8, 64};
+// Data per channel and pipeline step at full size: Simple 4 MiB buffers in 8 steps, 4 steps a chunk
+// (rings) or 1 (trees); LL 512 KiB in 8 steps, half of it flags; LL128 4.9 MB in 8 steps, 15/16 data.
+inline constexpr double kRingChunk[3] = {32768, 576000, 2097152};
+inline constexpr double kTreeChunk[3] = {32768, 576000, 524288};
+inline constexpr double kNvlsChunk = 131072;  // NCCL_NVLS_CHUNKSIZE default
+
+}  // namespace tagcsim::sim::nccl_tuning
