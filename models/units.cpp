@@ -393,6 +393,15 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
     }
     layers.push_back(std::move(pieces));
   }
+  // A whole block as one unit (block and torchtitan wrapping), with its two norms.
+  auto block_unit = [&](const char* prefix, int i) {
+    Piece block = named(fmt::format("{}.{}", prefix, i), UnitKind::Block, i);
+    for (const auto& p : layers[std::size_t(i)]) block += p;
+    block.u.params += 2 * norm;
+    block.u.norm_params += 2 * norm;
+    block.transient += recomputed[std::size_t(i)] + work[std::size_t(i)];
+    return finish(std::move(block));
+  };
   if (policy == WrapPolicy::Torchtitan) {
     if (m.tied_embeddings)
       throw InputError(fmt::format("model '{}': wrap: torchtitan puts the embedding and the output projection in "
@@ -403,14 +412,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
     emb.u.name = "tok_embeddings";
     if (m.learned_positions > 0) emb += position_embedding(c);
     units.push_back(finish(std::move(emb)));
-    for (int i = 0; i < m.layers; ++i) {
-      Piece block = named(fmt::format("layers.{}", i), UnitKind::Block, i);
-      for (const auto& p : layers[i]) block += p;
-      block.u.params += 2 * norm;
-      block.u.norm_params += 2 * norm;
-      block.transient += recomputed[i] + work[i];
-      units.push_back(finish(std::move(block)));
-    }
+    for (int i = 0; i < m.layers; ++i) units.push_back(block_unit("layers", i));
     Piece out = head(c);
     out.u.name = "norm+output";
     out.u.params += norm;  // final norm
@@ -430,14 +432,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
     root.u.params += norm;  // final norm
     root.u.norm_params += norm;
     units.push_back(finish(std::move(root)));
-    for (int i = 0; i < m.layers; ++i) {
-      Piece block = named(fmt::format("block.{}", i), UnitKind::Block, i);
-      for (const auto& p : layers[i]) block += p;
-      block.u.params += 2 * norm;
-      block.u.norm_params += 2 * norm;
-      block.transient += recomputed[i] + work[i];
-      units.push_back(finish(std::move(block)));
-    }
+    for (int i = 0; i < m.layers; ++i) units.push_back(block_unit("block", i));
     for (auto& u : units) u.gemm_width = m.hidden;
     attach_kernels(units, m, policy, shape);
     return units;

@@ -207,7 +207,7 @@ Candidate ring(const Ctx& x, int p) {
   auto& plan = cand.plan;
   const int nc = channels_for(x, p, kRing);
   const double f = kRingFraction[p];
-  const bool chain = x.op == CollectiveOp::Reduce || x.op == CollectiveOp::Broadcast;
+  const bool chain = is_chain(x.op);
   const bool allreduce = x.op == CollectiveOp::AllReduce;
   // Per GPU, the bytes the ring moves: S per link for a chain, (R-1)/R S per pass otherwise.
   const double per_link = chain ? x.S : (allreduce ? 2.0 : 1.0) * (x.R - 1) / x.R * x.S;

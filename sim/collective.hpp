@@ -20,6 +20,8 @@
 namespace tagcsim::sim {
 
 enum class CollectiveOp { AllGather, ReduceScatter, AllReduce, Reduce, Broadcast };
+// Reduce and broadcast run as a chain along the ring: S on each hop but the one at the root.
+inline bool is_chain(CollectiveOp op) { return op == CollectiveOp::Reduce || op == CollectiveOp::Broadcast; }
 enum class Algorithm { Auto, Ring, Tree, Nvls, NvlsTree };
 enum class Protocol { Auto, LL, LL128, Simple };
 const char* to_string(CollectiveOp op);

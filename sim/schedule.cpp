@@ -269,6 +269,21 @@ double optimizer_temporary_bytes(const StepSetup& setup) {
   return kShardBytesPerParam * (setup.training.framework == Framework::Composer ? largest : total);
 }
 
+void GradientShards::reduced(Program& p, const StepSetup& setup, int u, int reduced) {
+  if (made_[std::size_t(u)]) return;
+  made_[std::size_t(u)] = 1;
+  p.buffer(MemoryKind::ShardedState, shard_params(setup, u) * kShardBytesPerParam, reduced, -1, false, false,
+           MemoryPool::Reduce);
+}
+
+int optimizer_step(Program& p, const StepSetup& setup, const Costs& cost) {
+  p.host("optimizer step", cost.hook_s);
+  const int opt = p.issue(optimizer_task(setup));
+  p.flush();
+  p.buffer(MemoryKind::ShardedState, optimizer_temporary_bytes(setup), opt, opt);
+  return opt;
+}
+
 Costs costs_of(const StepSetup& setup) {
   Costs c{.gpu = &setup.cluster.gpu};
   for (int u = 0; u < int(setup.units.size()); ++u) c.units.push_back(unit_compute(setup, u));

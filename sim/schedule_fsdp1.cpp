@@ -28,11 +28,11 @@ struct Fsdp1 {
   int last_ag = -1;              // the unshard stream's last all-gather
   std::vector<int> no_sync_grad; // no_sync: the backward that started accumulating the unit's unsharded gradient
   std::vector<int> reductions;   // this micro-batch's gradient reductions
-  std::vector<char> has_shard_grad;  // the unit's gradient shard exists (since its first reduction this step)
+  GradientShards shard_grads;
 
   Fsdp1(const StepSetup& st, const GradientReduction& r)
       : setup(st), reduce(r), cost(costs_of(st)), U(int(st.units.size())), unsharded(U, 0), gathered_by(U, -1),
-        no_sync_grad(U, -1), has_shard_grad(U, 0) {
+        no_sync_grad(U, -1), shard_grads(U) {
     // limit_all_gathers is a bool; _FreeEventQueue holds at most 2 pending frees.
     limit = st.training.limit_all_gathers ? std::max(1, st.training.max_inflight_all_gathers) : 0;
   }
@@ -94,15 +94,8 @@ struct Fsdp1 {
     } else {
       p.buffer(MemoryKind::Gradients, P * pb, grad_from, consumed);
     }
-    // The gradient shard (fp32, as the sharded parameter): the reduce-scatter's
-    // output, allocated on the post-backward stream (_reduce_grad), kept as
-    // .grad (later micro-batches accumulate into it) until the next step's
-    // zero_grad(set_to_none=True).
-    if (!has_shard_grad[u]) {
-      has_shard_grad[u] = 1;
-      p.buffer(MemoryKind::ShardedState, shard_params(setup, u) * kShardBytesPerParam, consumed, -1, false, false,
-               MemoryPool::Reduce);
-    }
+    // The gradient shard, made on the post-backward stream (_reduce_grad).
+    shard_grads.reduced(p, setup, u, consumed);
   }
 
   // The unit's gradient after its backward: reduced, or kept unsharded
@@ -214,10 +207,7 @@ struct Fsdp1 {
   Schedule build() {
     const int M = setup.training.grad_accumulation;
     for (int m = 0; m < M; ++m) micro_batch(m == M - 1 || !setup.training.no_sync);
-    p.host("optimizer step", cost.hook_s);
-    const int opt = p.issue(optimizer_task(setup));
-    p.flush();
-    p.buffer(MemoryKind::ShardedState, optimizer_temporary_bytes(setup), opt, opt);
+    optimizer_step(p, setup, cost);
     for (int u = 0; u < U; ++u)
       if (unsharded[u])
         p.buffer(MemoryKind::Params, padded_params(u) * bytes_of(setup.training.param_dtype), gathered_by[u], -1, false,

@@ -35,12 +35,12 @@ struct Fsdp2 {
   int rs_state = -1;             // comm_ctx.reduce_scatter_state: the last reduce-scatter
   std::vector<int> accumulated;  // no-sync: the backward that started the unit's fp32 accumulated gradient
   std::vector<int> reductions;   // this micro-batch's post-reduce events
-  std::vector<char> has_shard_grad;  // the unit's gradient shard exists (since its first reduce-scatter this step)
+  GradientShards shard_grads;
 
   Fsdp2(const StepSetup& st, const GradientReduction& r)
       : setup(st), reduce(r), cost(costs_of(st)), U(int(st.units.size())), root(root_unit(st)),
         pb(bytes_of(st.training.param_dtype)), rb(bytes_of(st.training.reduce_dtype)), held(U, Held::Sharded),
-        pending_ag(U, -1), params_from(U, -1), kept_from(U, -1), accumulated(U, -1), has_shard_grad(U, 0) {}
+        pending_ag(U, -1), params_from(U, -1), kept_from(U, -1), accumulated(U, -1), shard_grads(U) {}
 
   const std::string& name(int u) const { return setup.units[u].name; }
   double P(int u) const { return double(setup.units[u].params); }
@@ -155,13 +155,8 @@ struct Fsdp2 {
     p.buffer(MemoryKind::Gradients, Pu * pb, bwd, copy_in);
     // The reduce-scatter input, allocated on the compute stream, freed once the reduce-scatter is done.
     p.buffer(MemoryKind::Gradients, Pu * rb, copy_in, rs_state);
-    // The gradient shard: the reduce-scatter's output, allocated on the reduce-scatter stream
-    // (foreach_reduce), the sharded parameter's .grad until the next step's zero_grad.
-    if (!has_shard_grad[u]) {
-      has_shard_grad[u] = 1;
-      p.buffer(MemoryKind::ShardedState, shard_params(setup, u) * kShardBytesPerParam, rs_state, -1, false, false,
-               MemoryPool::Reduce);
-    }
+    // The gradient shard, made on the reduce-scatter stream (foreach_reduce).
+    shard_grads.reduced(p, setup, u, rs_state);
     accumulated[u] = -1;
   }
 
@@ -238,10 +233,7 @@ struct Fsdp2 {
   Schedule build() {
     const int M = setup.training.grad_accumulation;
     for (int m = 0; m < M; ++m) micro_batch(m == M - 1 || !setup.training.no_sync);
-    p.host("optimizer step", cost.hook_s);
-    const int opt = p.issue(optimizer_task(setup));
-    p.flush();
-    p.buffer(MemoryKind::ShardedState, optimizer_temporary_bytes(setup), opt, opt);
+    optimizer_step(p, setup, cost);
     return std::move(s);
   }
 };

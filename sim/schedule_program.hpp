@@ -79,6 +79,22 @@ double shard_params(const StepSetup& setup, int u);
 // shard parameter. Composer's DecoupledAdamW loops over parameters: one flat shard at a time.
 double optimizer_temporary_bytes(const StepSetup& setup);
 
+// Each unit's fp32 gradient shard: the output of its first reduce-scatter of the step (task
+// `reduced`), allocated on the reduction stream, kept as the sharded parameter's .grad (later
+// micro-batches accumulate into it) until the next step's zero_grad(set_to_none=True).
+class GradientShards {
+ public:
+  explicit GradientShards(int units) : made_(std::size_t(units), 0) {}
+  void reduced(Program& p, const StepSetup& setup, int u, int reduced);
+
+ private:
+  std::vector<char> made_;
+};
+
+// The step's end in both APIs: the optimizer's hook on the host, the optimizer over the shards on
+// the compute stream, and its temporaries while it runs. Returns the optimizer's task.
+int optimizer_step(Program& p, const StepSetup& setup, const Costs& cost);
+
 Task compute_task(const StepSetup& setup, int u, Category c, double seconds);
 Task copy_task(const std::string& name, int u, Stream stream, double bytes, const topologies::DeviceProfile& gpu);
 Task all_gather_task(const StepSetup& setup, int u, const Group& group, const char* phase);

@@ -10,8 +10,7 @@ bool aligned(long a, long b) { return a % b == 0 || b % a == 0; }
 }  // namespace
 
 bool rotating_chain(const CollectivePlan& plan) {
-  const bool chain = plan.op == CollectiveOp::Reduce || plan.op == CollectiveOp::Broadcast;
-  return chain && plan.node_egress_bytes > 0 && plan.group.nodes > 1 && plan.group.nodes <= kRotatingChainNodes;
+  return is_chain(plan.op) && plan.node_egress_bytes > 0 && plan.group.nodes > 1 && plan.group.nodes <= kRotatingChainNodes;
 }
 
 int reduced_group_nodes(const Group& g, int full_nodes, int reduced_nodes) {

@@ -2,6 +2,7 @@
 // model itself generated, with noise), the files they write and that the simulator loads, the
 // check's comparison from a synthetic measured step, the TAGC stages behind compression tasks, and
 // every kind of bad input.
+#include "command_testing.hpp"
 #include "calibrate/box/runtime.hpp"
 #include "calibrate/box_fit.hpp"
 #include "calibrate/check_compare.hpp"
@@ -561,13 +562,8 @@ TEST_CASE("bad input on the command line: no GPU and an unwritable folder exit 2
     return;
   }
   auto run = [](const std::string& args) {
-    const std::string cmd = std::string(TAGCSIM_BINARY) + " " + args + " 2>&1";
-    std::string out;
-    FILE* p = popen(cmd.c_str(), "r");
-    char buf[4096];
-    while (p && fgets(buf, sizeof buf, p)) out += buf;
-    const int rc = p ? pclose(p) : -1;
-    return std::make_pair(WEXITSTATUS(rc), out);
+    const auto o = run_command(std::string(TAGCSIM_BINARY) + " " + args);
+    return std::make_pair(o.code, o.output);
   };
   const auto dir = temp_dir("cli");
   auto [rc, out] = run("calibrate box --quick --out " + (dir / "out").string());

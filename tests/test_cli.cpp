@@ -1,4 +1,6 @@
 // The command line as a user meets it: exit codes and one-line errors.
+#include "command_testing.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,22 +18,7 @@ namespace {
 // Per process (ctest runs each case in its own), so that checkouts testing at once do not collide.
 const std::string kTmp = "/tmp/tagcsim_test_" + std::to_string(::getpid()) + "_";
 
-struct Outcome {
-  int code = -1;
-  std::string output;
-};
-
-Outcome tagcsim(const std::string& args) {
-  const std::string cmd = std::string(TAGCSIM_BINARY) + " " + args + " 2>&1";
-  Outcome o;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  while (fgets(buf.data(), int(buf.size()), p)) o.output += buf.data();
-  const int status = pclose(p);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
-}
+Outcome tagcsim(const std::string& args) { return run_command(std::string(TAGCSIM_BINARY) + " " + args); }
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = kTmp + name;

@@ -2,6 +2,7 @@
 // seed, must each either load or stop with one InputError line; `tagcsim run` on them must exit
 // 0 or 2 with one line, never crash, print an internal error or hang. Every input that once got
 // through is kept below as a regression case.
+#include "command_testing.hpp"
 #include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 
@@ -119,22 +120,9 @@ std::string read(const std::string& path) {
   return ss.str();
 }
 
-struct Outcome {
-  int code = -1;
-  std::string output;
-};
-
 Outcome tagcsim_run(const std::string& path) {
   // `timeout` turns a hang into exit code 124.
-  const std::string cmd = fmt::format("timeout 60 {} run {} --format csv 2>&1", TAGCSIM_BINARY, path);
-  Outcome o;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  while (fgets(buf.data(), int(buf.size()), p)) o.output += buf.data();
-  const int status = pclose(p);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
+  return run_command(fmt::format("timeout 60 {} run {} --format csv", TAGCSIM_BINARY, path));
 }
 
 // Loads `text` in process: either a scenario whose --resolved form loads to the same YAML again,
