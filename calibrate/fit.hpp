@@ -4,9 +4,10 @@
 // known from datasheets is fitted here, a few physical parameters, each shared by every table it
 // describes:
 //   - NCCL's costs (collectives.*): launch latency, the host's launch cost per GPU, the pipeline
-//     depths of rings, trees and NVLS, the per-chunk overhead of NVLS; one set for all tables;
-//   - the NVLink fabric (intra_node.efficiency, intra_node.nvls_efficiency): one per generation
-//     (intra_node.name: nvlink3, nvlink4), shared by every table on it;
+//     depths of rings, trees and NVLS, the per-chunk overhead of NVLS, the per-slice flag of
+//     single-node Simple rings; one set for all tables;
+//   - the NVLink fabric (intra_node.efficiency, nvls_efficiency, ll128_efficiency): one per
+//     generation (intra_node.name: nvlink3, nvlink4), shared by every table on it;
 //   - the transport (nics.transport.latency, nics.efficiency): one per transport profile (efa, ib).
 // Algorithm, protocol and channels switch with size, so the time is not linear in them: the fit is
 // a Levenberg-Marquardt least squares (Eigen) on log(model / measured time) with numerical
@@ -29,11 +30,11 @@ namespace tagcsim::calibrate {
 
 enum class Param {
   LaunchLatency, HostLaunch, HostLaunchPerChannel, RingDepth, TreeDepth, NvlsDepth,  // NCCL's costs
-  NvlsChunkOverhead,
-  IntraEfficiency, NvlsEfficiency,                                                // per NVLink generation
+  NvlsChunkOverhead, SliceLatency,
+  IntraEfficiency, NvlsEfficiency, Ll128Efficiency,                               // per NVLink generation
   TransportLatency, TransportOverhead, NicEfficiency,                             // per transport
 };
-inline constexpr int kParams = 12;
+inline constexpr int kParams = 14;
 // The cluster-YAML key: "collectives.launch_latency", ..., "nics.efficiency".
 const char* param_key(Param p);
 // "collectives.ring_depth" or its last part ("ring_depth"); InputError naming `what` otherwise.

@@ -13,11 +13,12 @@ constexpr double us = 1e-6;
 
 bool is_latency(Param p) {
   return p == Param::LaunchLatency || p == Param::HostLaunch || p == Param::HostLaunchPerChannel ||
-         p == Param::NvlsChunkOverhead || p == Param::TransportOverhead ||
+         p == Param::NvlsChunkOverhead || p == Param::SliceLatency || p == Param::TransportOverhead ||
          p == Param::TransportLatency;
 }
 bool is_efficiency(Param p) {
-  return p == Param::IntraEfficiency || p == Param::NvlsEfficiency || p == Param::NicEfficiency;
+  return p == Param::IntraEfficiency || p == Param::NvlsEfficiency || p == Param::Ll128Efficiency ||
+         p == Param::NicEfficiency;
 }
 
 Range range(Param p) {
@@ -31,8 +32,12 @@ Range range(Param p) {
     case Param::TreeDepth: return {1, 0, 16};
     case Param::NvlsDepth: return {2, 0, 16};
     case Param::NvlsChunkOverhead: return {1 * us, 0, 20 * us};
+    // A slice's handshake is a flag written over NVLink or a network completion polled by the
+    // proxy: a few microseconds, never tens.
+    case Param::SliceLatency: return {1 * us, 0, 20 * us};
     case Param::IntraEfficiency:
     case Param::NvlsEfficiency:
+    case Param::Ll128Efficiency:
     case Param::NicEfficiency: return {0.1, 0.3, 1.0};
     case Param::TransportLatency: return {10 * us, 0, 300 * us};
     case Param::TransportOverhead: return {1 * us, 0, 30 * us};
@@ -62,8 +67,10 @@ const char* param_key(Param p) {
     case Param::TreeDepth: return "collectives.tree_depth";
     case Param::NvlsDepth: return "collectives.nvls_depth";
     case Param::NvlsChunkOverhead: return "collectives.nvls_chunk_overhead";
+    case Param::SliceLatency: return "collectives.slice_latency";
     case Param::IntraEfficiency: return "intra_node.efficiency";
     case Param::NvlsEfficiency: return "intra_node.nvls_efficiency";
+    case Param::Ll128Efficiency: return "intra_node.ll128_efficiency";
     case Param::TransportLatency: return "nics.transport.latency";
     case Param::TransportOverhead: return "nics.transport.overhead";
     case Param::NicEfficiency: return "nics.efficiency";
@@ -88,7 +95,8 @@ std::string ParamId::name() const { return scope.empty() ? param_key(param) : fm
 
 std::vector<ParamId> params_of(const topologies::Cluster& c, const Point& p) {
   std::vector<ParamId> out;
-  for (auto q : {Param::LaunchLatency, Param::RingDepth, Param::TreeDepth, Param::NvlsDepth, Param::NvlsChunkOverhead})
+  for (auto q : {Param::LaunchLatency, Param::RingDepth, Param::TreeDepth, Param::NvlsDepth, Param::NvlsChunkOverhead,
+                 Param::SliceLatency})
     out.push_back({q, ""});
   // The host's launch costs are CPU time: one pair per host CPU.
   for (auto q : {Param::HostLaunch, Param::HostLaunchPerChannel}) out.push_back({q, topologies::to_string(c.host_cpu)});
@@ -96,6 +104,7 @@ std::vector<ParamId> params_of(const topologies::Cluster& c, const Point& p) {
   if (p.gpus_per_node > 1) {
     out.push_back({Param::IntraEfficiency, intra});
     if (c.intra.nvls_efficiency > 0) out.push_back({Param::NvlsEfficiency, intra});
+    if (c.intra.kind != "pcie") out.push_back({Param::Ll128Efficiency, intra});
   }
   if (p.nodes > 1) {
     const std::string tr = c.nics.transport.name.empty() ? "custom" : c.nics.transport.name;
@@ -116,8 +125,10 @@ double get(const topologies::Cluster& c, const ParamId& id) {
     case Param::TreeDepth: return cl.tree_depth;
     case Param::NvlsDepth: return cl.nvls_depth;
     case Param::NvlsChunkOverhead: return cl.nvls_chunk_overhead;
+    case Param::SliceLatency: return cl.slice_latency;
     case Param::IntraEfficiency: return c.intra.efficiency;
     case Param::NvlsEfficiency: return c.intra.nvls_efficiency;
+    case Param::Ll128Efficiency: return c.intra.ll128_efficiency;
     case Param::TransportLatency: return c.nics.transport.latency;
     case Param::TransportOverhead: return c.nics.transport.overhead;
     case Param::NicEfficiency: return c.nics.efficiency;
@@ -142,11 +153,15 @@ void set(topologies::Cluster& c, const ParamId& id, double v) {
     case Param::TreeDepth: cl.tree_depth = v; break;
     case Param::NvlsDepth: cl.nvls_depth = v; break;
     case Param::NvlsChunkOverhead: cl.nvls_chunk_overhead = v; break;
+    case Param::SliceLatency: cl.slice_latency = v; break;
     case Param::IntraEfficiency:
       if (in_scope(c.intra.name)) c.intra.efficiency = v;
       break;
     case Param::NvlsEfficiency:
       if (in_scope(c.intra.name) && c.intra.nvls_efficiency > 0) c.intra.nvls_efficiency = v;
+      break;
+    case Param::Ll128Efficiency:
+      if (in_scope(c.intra.name)) c.intra.ll128_efficiency = v;
       break;
     case Param::TransportLatency:
       if (in_scope(c.nics.transport.name)) c.nics.transport.latency = v;
@@ -217,6 +232,8 @@ topologies::Cluster with_priors(topologies::Cluster c) {
   cl.host_launch_per_channel = 0;
   cl.ring_depth = cl.tree_depth = cl.nvls_depth = 0;
   cl.nvls_chunk_overhead = 0;
+  cl.slice_latency = 0;
+  c.intra.ll128_efficiency = 1;  // LL128 as NCCL's tuner rates it
   if (c.intra.name == "nvlink3") c.intra.efficiency = 20.0 / 25;
   if (c.intra.name == "nvlink4") {
     c.intra.efficiency = 20.6 / 25;

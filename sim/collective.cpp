@@ -180,6 +180,7 @@ struct Candidate {
   int a = kRing, p = kSimple;
   CollectivePlan plan;
   double total = std::numeric_limits<double>::infinity();
+  double tuned = std::numeric_limits<double>::infinity();  // what NCCL's tuner sees, by which it chooses
 };
 
 // The bandwidth term's time for one chunk of one channel, when each channel moves `data_per_channel`.
@@ -188,8 +189,15 @@ double chunk_time(const CollectivePlan& p, double chunk, double data_per_channel
                               : 0;
 }
 
+// What NCCL's tuner leaves out of a candidate's time: it takes the time, not the choice.
+struct Untuned {
+  double latency = 0;        // s more
+  double nvlink_factor = 1;  // x the NVLink term
+};
+
 // Latency, pipeline fill and the host's launch floor.
-void finish(const Ctx& x, Candidate& cand, double base_latency, double chunk, double fill, int channels) {
+void finish(const Ctx& x, Candidate& cand, double base_latency, double chunk, double fill, int channels,
+            Untuned untuned = {}) {
   auto& p = cand.plan;
   const auto& cl = x.c.collectives;
   p.chunk_bytes = chunk;
@@ -198,7 +206,16 @@ void finish(const Ctx& x, Candidate& cand, double base_latency, double chunk, do
   // A CPU thread launches its GPUs' kernels one after another, each with a work descriptor per
   // channel to prepare: no collective runs faster than that.
   const double floor = (cl.host_launch + cl.host_launch_per_channel * channels) * x.gpus_per_process;
-  if (p.seconds() < floor) p.latency_seconds += floor - p.seconds();
+  auto pad = [&] {
+    if (p.seconds() < floor) p.latency_seconds += floor - p.seconds();
+  };
+  pad();
+  cand.tuned = p.seconds();
+  if (untuned.latency > 0 || untuned.nvlink_factor != 1) {
+    p.latency_seconds = cl.launch_latency + base_latency + p.fill_seconds + untuned.latency;
+    p.nvlink_seconds *= untuned.nvlink_factor;
+    pad();
+  }
   cand.total = p.seconds();
 }
 
@@ -248,7 +265,19 @@ Candidate ring(const Ctx& x, int p) {
                       (fill_inter * hop_time(std::max(plan.network_seconds, plan.nvlink_seconds)) +
                        (plan.steps - 1 - fill_inter) * hop_time(plan.nvlink_seconds)) *
                       std::min(1.0, step_data / kRingChunk[p]);
-  finish(x, cand, lat, chunk, fill, nc);
+  // Two costs NCCL's tuner leaves out. Simple moves each chunk in two slices, and before each the
+  // sender waits for the receiver's flag that its buffer slot is free: a fixed cost per slice, two
+  // per step of every loop. Below one full loop (nc x R full chunks) NCCL shrinks the chunks, not
+  // their number, so mid sizes pay it whole. Across nodes every step also crosses the network, whose
+  // per-step cost (the transport's) hides the NVLink hops' flags. And LL128 over NVLink delivers
+  // what it delivers (intra_node.ll128_efficiency), not what the tuner's per-channel rate says.
+  Untuned untuned;
+  if (p == kSimple && x.n == 1) {
+    const double loops = std::max(1.0, std::ceil(x.S / (double(x.R) * nc * kRingChunk[kSimple])));
+    untuned.latency = plan.steps * kSimpleSlicesPerChunk * loops * x.c.collectives.slice_latency;
+  }
+  if (p == kLL128 && x.nvlink) untuned.nvlink_factor = 1 / x.c.intra.ll128_efficiency;
+  finish(x, cand, lat, chunk, fill, nc, untuned);
   plan.channels = nc;
   return cand;
 }
@@ -440,16 +469,16 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
     if (a == kNvls || a == kNvlsTree) {
       if (!(protos & proto_bit(kSimple))) continue;  // NVLS runs Simple only
       const auto cand = nvls(x, a == kNvlsTree);
-      if (cand.total < best.total) best = cand;
+      if (cand.tuned < best.tuned) best = cand;
       continue;
     }
     for (int p = 0; p < 3; ++p) {
       if (!(protos & proto_bit(p))) continue;
       const auto cand = a == kRing ? ring(x, p) : tree(x, p);
-      if (cand.total < best.total) best = cand;
+      if (cand.tuned < best.tuned) best = cand;
     }
   }
-  if (!std::isfinite(best.total)) best = ring(x, kSimple);  // pins that exclude everything that runs here
+  if (!std::isfinite(best.tuned)) best = ring(x, kSimple);  // pins that exclude everything that runs here
   CollectivePlan p = best.plan;
   p.op = op;
   p.bytes = bytes;

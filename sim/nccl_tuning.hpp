@@ -90,6 +90,7 @@ inline constexpr int kThreadThreshold[3] = {8, 8, 64};
 // Data per channel and pipeline step at full size: Simple 4 MiB buffers in 8 steps, 4 steps a chunk
 // (rings) or 1 (trees); LL 512 KiB in 8 steps, half of it flags; LL128 4.9 MB in 8 steps, 15/16 data.
 inline constexpr double kRingChunk[3] = {32768, 576000, 2097152};
+inline constexpr int kSimpleSlicesPerChunk = 2;  // ALLREDUCE_CHUNKSTEPS / ALLREDUCE_SLICESTEPS
 inline constexpr double kTreeChunk[3] = {32768, 576000, 524288};
 inline constexpr double kNvlsChunk = 131072;  // NCCL_NVLS_CHUNKSIZE default
 

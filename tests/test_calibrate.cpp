@@ -330,6 +330,11 @@ TEST_CASE("fitting every published table at once, from the priors: the presets' 
   CHECK(value("intra_node.efficiency@nvlink4") == doctest::Approx(topologies::preset("dgx-h100-ib400").intra.efficiency).epsilon(2e-3));
   CHECK(value("intra_node.nvls_efficiency@nvlink4") ==
         doctest::Approx(topologies::preset("dgx-h100-ib400").intra.nvls_efficiency).epsilon(2e-3));
+  // What NCCL's tuner leaves out: the single-node Simple slice flag, and LL128 on A100's NVLink.
+  CHECK(value("collectives.slice_latency") ==
+        doctest::Approx(topologies::preset("dgx-a100-ib200").collectives.slice_latency).epsilon(1e-2));
+  CHECK(value("intra_node.ll128_efficiency@nvlink3") ==
+        doctest::Approx(topologies::preset("dgx-a100-ib200").intra.ll128_efficiency).epsilon(2e-3));
   CHECK(value("nics.transport.latency@efa") == doctest::Approx(topologies::preset("aws-p5").nics.transport.latency).epsilon(1e-2));
   CHECK(value("nics.efficiency@tcpxo") == doctest::Approx(topologies::preset("gcp-a3-mega").nics.efficiency).epsilon(2e-3));
   CHECK(value("nics.efficiency@tcpx") == doctest::Approx(topologies::preset("gcp-a3-high").nics.efficiency).epsilon(2e-3));
@@ -345,7 +350,7 @@ TEST_CASE("fitting every published table at once, from the priors: the presets' 
       CHECK(f.why.find("latency-bound (< 1 MiB)") != std::string::npos);
     }
   // Residuals as measured (docs/calibration.md): in-sample, per size band.
-  CHECK(summarize(r.points, size_bands()[4]).median_abs < 0.045);  // >= 1 MiB: 4.0%
-  CHECK(summarize(r.points, size_bands()[3]).median_abs < 0.10);   // 32 KiB-1 MiB: 9.6%
-  CHECK(summarize(r.points, size_bands()[4]).p90_abs < 0.34);      // >= 1 MiB: 32.9%
+  CHECK(summarize(r.points, size_bands()[4]).median_abs < 0.04);   // >= 1 MiB: 3.7%
+  CHECK(summarize(r.points, size_bands()[3]).median_abs < 0.105);  // 32 KiB-1 MiB: 10.1%
+  CHECK(summarize(r.points, size_bands()[4]).p90_abs < 0.29);      // >= 1 MiB: 28.1%
 }

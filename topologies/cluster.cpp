@@ -79,6 +79,9 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (!(c.intra.nvls_efficiency >= 0 && c.intra.nvls_efficiency <= 1))
     fail({"intra_node.nvls_efficiency"},
          fmt::format("expected a fraction in [0, 1] (0: no NVLink SHARP), got {:g}", c.intra.nvls_efficiency));
+  if (!(c.intra.ll128_efficiency > 0 && c.intra.ll128_efficiency <= 1))
+    fail({"intra_node.ll128_efficiency"},
+         fmt::format("expected a fraction in (0, 1] (1: LL128 as NCCL's tuner rates it), got {:g}", c.intra.ll128_efficiency));
 
   // NICs only matter with several nodes; a single node is valid with any network description.
   if (c.nodes > 1) {
@@ -115,7 +118,7 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (f.switch_latency < 0) fail({"fabric.switch_latency"}, "expected a non-negative time");
   const auto& cl = c.collectives;
   if (cl.step_latency_intra < 0 || cl.step_latency_inter < 0 || cl.launch_latency < 0 || cl.latency_scale < 0 ||
-      cl.host_launch < 0 || cl.host_launch_per_channel < 0 || cl.ring_depth < 0 || cl.tree_depth < 0 || cl.nvls_depth < 0 || cl.nvls_chunk_overhead < 0)
+      cl.host_launch < 0 || cl.host_launch_per_channel < 0 || cl.ring_depth < 0 || cl.tree_depth < 0 || cl.nvls_depth < 0 || cl.nvls_chunk_overhead < 0 || cl.slice_latency < 0)
     fail({"collectives"}, "expected non-negative latencies, scales and depths");
   if (c.nics.transport.latency < 0) fail({"nics.transport"}, "expected a non-negative transport latency");
   // One node never touches the fabric, so any fabric description is fine for it.
@@ -352,7 +355,7 @@ Cluster load_cluster(const Input& in) {
   // Without a preset, the links a cluster of this shape uses must be described.
   if (!has_preset && c.gpus_per_node > 1) (void)in["intra_node"]["bandwidth"];
   if (auto m = in.find("intra_node")) {
-    m->expect_keys({"kind", "generation", "bandwidth", "latency", "efficiency", "nvls_efficiency"});
+    m->expect_keys({"kind", "generation", "bandwidth", "latency", "efficiency", "nvls_efficiency", "ll128_efficiency"});
     r.opt(*m, "kind", "intra_node.kind", [&](const Input& v) {
       c.intra.kind = v.as_choice({"nvswitch", "nvlink", "pcie"});
     });
@@ -363,6 +366,8 @@ Cluster load_cluster(const Input& in) {
           [&](const Input& v) { c.intra.efficiency = v.as_double(); });
     r.opt(*m, "nvls_efficiency", "intra_node.nvls_efficiency",
           [&](const Input& v) { c.intra.nvls_efficiency = v.as_double(); });
+    r.opt(*m, "ll128_efficiency", "intra_node.ll128_efficiency",
+          [&](const Input& v) { c.intra.ll128_efficiency = v.as_double(); });
     // Fitted NVLink efficiencies are shared by generation (calibrate/params.cpp).
     r.opt(*m, "generation", "intra_node.generation", [&](const Input& v) { c.intra.name = v.as_string(); });
   }
@@ -411,7 +416,8 @@ Cluster load_cluster(const Input& in) {
   }
   if (auto m = in.find("collectives")) {
     m->expect_keys({"step_latency_intra", "step_latency_inter", "launch_latency", "latency_scale", "host_launch",
-                    "host_launch_per_channel", "ring_depth", "tree_depth", "nvls_depth", "nvls_chunk_overhead"});
+                    "host_launch_per_channel", "ring_depth", "tree_depth", "nvls_depth", "nvls_chunk_overhead",
+                    "slice_latency"});
     auto& cl = c.collectives;
     r.opt(*m, "step_latency_intra", "collectives.step_latency_intra",
           [&](const Input& v) { cl.step_latency_intra = v.as_seconds(); });
@@ -430,6 +436,8 @@ Cluster load_cluster(const Input& in) {
       r.opt(*m, key, std::string("collectives.") + key, [&](const Input& v) { cl.*field = v.as_non_negative(); });
     r.opt(*m, "nvls_chunk_overhead", "collectives.nvls_chunk_overhead",
           [&](const Input& v) { cl.nvls_chunk_overhead = v.as_seconds(); });
+    r.opt(*m, "slice_latency", "collectives.slice_latency",
+          [&](const Input& v) { cl.slice_latency = v.as_seconds(); });
   }
   r.opt(in, "nccl", "nccl", [&](const Input& v) { c.nccl = load_nccl_pins(v); });
   const bool own_source = r.opt(in, "source", "source", [&](const Input& v) { c.source = v.as_string(); });

@@ -40,6 +40,9 @@ struct IntraNode {
   // NVLink SHARP (NVSwitch multicast and in-switch reduction, H100/H200): the per-GPU rate of an NVLS
   // all-reduce's NVLink traffic / line rate; 0 = no NVLS. An NVLS all-reduce moves S (k+1)/k per GPU.
   double nvls_efficiency = 0;
+  // LL128 rings' delivered NVLink rate / what NCCL's tuner expects of them (its per-channel LL128
+  // rate); 1 = as the tuner says.
+  double ll128_efficiency = 1;
   std::string name;                  // generation ("nvlink4"): fitted efficiencies are shared by name
 };
 
@@ -106,6 +109,9 @@ struct CollectiveParams {
   double tree_depth = 0;             // chunk-times a tree's pipeline ends late (up the chain and back)
   double nvls_depth = 0;             // chunk-times an NVLS pipeline ends late
   double nvls_chunk_overhead = 0;    // s per NVLS chunk of every channel: small chunks lose bandwidth
+  // s per Simple slice on every ring step: the receiver's flag that its buffer is free, polled by
+  // the sender before each slice (two slices per chunk, a chunk per step of each loop).
+  double slice_latency = 0;
 };
 
 // NCCL_ALGO / NCCL_PROTO / channel pins (`nccl:` in a cluster). Masks of allowed choices, 0 = any.

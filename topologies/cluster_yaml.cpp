@@ -53,6 +53,7 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
   in.put("latency", yaml_seconds(c.intra.latency), "per hop");
   in.put("efficiency", yaml_number(c.intra.efficiency), "NCCL ring bus bandwidth / line rate");
   in.put("nvls_efficiency", yaml_number(c.intra.nvls_efficiency), "NVLink SHARP rate / line rate, 0 for none");
+  in.put("ll128_efficiency", yaml_number(c.intra.ll128_efficiency), "LL128 rate / NCCL's tuner's");
   YamlMap n = k.open("nics", c.nodes > 1 ? fmt::format("{} x {} = {} per node", c.nics.count, gbits(c.nics.bandwidth),
                                                         gbits(c.nics.count * c.nics.bandwidth))
                                           : std::string("unused on one node"));
@@ -92,6 +93,7 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
   cl.put("tree_depth", yaml_number(cp.tree_depth));
   cl.put("nvls_depth", yaml_number(cp.nvls_depth));
   cl.put("nvls_chunk_overhead", yaml_seconds(cp.nvls_chunk_overhead), "per NVLS chunk of every channel");
+  cl.put("slice_latency", yaml_seconds(cp.slice_latency), "per Simple slice of every ring step");
   if (c.nccl.algos || c.nccl.protos || c.nccl.channels || c.nccl.version) {
     YamlMap pins = k.open("nccl", "pinned like NCCL_ALGO / NCCL_PROTO");
     auto list = [](unsigned mask, std::initializer_list<std::pair<unsigned, const char*>> names) {

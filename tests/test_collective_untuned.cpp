@@ -1,0 +1,98 @@
+// Costs NCCL's tuner leaves out: they change a collective's time, never NCCL's choice of algorithm
+// and protocol. Hand-built 8x H100 nodes with NCCL's latency table and nothing else fitted, so each
+// time is the tuner's formula (test_collectives.cpp, "protocols: ...") plus the cost under test.
+#include "common/input.hpp"
+#include "sim/collective.hpp"
+#include "topologies/cluster.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace tagcsim;
+using namespace tagcsim::sim;
+using doctest::Approx;
+
+namespace {
+
+constexpr double us = 1e-6, MiB = 1 << 20;
+
+topologies::Cluster h100_nodes(int nodes) {
+  topologies::Cluster c;
+  c.name = "h100";
+  c.nodes = nodes;
+  c.gpus_per_node = 8;
+  c.gpu.sm = 90;
+  c.gpu.memory_bytes = 80e9;
+  c.intra = {.kind = "nvswitch", .bandwidth = 450e9, .latency = 0, .efficiency = 0.825};
+  c.nics = {.count = 8, .bandwidth = 50e9, .latency = 0, .efficiency = 1};
+  c.fabric.kind = topologies::Fabric::Kind::SingleSwitch;
+  c.collectives.latency_scale = 1;
+  return c;
+}
+
+double all_reduce(const topologies::Cluster& c, double bytes) {
+  return plan_collective(c, CollectiveOp::AllReduce, bytes, whole_cluster(c)).seconds();
+}
+
+}  // namespace
+
+TEST_CASE("a Simple ring on one node pays a flag per slice: two per step of every loop") {
+  // 8 ranks, 32 channels: a loop moves 8 x 32 full 2 MiB chunks = 512 MiB. Below it NCCL shrinks the
+  // chunks, not their number: 64 MiB is one loop, 2 GiB four. 14 steps x 2 slices x loops x 5 us.
+  auto c = h100_nodes(1);
+  c.nccl.protos = topologies::NcclPins::Simple;
+  auto with = c;
+  with.collectives.slice_latency = 5 * us;
+  CHECK(all_reduce(with, 64 * MiB) - all_reduce(c, 64 * MiB) == Approx(14 * 2 * 1 * 5 * us));
+  CHECK(all_reduce(with, 2048 * MiB) - all_reduce(c, 2048 * MiB) == Approx(14 * 2 * 4 * 5 * us));
+  // LL and LL128 carry their flags in the data: no slice handshake.
+  with.nccl.protos = c.nccl.protos = topologies::NcclPins::LL128;
+  CHECK(all_reduce(with, 64 * MiB) == Approx(all_reduce(c, 64 * MiB)));
+}
+
+TEST_CASE("across nodes the network's step hides the NVLink hops' flags") {
+  auto c = h100_nodes(2);
+  c.nccl.protos = topologies::NcclPins::Simple;
+  c.nccl.algos = topologies::NcclPins::Ring;
+  auto with = c;
+  with.collectives.slice_latency = 5 * us;
+  CHECK(all_reduce(with, 64 * MiB) == Approx(all_reduce(c, 64 * MiB)));
+}
+
+TEST_CASE("the choice stays NCCL's: the slice flags slow Simple without handing the size to LL128") {
+  // From test_collectives.cpp: the tuner rates LL128 and Simple equal at 37.58 MB (LL128 40.6 us +
+  // 1.75 S / 341.55 GB/s, Simple 56.0 us + 1.75 S / 371.25 GB/s). Just above it NCCL runs Simple, and
+  // still does when each of its 28 slices costs 5 us more: 140 us that would make LL128 faster.
+  auto c = h100_nodes(1);
+  c.collectives.slice_latency = 5 * us;
+  const double S = 1.02 * 37.58e6;
+  const auto plan = plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c));
+  CHECK(plan.protocol == Protocol::Simple);
+  CHECK(plan.seconds() == Approx(56.0 * us + 1.75 * S / 371.25e9 + 140 * us).epsilon(1e-9));
+  const double ll128 = 40.6 * us + 1.75 * S / 341.55e9;
+  CHECK(ll128 < plan.seconds());
+}
+
+TEST_CASE("LL128 over NVLink delivers ll128_efficiency of what the tuner rates it, at the tuner's sizes") {
+  // Just below 37.58 MB the tuner runs LL128: 40.6 us + 1.75 S / 341.55 GB/s. At half the rate its
+  // bandwidth term doubles, and NCCL keeps LL128 though Simple would now be faster.
+  auto c = h100_nodes(1);
+  c.intra.ll128_efficiency = 0.5;
+  const double S = 0.98 * 37.58e6;
+  const auto plan = plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c));
+  CHECK(plan.protocol == Protocol::LL128);
+  CHECK(plan.seconds() == Approx(40.6 * us + 1.75 * S / (0.5 * 341.55e9)).epsilon(1e-9));
+  CHECK(56.0 * us + 1.75 * S / 371.25e9 < plan.seconds());
+}
+
+TEST_CASE("bad input: an LL128 efficiency of 0 or above 1, or a negative slice latency, names its key") {
+  auto load = [](const std::string& text) {
+    return topologies::load_cluster(Input::load_string(text, "u.yaml")["cluster"]);
+  };
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-a100-ib200\n  intra_node: {ll128_efficiency: 0}\n"),
+                       doctest::Contains("intra_node.ll128_efficiency"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-a100-ib200\n  intra_node: {ll128_efficiency: 1.5}\n"),
+                       doctest::Contains("expected a fraction in (0, 1]"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-a100-ib200\n  collectives: {slice_latency: -2 us}\n"),
+                       doctest::Contains("u.yaml:3"), InputError);
+  CHECK(load("cluster:\n  preset: dgx-a100-ib200\n").intra.ll128_efficiency == Approx(0.5649));
+}
