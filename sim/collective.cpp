@@ -276,7 +276,7 @@ Candidate ring(const Ctx& x, int p) {
     const double loops = std::max(1.0, std::ceil(x.S / (double(x.R) * nc * kRingChunk[kSimple])));
     untuned.latency = plan.steps * kSimpleSlicesPerChunk * loops * x.c.collectives.slice_latency;
   }
-  if (p == kLL128 && x.nvlink) untuned.nvlink_factor = 1 / x.c.intra.ll128_efficiency;
+  if (p == kLL128 && x.nvlink && x.k > 1) untuned.nvlink_factor = 1 / x.c.intra.ll128_efficiency;
   finish(x, cand, lat, chunk, fill, nc, untuned);
   plan.channels = nc;
   return cand;
