@@ -73,8 +73,9 @@ int run(const CollectiveOptions& o) {
                                    : "");
     if (const auto pins = topologies::describe(c.nccl); !pins.empty())
       out += fmt::format("# pinned: {}{}\n", pins, c.nccl.source.empty() ? "" : " (" + c.nccl.source + ")");
-    out += fmt::format("# {:>12} {:>9} {:>6} {:>3} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11}\n", "size (B)", "algo",
-                       "proto", "ch", "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us", "latency us");
+    out += fmt::format("# {:>12} {:>9} {:>6} {:>3} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "size (B)",
+                       "algo", "proto", "ch", "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us",
+                       "latency us", "tuner us");
   } else {
     out += fmt::format("{{\"op\": \"{}\", \"cluster\": \"{}\", \"nodes\": {}, \"gpus_per_node\": {}, \"ranks\": {}, "
                        "\"points\": [",
@@ -84,17 +85,18 @@ int run(const CollectiveOptions& o) {
     const auto plan = sim::plan_collective(c, op, sizes[i], group, options);
     const double t = sim::simulate_collective(c, plan);
     if (o.format == "table")
-      out += fmt::format("  {:>12.0f} {:>9} {:>6} {:>3} {:>12.2f} {:>10.2f} {:>10.2f} {:>11.2f} {:>11.2f} {:>11.2f}\n",
-                         sizes[i], sim::to_string(plan.algorithm), sim::to_string(plan.protocol), plan.channels,
-                         t * 1e6, plan.algbw(t) / 1e9, plan.busbw(t) / 1e9, plan.network_seconds * 1e6,
-                         plan.nvlink_seconds * 1e6, plan.latency_seconds * 1e6);
+      out += fmt::format(
+          "  {:>12.0f} {:>9} {:>6} {:>3} {:>12.2f} {:>10.2f} {:>10.2f} {:>11.2f} {:>11.2f} {:>11.2f} {:>11.2f}\n",
+          sizes[i], sim::to_string(plan.algorithm), sim::to_string(plan.protocol), plan.channels, t * 1e6,
+          plan.algbw(t) / 1e9, plan.busbw(t) / 1e9, plan.network_seconds * 1e6, plan.nvlink_seconds * 1e6,
+          plan.latency_seconds * 1e6, plan.tuner_seconds * 1e6);
     else
       out += fmt::format("{}\n  {{\"bytes\": {:.0f}, \"algorithm\": \"{}\", \"protocol\": \"{}\", \"channels\": {}, "
                          "\"time_s\": {:.9g}, \"algbw_GBps\": {:.6g}, \"busbw_GBps\": {:.6g}, \"network_s\": {:.9g}, "
-                         "\"nvlink_s\": {:.9g}, \"latency_s\": {:.9g}}}",
+                         "\"nvlink_s\": {:.9g}, \"latency_s\": {:.9g}, \"tuner_s\": {:.9g}}}",
                          i ? "," : "", sizes[i], sim::to_string(plan.algorithm), sim::to_string(plan.protocol),
                          plan.channels, t, plan.algbw(t) / 1e9, plan.busbw(t) / 1e9, plan.network_seconds,
-                         plan.nvlink_seconds, plan.latency_seconds);
+                         plan.nvlink_seconds, plan.latency_seconds, plan.tuner_seconds);
   }
   if (o.format == "json") out += "\n]}\n";
   fmt::print("{}", out);

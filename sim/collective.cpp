@@ -217,6 +217,7 @@ void finish(const Ctx& x, Candidate& cand, double base_latency, double chunk, do
     pad();
   }
   cand.total = p.seconds();
+  p.tuner_seconds = cand.tuned;
 }
 
 Candidate ring(const Ctx& x, int p) {

@@ -68,6 +68,7 @@ TEST_CASE("the choice stays NCCL's: the slice flags slow Simple without handing 
   const auto plan = plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c));
   CHECK(plan.protocol == Protocol::Simple);
   CHECK(plan.seconds() == Approx(56.0 * us + 1.75 * S / 371.25e9 + 140 * us).epsilon(1e-9));
+  CHECK(plan.tuner_seconds == Approx(56.0 * us + 1.75 * S / 371.25e9).epsilon(1e-9));  // what NCCL saw
   const double ll128 = 40.6 * us + 1.75 * S / 341.55e9;
   CHECK(ll128 < plan.seconds());
 }
@@ -81,6 +82,7 @@ TEST_CASE("LL128 over NVLink delivers ll128_efficiency of what the tuner rates i
   const auto plan = plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c));
   CHECK(plan.protocol == Protocol::LL128);
   CHECK(plan.seconds() == Approx(40.6 * us + 1.75 * S / (0.5 * 341.55e9)).epsilon(1e-9));
+  CHECK(plan.tuner_seconds == Approx(40.6 * us + 1.75 * S / 341.55e9).epsilon(1e-9));
   CHECK(56.0 * us + 1.75 * S / 371.25e9 < plan.seconds());
 }
 
