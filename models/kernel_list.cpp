@@ -338,13 +338,16 @@ void tag(std::vector<Kernel>& list, Pass pass) {
 }
 
 // One unit's lists from its pieces: forward in order, backward in reverse piece order, and
-// under checkpointing the forward again at the start of backward.
-std::shared_ptr<const UnitKernels> assemble(const std::vector<Piece>& pieces, bool recompute) {
+// under checkpointing the forward again at the start of backward; with early stop, without the
+// last piece (the down projection: nothing the backward needs comes after its saved input).
+std::shared_ptr<const UnitKernels> assemble(const std::vector<Piece>& pieces, bool recompute,
+                                            bool early_stop = false) {
   auto u = std::make_shared<UnitKernels>();
   for (const auto& p : pieces) u->forward.insert(u->forward.end(), p.fwd.begin(), p.fwd.end());
   tag(u->forward, Pass::Forward);
   if (recompute) {
-    u->backward = u->forward;
+    const std::size_t rerun = pieces.size() - (early_stop && !pieces.empty() ? 1 : 0);
+    for (std::size_t i = 0; i < rerun; ++i) u->backward.insert(u->backward.end(), pieces[i].fwd.begin(), pieces[i].fwd.end());
     tag(u->backward, Pass::Recompute);
     u->recomputes = true;
   }
@@ -379,6 +382,7 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
                                                             const TrainingShape& shape) {
   Builder b(m, shape);
   const auto layer = layer_pieces(b, m);
+  const bool early_stop = shape.impl.checkpoint_early_stop;
   std::vector<std::shared_ptr<const UnitKernels>> out;
 
   if (policy == WrapPolicy::Torchtitan) {
@@ -386,7 +390,7 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
     std::vector<Piece> emb = {b.token_embedding()};
     if (m.learned_positions > 0) emb.push_back(b.position_embedding());
     out.push_back(assemble(emb, false));
-    const auto plain = assemble(layer, false), recomputed = assemble(layer, true);
+    const auto plain = assemble(layer, false), recomputed = assemble(layer, true, early_stop);
     for (int i = 0; i < m.layers; ++i) out.push_back(checkpointed(shape, i) ? recomputed : plain);
     out.push_back(assemble({b.head()}, false));
     return out;
@@ -397,7 +401,7 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
     if (m.learned_positions > 0) root.push_back(b.position_embedding());
     root.push_back(b.head());
     out.push_back(assemble(root, false));
-    const auto plain = assemble(layer, false), recomputed = assemble(layer, true);
+    const auto plain = assemble(layer, false), recomputed = assemble(layer, true, early_stop);
     for (int i = 0; i < m.layers; ++i) out.push_back(checkpointed(shape, i) ? recomputed : plain);
     return out;
   }
@@ -409,9 +413,10 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
   out.push_back(assemble(wte, false));
   if (m.learned_positions > 0) out.push_back(assemble({b.position_embedding()}, false));
   std::vector<std::shared_ptr<const UnitKernels>> plain, recomputed;
-  for (const auto& p : layer) {
-    plain.push_back(assemble({p}, false));
-    recomputed.push_back(assemble({p}, true));
+  for (std::size_t i = 0; i < layer.size(); ++i) {
+    plain.push_back(assemble({layer[i]}, false));
+    // Each Linear's unit re-runs its own piece; with early stop the down projection's is not re-run.
+    recomputed.push_back(assemble({layer[i]}, !(early_stop && i + 1 == layer.size())));
   }
   for (int i = 0; i < m.layers; ++i) {
     const auto& kind = checkpointed(shape, i) ? recomputed : plain;

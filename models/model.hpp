@@ -106,6 +106,11 @@ struct Implementation {
   // recomputes the rest in backward. Its recompute is timed as checkpoint_fraction 0.5's (about
   // half of full checkpointing's); its memory follows the saved tensors (models/units.cpp).
   bool selective_op = false;
+  // PyTorch >= 2.1's non-reentrant checkpoint stops re-running a block once every tensor its
+  // backward saved is back (torch.utils.checkpoint early stop, on by default since pytorch#96866):
+  // the block's last matmul, the MLP down projection, and the residual after it are not re-run.
+  // false: reentrant checkpointing, or PyTorch <= 2.0, re-run the whole block.
+  bool checkpoint_early_stop = true;
 };
 
 struct TrainingShape {

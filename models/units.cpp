@@ -131,7 +131,11 @@ struct Piece {
   double mm_out = 0;                         // its matmul's output (bytes), what selective_op may save
   double kernel_out = 0;                     // the attention kernel's outputs (bytes), saved by selective_op
   int kf = 0, kb = 0;                        // kernels, forward and backward (without recompute)
-  bool recompute = false;  // inside a checkpointed block
+  // The forward work its backward runs again, inside a checkpointed block (summed when pieces merge
+  // into one unit: under checkpoint early stop a block re-runs all its pieces but the last).
+  double re_gemm = 0, re_core = 0, re_mem = 0;
+  int re_k = 0;
+  void rerun() { re_gemm = gemm, re_core = core, re_mem = mem_fwd, re_k = kf; }
 
   Piece& operator+=(const Piece& o) {
     u.params += o.u.params;
@@ -144,7 +148,7 @@ struct Piece {
     transient += o.transient;
     work = std::max(work, o.work);  // the pieces' backwards run one after the other
     kf += o.kf, kb += o.kb;
-    recompute = recompute || o.recompute;
+    re_gemm += o.re_gemm, re_core += o.re_core, re_mem += o.re_mem, re_k += o.re_k;
     return *this;
   }
 };
@@ -317,19 +321,25 @@ void attach_kernels(std::vector<FsdpUnit>& units, const TransformerConfig& m, Wr
   for (std::size_t i = 0; i < units.size() && i < lists.size(); ++i) units[i].kernels = std::move(lists[i]);
 }
 
+// A checkpointed block's backward re-runs its pieces' forward; with early stop not the last one
+// (the down projection: the backward needs nothing it computes; kernel_list.cpp).
+void rerun_block(std::vector<Piece>& pieces, bool early_stop) {
+  for (std::size_t j = 0; j + (early_stop ? 1 : 0) < pieces.size(); ++j) pieces[j].rerun();
+}
+
 FsdpUnit finish(Piece p) {
   FsdpUnit u = std::move(p.u);
   u.forward_flops = p.gemm + p.core;
-  const double bwd_gemm = 2 * p.gemm + (p.recompute ? p.gemm : 0);
-  u.backward_flops = 2 * p.gemm + p.core_bwd + (p.recompute ? u.forward_flops : 0);
+  const double bwd_gemm = 2 * p.gemm + p.re_gemm;
+  u.backward_flops = 2 * p.gemm + p.core_bwd + p.re_gemm + p.re_core;
   u.gemm_fraction = u.forward_flops > 0 ? p.gemm / u.forward_flops : 1;
   u.backward_gemm_fraction = u.backward_flops > 0 ? bwd_gemm / u.backward_flops : 1;
   u.forward_memory_bytes = p.mem_fwd;
-  u.backward_memory_bytes = p.mem_bwd + (p.recompute ? p.mem_fwd : 0);
+  u.backward_memory_bytes = p.mem_bwd + p.re_mem;
   u.activation_bytes = p.act;
   u.backward_transient_bytes = p.transient;
   u.forward_kernels = p.kf;
-  u.backward_kernels = p.kb + (p.recompute ? p.kf : 0);
+  u.backward_kernels = p.kb + p.re_k;
   return u;
 }
 
@@ -376,11 +386,11 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       pieces.front().act = saved;
       recomputed[i] = std::max(0.0, full - saved);
       // Timed as half the blocks recomputed (Implementation::selective_op).
-      if (checkpointed(shape, i))
-        for (auto& p : pieces) p.recompute = true;
+      if (checkpointed(shape, i)) rerun_block(pieces, shape.impl.checkpoint_early_stop);
     } else if (checkpointed(shape, i)) {
-      for (auto& p : pieces) recomputed[i] += p.act, p.act = 0, p.recompute = true;
+      for (auto& p : pieces) recomputed[i] += p.act, p.act = 0;
       pieces.front().act = m.hidden * c.elem;  // the block input, kept by the checkpoint
+      rerun_block(pieces, shape.impl.checkpoint_early_stop);
     } else if (shape.impl.compiled) {
       const double h = m.hidden, kv = double(kv_dim(m)), f = double(m.ffn);
       const double stats = (m.norm == Norm::RMSNorm ? 4.0 : 8.0) * c.tokens;

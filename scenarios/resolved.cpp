@@ -105,6 +105,10 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
           t.activation_checkpointing && t.impl.checkpoint_fraction < 1 ? yaml_number(t.impl.checkpoint_fraction)
                                                                         : yaml_flag(t.activation_checkpointing),
           t.activation_checkpointing && t.impl.checkpoint_fraction < 1 ? "the share of the blocks checkpointed" : "");
+  if (t.activation_checkpointing)
+    k.put("checkpoint_early_stop", yaml_flag(t.impl.checkpoint_early_stop),
+          t.impl.checkpoint_early_stop ? "PyTorch >= 2.1 non-reentrant: the down projection is not re-run"
+                                       : "the whole block is re-run");
   k.put("attention", models::to_string(t.impl.attention), "the attention kernel");
   k.put("compile", yaml_flag(t.impl.compiled), "torch.compile: element-wise chains fused");
   k.put("cross_entropy", t.impl.fused_cross_entropy ? "fused" : "fp32");

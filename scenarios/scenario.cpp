@@ -20,7 +20,7 @@ const std::vector<std::string> kTopKeys = {"name",     "description", "model",  
 const std::vector<std::string> kTrainingKeys = {
     "framework",         "fsdp",          "api",          "sharding",          "hybrid_shard_gpus",
     "wrap",              "micro_batch",   "seq_len",      "grad_accumulation", "global_batch",
-    "no_sync",           "param_dtype",   "reduce_dtype", "activation_checkpointing",
+    "no_sync",           "param_dtype",   "reduce_dtype", "activation_checkpointing", "checkpoint_early_stop",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "compile",       "cross_entropy", "logit_metrics"};
@@ -354,6 +354,7 @@ sim::Training load_training(const Input& in) {
     t.impl.checkpoint_fraction = p > 0 ? p : 1;
     t.impl.selective_op = op;
   }
+  if (auto v = in.find("checkpoint_early_stop")) t.impl.checkpoint_early_stop = v->as_bool();
   if (auto v = in.find("attention")) {
     const auto names = models::attention_kernel_names();
     const auto s = v->as_string();

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -97,6 +98,27 @@ std::string ValidationRow::size_bucket() const {
 // perplexity) Composer evaluates on the logits every micro-batch. Cluster: 8 GPUs per node; A100
 // nodes with 1600 Gb/s RoCE (8 x 200 Gb/s, the DGX A100 preset's NICs, as the tables say); H100
 // nodes as DGX H100 (8 x 400 Gb/s; the table does not say).
+// The PyTorch release a table's runs used, from the benchmark scripts of its commit (an entry's own
+// setup.torch wins): the May 2023 A100 40GB table, and the bf16/PURE 70b rows the A100 80GB table
+// carries over from it, ran submit_benchmarks.py's default image (@300cc5c:
+// mosaicml/pytorch:1.13.1_cu117); the Oct 2023 amp_bf16 rows sweep.sh's (@b2a43a1:
+// mosaicml/pytorch:2.1.0_cu121); the Jan 2024 H100 table torch 2.1 (@5e85bd6 setup.py:
+// torch>=2.1,<2.1.1). Both eras' yamls checkpoint non-reentrant (activation_checkpointing_reentrant:
+// false), so the release decides checkpoint early stop (PyTorch >= 2.1).
+static bool llm_foundry_early_stop(const Input& e) {
+  std::string torch;
+  const auto ref = e["source"]["ref"].as_string();
+  const bool pure = e["setup"]["fsdp_mixed_precision_mode"].as_string() == "PURE";
+  if (auto t = e["setup"].find("torch")) torch = t->as_string();
+  else if (ref == "S31" || (ref == "S39" && pure)) torch = "1.13.1";
+  else if (ref == "S39" || ref == "S47") torch = "2.1.0";
+  else e["setup"].fail(fmt::format("no PyTorch release known for source {}: give setup.torch (e.g. \"2.1.0\")", ref));
+  int major = 0, minor = 0;
+  if (std::sscanf(torch.c_str(), "%d.%d", &major, &minor) != 2)
+    e["setup"]["torch"].fail(fmt::format("expected a PyTorch release such as 2.1.0, got '{}'", torch));
+  return major > 2 || (major == 2 && minor >= 1);
+}
+
 std::string llm_foundry_scenario(const Input& e) {
   const Input setup = e["setup"], hw = e["hardware"], dims = e["setup"]["model_dims"];
   const auto model = lower(setup["model"].as_string());  // "mpt-7b"
@@ -123,6 +145,7 @@ std::string llm_foundry_scenario(const Input& e) {
     attention = "flash2";
   else
     setup["attention"].fail("expected 'triton...' or 'flash: ...' (the benchmark's attn_impl)");
+  const bool early_stop = llm_foundry_early_stop(e);
   std::string prefetch = "post";
   if (auto p = setup.find("fsdp_backward_prefetch"))
     prefetch = p->as_choice({"BACKWARD_PRE", "BACKWARD_POST"}) == "BACKWARD_PRE" ? "pre" : "post";
@@ -135,7 +158,8 @@ std::string llm_foundry_scenario(const Input& e) {
       "training:\n"
       "  framework: composer\n  fsdp: 1\n"
       "  sharding: {}\n  micro_batch: {}\n  seq_len: {}\n  grad_accumulation: {}\n  no_sync: false\n"
-      "  param_dtype: bf16\n  reduce_dtype: {}\n  activation_checkpointing: {}\n  limit_all_gathers: true\n"
+      "  param_dtype: bf16\n  reduce_dtype: {}\n  activation_checkpointing: {}\n  checkpoint_early_stop: {}\n"
+      "  limit_all_gathers: true\n"
       "  backward_prefetch: {}\n  attention: {}\n  cross_entropy: fused\n  logit_metrics: 2\n"
       "policies: [fsdp]\n",
       e["id"].as_string(), setup["model"].as_string(), gpus, gpu_label, seq, setup["micro_batch_size"].as_int(),
@@ -144,7 +168,8 @@ std::string llm_foundry_scenario(const Input& e) {
       dims["d_model"].as_int() * dims["expansion_ratio"].as_int(), dims["vocab_size"].as_int(), cluster, gpus / gpn,
       gpn, gpu, nics, sharding == "FULL_SHARD" ? "full_shard" : "shard_grad_op", setup["micro_batch_size"].as_int(),
       seq, setup["grad_accum"].as_int(), mp == "PURE" ? "bf16" : "fp32",
-      setup["activation_checkpointing"].as_bool() ? "true" : "false", prefetch, attention);
+      setup["activation_checkpointing"].as_bool() ? "true" : "false", early_stop ? "true" : "false", prefetch,
+      attention);
   return text;
 }
 

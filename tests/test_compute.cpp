@@ -277,6 +277,7 @@ TEST_CASE("under activation checkpointing the backward runs the forward's kernel
   shape.seq_len = 4096;
   const auto plain = models::fsdp_units(m, models::WrapPolicy::Block, shape);
   shape.activation_checkpointing = true;
+  shape.impl.checkpoint_early_stop = false;  // reentrant, or PyTorch <= 2.0: the whole block again
   const auto ckpt = models::fsdp_units(m, models::WrapPolicy::Block, shape);
   const auto& f = ckpt[3].kernels->forward;
   const auto& b = ckpt[3].kernels->backward;
@@ -296,6 +297,28 @@ TEST_CASE("under activation checkpointing the backward runs the forward's kernel
   const auto pl = sim::unit_compute(plain[3], gpu, sim::Dtype::BF16);
   CHECK(cp.backward_seconds == Approx(pl.backward_seconds + pl.forward_seconds).epsilon(1e-12));
   CHECK(cp.backward_kernels == pl.backward_kernels + pl.forward_kernels);
+  // PyTorch >= 2.1's early stop: the recompute ends at the down projection's saved input, so the
+  // down GEMM and the residual after it run once. The difference is that piece's forward, which the
+  // size policy times as a unit of its own.
+  shape.impl.checkpoint_early_stop = true;
+  const auto early = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& eb = early[3].kernels->backward;
+  REQUIRE(eb.size() == f.size() - 2 + plain[3].kernels->backward.size());
+  CHECK(eb[f.size() - 3].op == f[f.size() - 3].op);
+  CHECK(eb[f.size() - 3].pass == models::Pass::Recompute);
+  CHECK(eb[f.size() - 2].pass == models::Pass::Backward);
+  CHECK(f[f.size() - 2].op == "mlp.down");
+  shape.activation_checkpointing = false;
+  const auto by_linear = models::fsdp_units(m, models::WrapPolicy::Size, shape);
+  const auto down = std::find_if(by_linear.begin(), by_linear.end(), [](const models::FsdpUnit& u) {
+    return u.layer == 2 && u.name.find("mlp.down") != std::string::npos;
+  });
+  REQUIRE(down != by_linear.end());
+  const auto es = sim::unit_compute(early[3], gpu, sim::Dtype::BF16);
+  const auto down_fwd = sim::unit_compute(*down, gpu, sim::Dtype::BF16).forward_seconds;
+  CHECK(down_fwd > 0);
+  CHECK(cp.backward_seconds - es.backward_seconds == Approx(down_fwd).epsilon(1e-9));
+  shape.activation_checkpointing = true;
   // Half the blocks under selective checkpointing: every second one recomputes.
   shape.impl.checkpoint_fraction = 0.5;
   const auto half = models::fsdp_units(m, models::WrapPolicy::Block, shape);

@@ -168,14 +168,15 @@ TEST_CASE("fix 6: the host's costs are scenario keys, and units count the kernel
   CHECK(t.allocator_fragmentation == doctest::Approx(0.2));
   // A Llama block: q (GEMM, ln_1, rotary), k (GEMM, rotary), v, o (GEMM, attention, residual),
   // gate (GEMM, ln_2, silu), up (GEMM, product), down (GEMM, residual): 16 forward kernels;
-  // backward two per GEMM and one per element-wise op: 23. Checkpointing adds the forward again.
+  // backward two per GEMM and one per element-wise op: 23. Checkpointing adds the forward again,
+  // but for down's GEMM and residual under early stop (PyTorch >= 2.1, the default).
   models::TrainingShape shape;
   const auto block = models::fsdp_units(models::preset("llama3.1-8b"), models::WrapPolicy::Block, shape)[1];
   CHECK(block.forward_kernels == 16);
   CHECK(block.backward_kernels == 23);
   shape.activation_checkpointing = true;
   const auto ckpt = models::fsdp_units(models::preset("llama3.1-8b"), models::WrapPolicy::Block, shape)[1];
-  CHECK(ckpt.backward_kernels == 23 + 16);
+  CHECK(ckpt.backward_kernels == 23 + 14);
 }
 
 TEST_CASE("fix 8: a block's backward holds its gradients in flight, and a checkpointed one its recomputation") {
@@ -234,4 +235,18 @@ TEST_CASE("activation_checkpointing: selective_op loads, resolves to itself and 
   const double all = act(parse("  activation_checkpointing: true\n"));
   CHECK(act(op) < half);
   CHECK(act(op) > all);
+}
+
+TEST_CASE("checkpoint_early_stop: on by default, resolves to itself, and off re-runs the whole block") {
+  const auto on = parse("  activation_checkpointing: true\n");
+  CHECK(on.points.at(0).setup.training.impl.checkpoint_early_stop);  // PyTorch >= 2.1, non-reentrant
+  const auto off = parse("  activation_checkpointing: true\n  checkpoint_early_stop: false\n");
+  CHECK(!off.points.at(0).setup.training.impl.checkpoint_early_stop);
+  const std::string yaml = scenarios::resolved_yaml(off);
+  CHECK(yaml.find("checkpoint_early_stop: false") != std::string::npos);
+  CHECK(!scenarios::parse_scenario(yaml, "resolved.yaml").points.at(0).setup.training.impl.checkpoint_early_stop);
+  // The whole block again costs more compute than stopping at the down projection.
+  const auto compute = [](const scenarios::Scenario& s) { return scenarios::run(s).at(0).step.breakdown.compute_s; };
+  CHECK(compute(off) > compute(on));
+  CHECK_THROWS_AS(parse("  activation_checkpointing: true\n  checkpoint_early_stop: maybe\n"), InputError);
 }

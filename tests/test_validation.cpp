@@ -81,6 +81,7 @@ TEST_CASE("the LLM Foundry mapping rebuilds the published model and Composer's F
   CHECK(t.impl.logit_metrics == 2);  // Composer evaluates LLM Foundry's cross-entropy and perplexity every micro-batch
   CHECK(setup.model.learned_positions == 2048);
   CHECK(setup.model.bias);
+  CHECK(!t.impl.checkpoint_early_stop);  // May 2023: torch 1.13.1, whose checkpoint re-runs the whole block
 }
 
 TEST_CASE("the LLM Foundry mapping follows each table: GPU, mixed precision, sharding, attention, prefetch") {
@@ -95,6 +96,10 @@ TEST_CASE("the LLM Foundry mapping follows each table: GPU, mixed precision, sha
   CHECK(row("fsdp-mpt7b-a100-80gb-8gpu-seq65536-mb1-acT").seq_bucket() == "64k");
   const auto s70 = scenarios::parse_scenario(row("fsdp-mpt70b-a100-80gb-64gpu-seq2048-mb8-acT").scenario, "a80-70b");
   CHECK(s70.points.at(0).setup.training.reduce_dtype == sim::Dtype::BF16);
+  // The PyTorch release decides checkpoint early stop (>= 2.1): the Oct 2023 amp_bf16 rows ran
+  // torch 2.1.0, the carried-over 70b rows torch 1.13.1, the Jan 2024 H100 rows torch 2.1.
+  CHECK(a80.training.impl.checkpoint_early_stop);
+  CHECK(!s70.points.at(0).setup.training.impl.checkpoint_early_stop);
   // H100, Jan 2024: 128-512 GPUs, FlashAttention-2 (attn_impl flash), BACKWARD_PRE, SHARD_GRAD_OP for 1b/3b.
   const auto sh = scenarios::parse_scenario(row("fsdp-mpt3b-h100-80gb-256gpu-seq2048-mb8-acF").scenario, "h100");
   const auto& h = sh.points.at(0).setup;
@@ -105,6 +110,7 @@ TEST_CASE("the LLM Foundry mapping follows each table: GPU, mixed precision, sha
   CHECK(h.training.backward_prefetch == sim::BackwardPrefetch::Pre);
   CHECK(h.training.reduce_dtype == sim::Dtype::FP32);
   CHECK(row("fsdp-mpt3b-h100-80gb-256gpu-seq2048-mb8-acF").family == "hopper");
+  CHECK(h.training.impl.checkpoint_early_stop);
 }
 
 TEST_CASE("a scenario that names no data entry is an error") {
