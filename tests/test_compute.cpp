@@ -169,6 +169,29 @@ TEST_CASE("attention: FLOPs a causal kernel does, rates by sequence, quadratic a
   CHECK(t16 / t8 == Approx(4.0 * 182 / 189).epsilon(1e-9));
 }
 
+TEST_CASE("attention: past its last point a causal curve keeps closing its gap to the non-causal one") {
+  // Causal fwd+bwd 80 TFLOP/s at 8k and 90 at 16k against a non-causal 100 at both: gaps 20% and
+  // 10%, halving per doubling, so 5% at 32k (95 TFLOP/s) and 2.5% at 64k (97.5). Inside the curve,
+  // and with no non-causal curve to close in on, as measured (flat past the end).
+  auto text = toy_profile("", "{seq: 8192, tflops: 80, source: a}, {seq: 16384, tflops: 90, source: b}");
+  text = replace(text, "memory:\n",
+                 "    - {kernel: flash2, direction: fwd+bwd, causal: false, head_dim: 128, points: [{seq: 8192, tflops: "
+                 "100, source: c}, {seq: 16384, tflops: 100, source: d}]}\nmemory:\n");
+  const auto p = sim::parse_kernel_profile(text, "toy.yaml");
+  const auto both = [&](double seq) {  // fwd+bwd TFLOP/s from the forward and backward rates
+    const double f = p.attention_tflops(models::AttentionKernel::Flash2, false, seq, 128, true);
+    const double b = p.attention_tflops(models::AttentionKernel::Flash2, true, seq, 128, true);
+    return 3.5 / (1 / f + 2.5 / b);
+  };
+  CHECK(both(16384) == Approx(90));
+  CHECK(both(32768) == Approx(95));
+  CHECK(both(65536) == Approx(97.5));
+  const auto alone = sim::parse_kernel_profile(
+      toy_profile("", "{seq: 8192, tflops: 80, source: a}, {seq: 16384, tflops: 90, source: b}"), "toy.yaml");
+  CHECK(alone.attention_tflops(models::AttentionKernel::Flash2, false, 65536, 128, true) ==
+        Approx(alone.attention_tflops(models::AttentionKernel::Flash2, false, 16384, 128, true)));
+}
+
 TEST_CASE("kernel lists: a Linear's three GEMMs with their real shapes") {
   const auto m = models::preset("mpt-1b");  // hidden 2048, 16 heads, ffn 8192, vocab 50368
   models::TrainingShape shape;
