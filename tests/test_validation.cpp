@@ -1,6 +1,7 @@
 // Validation against published FSDP throughput (scenarios/validation.hpp, docs/validation.md):
 // every shipped row, its scenario and its measurement from validation/data, the LLM Foundry
 // mapping, the fit of the families' parameters, and leave-one-source-out.
+#include "common/input.hpp"
 #include "models/model.hpp"
 #include "scenarios/scenario.hpp"
 #include "scenarios/validation.hpp"
@@ -111,6 +112,23 @@ TEST_CASE("the LLM Foundry mapping follows each table: GPU, mixed precision, sha
   CHECK(h.training.reduce_dtype == sim::Dtype::FP32);
   CHECK(row("fsdp-mpt3b-h100-80gb-256gpu-seq2048-mb8-acF").family == "hopper");
   CHECK(h.training.impl.checkpoint_early_stop);
+}
+
+TEST_CASE("an LLM Foundry entry from an unknown table must state its PyTorch release") {
+  const std::string entry =
+      "id: x\nsource: {ref: S99}\nhardware: {gpu: NVIDIA A100 80GB, num_gpus: 8, gpus_per_node: 8}\n"
+      "setup:\n  model: MPT-1b\n  model_dims: {d_model: 2048, n_heads: 16, n_layers: 24, expansion_ratio: 4, "
+      "vocab_size: 50368}\n  seq_len: 2048\n  micro_batch_size: 8\n  grad_accum: 1\n"
+      "  fsdp_mixed_precision_mode: DEFAULT\n  sharding_strategy: FULL_SHARD\n  activation_checkpointing: true\n"
+      "  attention: 'flash: FlashAttention-2'\n";
+  CHECK_THROWS_WITH_AS(scenarios::llm_foundry_scenario(Input::load_string(entry, "e.yaml")),
+                       Contains("e.yaml:5: setup: no PyTorch release known for source S99: give setup.torch"), InputError);
+  const auto stated = scenarios::llm_foundry_scenario(Input::load_string(entry + "  torch: \"2.0.1\"\n", "e.yaml"));
+  CHECK(stated.find("checkpoint_early_stop: false") != std::string::npos);  // 2.0: no early stop
+  const auto newer = scenarios::llm_foundry_scenario(Input::load_string(entry + "  torch: \"2.4.0\"\n", "e.yaml"));
+  CHECK(newer.find("checkpoint_early_stop: true") != std::string::npos);
+  CHECK_THROWS_WITH_AS(scenarios::llm_foundry_scenario(Input::load_string(entry + "  torch: latest\n", "e.yaml")),
+                       Contains("expected a PyTorch release such as 2.1.0, got 'latest'"), InputError);
 }
 
 TEST_CASE("a scenario that names no data entry is an error") {
