@@ -347,7 +347,8 @@ std::shared_ptr<const UnitKernels> assemble(const std::vector<Piece>& pieces, bo
   tag(u->forward, Pass::Forward);
   if (recompute) {
     const std::size_t rerun = pieces.size() - (early_stop && !pieces.empty() ? 1 : 0);
-    for (std::size_t i = 0; i < rerun; ++i) u->backward.insert(u->backward.end(), pieces[i].fwd.begin(), pieces[i].fwd.end());
+    for (std::size_t i = 0; i < rerun; ++i)
+      u->backward.insert(u->backward.end(), pieces[i].fwd.begin(), pieces[i].fwd.end());
     tag(u->backward, Pass::Recompute);
     u->recomputes = true;
   }
