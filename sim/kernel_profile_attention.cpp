@@ -1,0 +1,136 @@
+// Timing attention kernels from a device profile's curves (docs/compute-model.md).
+//
+// TFLOP/s by sequence length, linear in log(seq) between points (flat outside, but a causal
+// curve past its end keeps closing in on the non-causal one), linear in log(head dim) between the
+// curves of neighbouring head dims (the nearest outside). A direction not measured comes from the
+// others: forward + backward minus forward (or backward), else the measured direction times the
+// profile's backward/forward rate ratio.
+#include "sim/kernel_profile.hpp"
+
+#include "common/input.hpp"
+#include "models/kernel_list.hpp"
+#include "sim/log_interp.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+namespace tagcsim::sim {
+namespace {
+
+// TFLOP/s of one curve at `seq`: linear in log(seq), flat outside the measured range (but see
+// causal_rate).
+double curve_rate(const KernelProfile::AttentionCurve& c, double seq) {
+  const auto& p = c.points;
+  if (seq <= p.front().seq) return p.front().tflops;
+  if (seq >= p.back().seq) return p.back().tflops;
+  std::size_t i = 0;
+  while (p[i + 1].seq < seq) ++i;
+  return lerp_log(seq, p[i].seq, p[i + 1].seq, p[i].tflops, p[i + 1].tflops);
+}
+
+// A causal curve past its last point. A causal kernel skips the tiles above the diagonal and masks
+// the ones on it; the diagonal's share of the work falls as the sequence grows, so the causal rate
+// keeps closing in on the non-causal one. Its gap, 1 - causal / non-causal, shrinks per doubling of
+// the sequence as it did between the curve's last two points (for FlashAttention-1 on A100 at head
+// dim 64: 16% at 8k, 12% at 16k). Without a non-causal curve to close in on, flat.
+double causal_rate(const KernelProfile& prof, const KernelProfile::AttentionCurve& c, double seq) {
+  const auto& p = c.points;
+  const KernelProfile::AttentionCurve* open = nullptr;
+  for (const auto& o : prof.attention.curves)
+    if (!o.causal && o.kernel == c.kernel && o.direction == c.direction && o.head_dim == c.head_dim) open = &o;
+  if (seq <= p.back().seq || !open || p.size() < 2) return curve_rate(c, seq);
+  const auto& last = p.back();
+  const auto& prev = p[p.size() - 2];
+  const double gap_last = 1 - last.tflops / curve_rate(*open, last.seq);
+  const double gap_prev = 1 - prev.tflops / curve_rate(*open, prev.seq);
+  if (!(gap_last > 0 && gap_prev > gap_last)) return curve_rate(c, seq);
+  const double per_doubling = std::pow(gap_last / gap_prev, 1 / std::log2(last.seq / prev.seq));
+  return curve_rate(*open, seq) * (1 - gap_last * std::pow(per_doubling, std::log2(seq / last.seq)));
+}
+
+// TFLOP/s measured for this kernel, direction and causality at (seq, head_dim), if any curve has it.
+std::optional<double> measured_rate(const KernelProfile& prof, models::AttentionKernel kernel,
+                                    const std::string& direction, bool causal, double seq, double head_dim) {
+  const KernelProfile::AttentionCurve *below = nullptr, *above = nullptr;
+  for (const auto& c : prof.attention.curves) {
+    if (c.kernel != kernel || c.direction != direction || c.causal != causal) continue;
+    if (c.head_dim <= head_dim && (!below || c.head_dim > below->head_dim)) below = &c;
+    if (c.head_dim >= head_dim && (!above || c.head_dim < above->head_dim)) above = &c;
+  }
+  if (!below && !above) return std::nullopt;
+  const auto rate = [&](const KernelProfile::AttentionCurve& c) {
+    return c.causal ? causal_rate(prof, c, seq) : curve_rate(c, seq);
+  };
+  if (!below) return rate(*above);
+  if (!above) return rate(*below);
+  return lerp_log(head_dim, below->head_dim, above->head_dim, rate(*below), rate(*above));
+}
+
+// Forward (or backward) TFLOP/s from whatever directions were measured, per unit of forward FLOPs
+// the backward does 2.5x the work: time(fwd+bwd) = 3.5 F / R_c = F / R_f + 2.5 F / R_b.
+std::optional<double> direction_rate(const KernelProfile& prof, models::AttentionKernel kernel, bool backward,
+                                     bool causal, double seq, double hd) {
+  const double rho = prof.attention.bwd_fwd_rate_ratio;
+  const auto fwd = measured_rate(prof, kernel, "fwd", causal, seq, hd);
+  const auto bwd = measured_rate(prof, kernel, "bwd", causal, seq, hd);
+  const auto both = measured_rate(prof, kernel, "fwd+bwd", causal, seq, hd);
+  if (!backward) {
+    if (fwd) return fwd;
+    if (both && bwd) {
+      const double t = 3.5 / *both - 2.5 / *bwd;
+      if (t > 0) return 1 / t;
+    }
+    if (both) return *both * (1 + 2.5 / rho) / 3.5;
+    if (bwd) return *bwd / rho;
+    return std::nullopt;
+  }
+  if (bwd) return bwd;
+  if (both && fwd) {
+    const double t = 3.5 / *both - 1 / *fwd;
+    if (t > 0) return 2.5 / t;
+  }
+  if (both) return rho * *both * (1 + 2.5 / rho) / 3.5;
+  if (fwd) return rho * *fwd;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool KernelProfile::has_attention(models::AttentionKernel kernel) const {
+  return std::any_of(attention.curves.begin(), attention.curves.end(),
+                     [&](const auto& c) { return c.kernel == kernel; });
+}
+
+std::vector<std::string> KernelProfile::attention_kernels() const {
+  std::vector<std::string> out;
+  for (const auto& c : attention.curves) {
+    const std::string k = models::to_string(c.kernel);
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  }
+  return out;
+}
+
+double KernelProfile::attention_tflops(models::AttentionKernel kernel, bool backward, double seq, double head_dim,
+                                       bool causal) const {
+  // The causality asked for first; a kernel measured only the other way stands in for it.
+  if (auto r = direction_rate(*this, kernel, backward, causal, seq, head_dim)) return *r;
+  if (auto r = direction_rate(*this, kernel, backward, !causal, seq, head_dim)) return *r;
+  std::string have;
+  for (const auto& k : attention_kernels()) have += (have.empty() ? "" : ", ") + k;
+  throw InputError(fmt::format("{}: kernel profile '{}' has no {} attention curves (it has: {})", file, name,
+                               models::to_string(kernel), have.empty() ? "none" : have));
+}
+
+double KernelProfile::attention_seconds(models::AttentionKernel kernel, bool backward, double batch_heads, double seq,
+                                        double head_dim, bool causal) const {
+  models::Kernel k;
+  k.kind = models::KernelKind::Attention;
+  k.batch_heads = batch_heads, k.seq = seq, k.head_dim = head_dim, k.causal = causal, k.backward = backward;
+  const double rate = attention_tflops(kernel, backward, seq, head_dim, causal) * 1e12 * fitted.tensor_scale;
+  return std::max(k.flops() / rate, min_kernel_seconds);
+}
+
+}  // namespace tagcsim::sim
