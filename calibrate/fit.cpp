@@ -18,6 +18,17 @@ constexpr int kMaxIterations = 200;
 constexpr double kHuber = 0.05;        // log-errors past 5% count linearly
 constexpr double kDetermined = 0.02;   // a parameter moves some point's time by 2% over its range
 constexpr double kLatencyBound = 1 << 20;  // a transport's latency is determined by points below this size
+
+// Latency-bound: below 1 MiB, or across nodes at under a quarter of the nodes' NIC line rate in bus
+// bandwidth: then latency is at least half the time at any network efficiency above one half
+// (GPUDirect-TCPX takes ~1 ms for every all-gather from 1 to 8 MiB, and its tables start at 1 MiB).
+bool latency_bound(const Sample& s) {
+  const auto& p = s.point;
+  if (p.bytes < kLatencyBound) return true;
+  if (p.nodes < 2 || !p.op || p.time_s <= 0) return false;
+  const double busbw = sim::bus_factor(*p.op, p.ranks()) * p.bytes / p.time_s;
+  return busbw < 0.25 * s.cluster.nics.count * s.cluster.nics.bandwidth;
+}
 bool per_message(Param p) { return p == Param::TransportLatency || p == Param::TransportOverhead; }
 
 std::string covers(const topologies::Cluster& c, const Point& p) {
@@ -230,19 +241,19 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
     const Range rg = range(ids[j].param);
     auto moved = x;
     moved[j] = x[j] + rg.scale <= rg.hi ? x[j] + rg.scale : x[j] - rg.scale;
-    // A transport's per-message costs (latency, per-step overhead) show in latency-bound points: below
-    // 1 MiB. Larger messages that run slow (a tuner plugin's channel choice, a slow flow) would otherwise
-    // pass for a long latency.
+    // A transport's per-message costs (latency, per-step overhead) show in latency-bound points. Larger
+    // messages that run slow but not that slow (a tuner plugin's channel choice, a slow flow) would
+    // otherwise pass for a long latency.
     const Eigen::VectorXd change = log_errors(work, ids, moved) - r0;
     double sens = 0;
     for (std::size_t i = 0; i < used.size(); ++i)
-      if (!per_message(ids[j].param) || used[i].point.bytes < kLatencyBound)
+      if (!per_message(ids[j].param) || latency_bound(used[i]))
         sens = std::max(sens, std::abs(change(Eigen::Index(i))));
     if (sens < kDetermined)
       pf.status = ParamFit::Status::Held,
       pf.why = fmt::format("no {}point's time moves by {:.0f}% with it (at most {:.2f}%): the data does not "
                            "determine it",
-                           per_message(ids[j].param) ? "latency-bound (< 1 MiB) " : "",
+                           per_message(ids[j].param) ? "latency-bound (< 1 MiB, or < 25% of the line rate) " : "",
                            kDetermined * 100, sens * 100);
   }
   std::vector<int> free;

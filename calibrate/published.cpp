@@ -231,6 +231,8 @@ std::string published_base_cluster(const PublishedGroup& g) {
   if (contains(g.inter_node, "TCPX")) return fmt::format("{{preset: gcp-a3-high, {}{}}}", n, gpu);
   if (contains(g.inter_node, "RoCE") && (h100 || h200))
     return h200 ? fmt::format("{{preset: gcp-a3-ultra, {}}}", n) : fmt::format("{{preset: oci-h100-roce, {}}}", n);
+  // A100 over RoCE (OCI's BM.GPU4.8: 1.6 Tb/s per node, as the DGX A100's eight 200 Gb/s NICs).
+  if (contains(g.inter_node, "RoCE") && a100) return fmt::format("{{preset: dgx-a100-ib200, {}, nics: {{transport: roce}}}}", n);
   if (g.nodes == 1 || contains(g.inter_node, "InfiniBand")) {
     if (a100) return fmt::format("{{preset: dgx-a100-ib200, {}}}", n);
     if (h100) return fmt::format("{{preset: dgx-h100-ib400, {}}}", n);

@@ -209,8 +209,10 @@ void finish(const Ctx& x, Candidate& cand, double base_latency, double chunk, do
   auto pad = [&] {
     if (p.seconds() < floor) p.latency_seconds += floor - p.seconds();
   };
-  pad();
+  // NCCL's tuner knows nothing of the host's launches: it chooses on its own estimate (a tie at the
+  // floor would otherwise go to whichever candidate comes first).
   cand.tuned = p.seconds();
+  pad();
   if (untuned.latency > 0 || untuned.nvlink_factor != 1) {
     p.latency_seconds = cl.launch_latency + base_latency + p.fill_seconds + untuned.latency;
     p.nvlink_seconds *= untuned.nvlink_factor;
@@ -283,6 +285,12 @@ Candidate ring(const Ctx& x, int p) {
   return cand;
 }
 
+// A double binary tree across n nodes: each of the two trees carries S/2 up and S/2 down its edges.
+// A node inside one tree (a parent and two children) sends 3 x S/2 there and S/2 as a leaf of the
+// other: 2S, and the busiest node sets the time (NCCL's tuner rates trees at bwInter beyond two
+// nodes). Two nodes are each other's only neighbour: S each (NCCL doubles bwInter there).
+double tree_node_egress(int n) { return n <= 1 ? 0.0 : n == 2 ? 1.0 : 2.0; }
+
 Candidate tree(const Ctx& x, int p) {
   Candidate cand{kTree, p};
   auto& plan = cand.plan;
@@ -291,14 +299,13 @@ Candidate tree(const Ctx& x, int p) {
   if (p == kLL128 && x.n == 1) f = 0.92 * 7.0 / 9;
   if (const int ls = log2i(x.S / 64); x.S >= 64 && ls < 23) f *= kTreeCorrection[p][ls];
   const int levels = x.n > 1 ? log2i(x.n) : 0;
-  // A chain inside each node (S up, S down per GPU) and a double binary tree across nodes: each of
-  // the two trees carries S/2 up and S/2 down each of its n-1 edges, 2(n-1)/n S per node on average.
+  // A chain inside each node (S up, S down per GPU) and a double binary tree across nodes.
   plan.steps = 2 * (x.k - 1) + 2 * levels;
   plan.nvlink_bytes = x.k > 1 ? 2 * x.S : 0;
-  plan.node_egress_bytes = x.n > 1 ? x.lanes * 2.0 * (x.n - 1) / x.n * x.S / kRingFraction[p] : 0;
+  const double egress = x.lanes * tree_node_egress(x.n) * x.S;
+  plan.node_egress_bytes = egress / kRingFraction[p];
   plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / channel_rate(x, x.nvl_rate * f, nc) : 0;
-  plan.network_seconds =
-      x.n > 1 ? x.lanes * 2.0 * (x.n - 1) / x.n * x.S / channel_rate(x, x.net_rate * f, nc) : 0;
+  plan.network_seconds = x.n > 1 ? egress / channel_rate(x, x.net_rate * f, nc) : 0;
   double cap = x.nch * kPerChTree[x.gen][std::min(x.n, 3) - 1] * GBps;
   if (p == kLL) cap = std::min(cap, x.ll_max);
   if (p == kLL128) cap = std::min(cap, x.nch * kPerChTreeLL128[x.gen][std::min(x.n, 3) - 1] * GBps);
@@ -345,7 +352,7 @@ Candidate nvls(const Ctx& x, bool across_nodes) {
   plan.nvlink_bytes = per_gpu;
   plan.nvlink_seconds = per_gpu / x.nvls_rate + chunks * x.c.collectives.nvls_chunk_overhead;
   if (across_nodes) {
-    plan.node_egress_bytes = x.lanes * 2.0 * (x.n - 1) / x.n * x.S;
+    plan.node_egress_bytes = x.lanes * tree_node_egress(x.n) * x.S;
     plan.network_seconds = plan.node_egress_bytes / x.net_rate;
   }
   double lat = x.scale * (x.table->base[cand.a][kSimple] + x.table->nvlink[cand.a][kSimple]) * us;

@@ -336,6 +336,31 @@ TEST_CASE("NVLS all-reduce on 8x H100 uses the NVLS bandwidth formula") {
   CHECK(plan_collective(four, CollectiveOp::AllReduce, S, whole_cluster(four)).algorithm == Algorithm::Ring);
 }
 
+TEST_CASE("a tree across nodes: two nodes send S each, beyond two the busiest node sends 2S") {
+  // A double binary tree: each tree carries S/2 up and down its edges. A node inside one tree
+  // (parent and two children) sends 3 x S/2 there and S/2 as a leaf of the other; of two nodes
+  // each is the other's only neighbour. So 1 GiB on nodes of 8 GPUs with 8 x 50 GB/s NICs takes
+  // S / 400 GB/s of network on 2 nodes and 2S / 400 GB/s on 4 or 8 (the average node sends less:
+  // 2(n-1)/n S, but the busiest sets the pace).
+  const double S = 1 << 30;
+  for (const int n : {2, 4, 8}) {
+    CAPTURE(n);
+    auto c = rail_cluster(n);
+    c.intra.nvls_efficiency = 0.686;
+    const double per_node = n == 2 ? S : 2 * S;
+    auto plan = plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c), Algorithm::Tree);
+    CHECK(plan.protocol == Protocol::Simple);
+    CHECK(plan.node_egress_bytes == doctest::Approx(per_node));
+    CHECK(plan.network_seconds == doctest::Approx(per_node / (0.92 * 8 * 50e9)));  // NCCL's tree rate x 0.92
+    // NVLS tree: the node's reduced buffer takes the same tree of nodes.
+    plan = plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c), Algorithm::NvlsTree);
+    CHECK(plan.node_egress_bytes == doctest::Approx(per_node));
+    CHECK(plan.network_seconds == doctest::Approx(per_node / (8 * 50e9)));
+    // busbw beyond two nodes: 2 (N-1)/N S / (2S / 400 GB/s) = (N-1)/N x 400 GB/s, under the NICs.
+    if (n > 2) CHECK(plan.busbw(plan.network_seconds) / 1e9 == doctest::Approx((8.0 * n - 1) / (8 * n) * 400));
+  }
+}
+
 TEST_CASE("a process driving 8 GPUs (nccl-tests -g 8) cannot beat 8 launches with their channels") {
   auto c = h100_node(8, 0);
   c.collectives.host_launch = 5e-6;
