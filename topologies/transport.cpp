@@ -8,6 +8,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 #ifndef TAGCSIM_SOURCE_DIR
 #define TAGCSIM_SOURCE_DIR "."
@@ -54,10 +56,20 @@ Transport read_transport(const Input& m) {
 }
 
 Transport transport_file(const std::string& path) {
+  // Every preset that names a transport loads it: parse each file once per process (the fitted
+  // profiles carry their residuals as comments, ~90 KB each).
+  static std::mutex mutex;
+  static std::map<std::string, Transport> loaded;
+  {
+    const std::lock_guard lock(mutex);
+    if (auto it = loaded.find(path); it != loaded.end()) return it->second;
+  }
   const Input doc = Input::load_file(path);
   if (!doc.is_map()) doc.fail("expected a transport profile: a map with a 'transport:' key");
   doc.expect_keys({"transport"});
-  return read_transport(doc["transport"]);
+  Transport t = read_transport(doc["transport"]);
+  const std::lock_guard lock(mutex);
+  return loaded.emplace(path, std::move(t)).first->second;
 }
 
 }  // namespace
