@@ -189,6 +189,37 @@ TEST_CASE("the fit recovers the model's own parameters from synthetic sweeps") {
   CHECK(scoped);
 }
 
+TEST_CASE("a transport's latency is fitted from points under a quarter of the line rate, even above 1 MiB") {
+  // A TCP-like transport: 150 us per network step. From 1 MiB up, a 2 x 8 all-gather runs far under
+  // a quarter of 8 x 400 Gb/s until tens of MiB: those points are latency-bound and determine it.
+  auto truth = topologies::preset("dgx-h100-ib400");
+  truth.nics.transport.latency = 150e-6;
+  std::vector<Point> from_1mib, from_1gib;
+  for (const auto& p : synthetic(truth, CollectiveOp::AllGather, 2, 8)) {
+    if (p.bytes >= (1 << 20)) from_1mib.push_back(p);
+    if (p.bytes >= (1 << 30)) from_1gib.push_back(p);
+  }
+  auto start = truth;
+  start.nics.transport.latency = 0;
+  FitOptions o;
+  for (auto p : {Param::HostLaunch, Param::HostLaunchPerChannel, Param::RingDepth, Param::TransportOverhead})
+    o.hold.push_back(p);
+  auto latency = [&](const FitResult& r) {
+    for (const auto& f : r.params)
+      if (f.id.param == Param::TransportLatency) return f;
+    FAIL("no transport latency");
+    return ParamFit{};
+  };
+  const auto fitted = latency(fit(from_1mib, start, o));
+  CHECK(fitted.status == ParamFit::Status::Fitted);
+  CHECK(fitted.value == doctest::Approx(150e-6).epsilon(0.05));
+  // From 1 GiB up every point runs near the line rate: nothing determines the latency.
+  const auto held = latency(fit(from_1gib, start, o));
+  CHECK(held.status == ParamFit::Status::Held);
+  CHECK(held.value == 0);
+  CHECK(held.why.find("latency-bound (< 1 MiB, or < 25% of the line rate)") != std::string::npos);
+}
+
 TEST_CASE("one node: no transport parameter, launch latency held, --hold honoured") {
   auto truth = topologies::preset("dgx-h100-ib400");
   truth.nodes = 1;
