@@ -209,8 +209,7 @@ void finish(const Ctx& x, Candidate& cand, double base_latency, double chunk, do
   auto pad = [&] {
     if (p.seconds() < floor) p.latency_seconds += floor - p.seconds();
   };
-  // NCCL's tuner knows nothing of the host's launches: it chooses on its own estimate (a tie at the
-  // floor would otherwise go to whichever candidate comes first).
+  // NCCL's tuner knows nothing of the host's launches: it chooses before the floor pads the time.
   cand.tuned = p.seconds();
   pad();
   if (untuned.latency > 0 || untuned.nvlink_factor != 1) {
