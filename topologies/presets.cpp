@@ -99,14 +99,14 @@ const DeviceTable& device_table() {
 // Intra-node fabrics. `efficiency` is NCCL's ring bus bandwidth / line rate, `nvls_efficiency` the
 // NVLS rate / line rate (see kNvlink*Src); both fitted by `tagcsim calibrate` (docs/calibration.md).
 IntraNode nvlink3() {
-  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.8062};
-  i.ll128_efficiency = 0.6761;
+  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.8039};
+  i.ll128_efficiency = 0.6769;
   i.name = "nvlink3";
   return i;
 }
 IntraNode nvlink4() {
-  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8391};
-  i.nvls_efficiency = 0.6551;
+  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8363};
+  i.nvls_efficiency = 0.6505;
   i.name = "nvlink4";
   return i;
 }
@@ -118,16 +118,16 @@ IntraNode pcie4() {
 
 constexpr const char* kNvlink3Src =
     "NVLink3 via NVSwitch: 600 GB/s bidirectional per GPU = 300 GB/s per direction (A100 datasheet). "
-    "Ring efficiency 0.8062: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
+    "Ring efficiency 0.8039: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
     "SM80_NVLINK_BW), fitted to the two 8x A100 all_reduce sweeps (nccl-a100-1n-mleng-allreduce, 234.89 GB/s "
     "bus bandwidth at 16 GiB; nccl-a100-1n-azure-ndv4-allreduce, 231.58 at 8 GiB) and the p4de tables. "
-    "LL128 efficiency 0.6761 (LL128 rings deliver 0.68 of what NCCL's tuner rates them, at 4-16 MiB in "
+    "LL128 efficiency 0.6769 (LL128 rings deliver 0.68 of what NCCL's tuner rates them, at 4-16 MiB in "
     "the A100 sweeps: ml-engineering, Azure ND A100 v4, OCI), prior 1 (calibrate/profiles/nccl-model.yaml).";
 constexpr const char* kNvlink4Src =
     "NVLink4 via NVSwitch: 900 GB/s bidirectional per GPU = 450 GB/s per direction (H100 datasheet). "
-    "Ring efficiency 0.8391: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
+    "Ring efficiency 0.8363: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
     "SM90_NVLINK_BW), fitted (the NVLS-off all_reduce of 4-8 H200, 363-366 GB/s, nccl-h200-*-mleng). "
-    "NVLink SHARP efficiency 0.6551: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
+    "NVLink SHARP efficiency 0.6505: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
     "NCCL maintainers' 480 GB/s bus bandwidth on 8 GPUs (algbw 274 GB/s x 9/8 / 450; NVIDIA/nccl-tests#212), "
     "fitted to the H100/H200 NVLS tables (DGX H100, Azure ND H100 v5 / ND H200 v5, AWS p5; "
     "calibrate/profiles/nccl-model.yaml).";
@@ -142,8 +142,8 @@ constexpr const char* kCollSrc =
     "pins one) at scale 1, no launch latency beyond it, NCCL's per-step network cost for the host CPU "
     "(getNetOverhead); host launch per GPU 5.08 us + 0.300 us per channel on AMD hosts, 3.55 us + 0.017 us "
     "on Intel hosts (fitted to the single-process -g 8 tables: A100 on AMD, H100/H200 on Intel), ring step "
-    "delay 0 chunk, tree and NVLS pipeline fill 1.47 and 16 chunks (16 is the bound: NVLS yields to "
-    "rings in the middle sizes), 5.08 us per Simple slice of a single-node ring step (the flag a "
+    "delay 0 chunk, tree and NVLS pipeline fill 1.30 and 16 chunks (16 is the bound: NVLS yields to "
+    "rings in the middle sizes), 5.02 us per Simple slice of a single-node ring step (the flag a "
     "sender waits for; NCCL's tuner leaves it out), fitted to every shipped nccl-tests table from data-independent priors "
     "(calibrate/profiles/nccl-model.yaml).";
 
@@ -156,10 +156,10 @@ CollectiveParams nccl_costs(HostCpu cpu) {
   p.host_launch = (cpu == HostCpu::Amd ? 5.081 : 3.546) * us;
   p.host_launch_per_channel = (cpu == HostCpu::Amd ? 0.2999 : 0.01705) * us;
   p.ring_depth = 0.0;
-  p.tree_depth = 1.467;
+  p.tree_depth = 1.300;
   p.nvls_depth = 16.000;
   p.nvls_chunk_overhead = 0 * us;
-  p.slice_latency = 5.082 * us;
+  p.slice_latency = 5.016 * us;
   return p;
 }
 
