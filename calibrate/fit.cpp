@@ -17,7 +17,7 @@ namespace {
 constexpr int kMaxIterations = 200;
 constexpr double kHuber = 0.05;        // log-errors past 5% count linearly
 constexpr double kDetermined = 0.02;   // a parameter moves some point's time by 2% over its range
-constexpr double kLatencyBound = 1 << 20;  // a transport's latency is determined by points below this size
+constexpr double kLatencyBound = 1 << 20;  // points below this size are latency-bound whatever their rate
 
 // Latency-bound: below 1 MiB, or across nodes at under a quarter of the nodes' NIC line rate in bus
 // bandwidth: then latency is at least half the time at any network efficiency above one half

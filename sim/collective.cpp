@@ -179,7 +179,6 @@ double inter_hop(const Ctx& x, int a, int p) {
 struct Candidate {
   int a = kRing, p = kSimple;
   CollectivePlan plan;
-  double total = std::numeric_limits<double>::infinity();
   double tuned = std::numeric_limits<double>::infinity();  // what NCCL's tuner sees, by which it chooses
 };
 
@@ -206,19 +205,12 @@ void finish(const Ctx& x, Candidate& cand, double base_latency, double chunk, do
   // A CPU thread launches its GPUs' kernels one after another, each with a work descriptor per
   // channel to prepare: no collective runs faster than that.
   const double floor = (cl.host_launch + cl.host_launch_per_channel * channels) * x.gpus_per_process;
-  auto pad = [&] {
-    if (p.seconds() < floor) p.latency_seconds += floor - p.seconds();
-  };
-  // NCCL's tuner knows nothing of the host's launches: it chooses before the floor pads the time.
-  cand.tuned = p.seconds();
-  pad();
-  if (untuned.latency > 0 || untuned.nvlink_factor != 1) {
-    p.latency_seconds = cl.launch_latency + base_latency + p.fill_seconds + untuned.latency;
-    p.nvlink_seconds *= untuned.nvlink_factor;
-    pad();
-  }
-  cand.total = p.seconds();
-  p.tuner_seconds = cand.tuned;
+  // NCCL's tuner knows nothing of the host's launches nor of the untuned costs: it chooses on the
+  // time before either.
+  cand.tuned = p.tuner_seconds = p.seconds();
+  p.latency_seconds += untuned.latency;
+  p.nvlink_seconds *= untuned.nvlink_factor;
+  if (p.seconds() < floor) p.latency_seconds += floor - p.seconds();
 }
 
 Candidate ring(const Ctx& x, int p) {
