@@ -217,7 +217,7 @@ std::string published_base_cluster(const PublishedGroup& g) {
       {"ND96isr H200 v5", "azure-nd-h200-v5"},  {"a3-megagpu-8g", "gcp-a3-mega"},
       {"a3-highgpu-8g", "gcp-a3-high"},        {"a3-ultragpu-8g", "gcp-a3-ultra"},
       {"p5.48xlarge", "aws-p5"},               {"p5e.48xlarge", "aws-p5e"},
-      {"p4de.24xlarge", "aws-p4de"}};
+      {"p4de.24xlarge", "aws-p4de"},           {"a4-highgpu-8g", "gcp-a4-high"}};
   for (auto [system, preset] : kSystems)
     if (contains(g.system, system) || contains(g.gpu, system)) return fmt::format("{{preset: {}, {}}}", preset, n);
   const bool efa = contains(g.inter_node, "EFA");
@@ -237,6 +237,7 @@ std::string published_base_cluster(const PublishedGroup& g) {
     if (a100) return fmt::format("{{preset: dgx-a100-ib200, {}}}", n);
     if (h100) return fmt::format("{{preset: dgx-h100-ib400, {}}}", n);
     if (h200) return fmt::format("{{preset: dgx-h200-ib400, {}}}", n);
+    if (contains(g.gpu, "B200")) return fmt::format("{{preset: dgx-b200-ib400, {}}}", n);
   }
   return {};
 }

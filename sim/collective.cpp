@@ -439,10 +439,13 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
                                   : options.algorithm == Algorithm::Nvls ? kNvls
                                                                          : kNvlsTree)
                        : (c.nccl.algos ? c.nccl.algos : 15u);
-  const unsigned protos =
+  unsigned protos =
       options.protocol != Protocol::Auto
           ? proto_bit(options.protocol == Protocol::LL ? kLL : options.protocol == Protocol::LL128 ? kLL128 : kSimple)
           : (c.nccl.protos ? c.nccl.protos : 7u);
+  // Measured, not in NCCL's tuner: all-gathers across nodes run at Simple's speed from ~1 MiB where
+  // the tuner would pick LL128 (three tables, three fabrics; docs/calibration.md). Unless pinned alone.
+  if (op == CollectiveOp::AllGather && n > 1 && (protos & ~proto_bit(kLL128))) protos &= ~proto_bit(kLL128);
   const bool allreduce = op == CollectiveOp::AllReduce;
   const bool has_nvls = x.nvls_rate > 0 && x.nvlink && k > 1;
   auto runs = [&](int a) {

@@ -70,7 +70,7 @@ inline constexpr double kLlMaxNetIntel[2] = {39.0, 20.4};
 inline constexpr double kLlMaxNetAmd[2] = {22.5, 19.0};
 // NCCL's per-step network post cost by host CPU (getNetOverhead), us: Intel 1, AMD 2, others 1.
 inline double net_overhead_us(topologies::HostCpu cpu) { return cpu == topologies::HostCpu::Amd ? 2.0 : 1.0; }
-inline constexpr double kPerChRingLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}};
+inline constexpr double kPerChRingLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {73.4, 73.4, 73.4}};
 inline constexpr double kPerChTreeLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
 inline constexpr double kPerChTree[4][3] = {{26.5, 18.5, 10}, {24, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70, 42.8, 24}};
 // "Trees are not perfectly sticking to the model for medium sizes": tree bandwidth x this, by

@@ -127,8 +127,9 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data") {
   CHECK(o.code == 0);
   CHECK(o.output.find("nccl-a100-1n-mleng-allreduce") != std::string::npos);
   CHECK(o.output.find("nccl-h100-4n-voltagepark-ib-allgather") != std::string::npos);
+  CHECK(o.output.find("cluster: {preset: dgx-b200-ib400, nodes: 2}") != std::string::npos);  // Lambda's B200
   CHECK(o.output.find("not found") == std::string::npos);
-  CHECK(o.output.find("  32 KiB-1 MiB    preset n=78") != std::string::npos);
+  CHECK(o.output.find("  32 KiB-1 MiB    preset n=88") != std::string::npos);
   // Per table and size band, with each source left out in turn (three sources: S02, S12, S43).
   const std::string subset = published_subset({"S02", "S12", "S43"});
   const auto loo = tagcsim("calibrate validate --data " + subset);
@@ -330,7 +331,7 @@ TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without -
     const auto p = t.output.find("\"" + key + "\": ");
     return p == std::string::npos ? -1.0 : std::stod(t.output.substr(p + key.size() + 4));
   };
-  CHECK(at("time_s") - at("tuner_s") == doctest::Approx(28 * 5.016e-6).epsilon(1e-3));
+  CHECK(at("time_s") - at("tuner_s") == doctest::Approx(28 * 5.002e-6).epsilon(1e-3));
 }
 
 TEST_CASE("tagcsim validate prints predicted against measured, and a row's scenario runs") {

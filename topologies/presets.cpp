@@ -28,11 +28,12 @@ constexpr const char* kStream =
 using DeviceTable = std::vector<std::pair<std::string, DeviceProfile>>;
 
 DeviceTable with_sm(DeviceTable table) {
-  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100/H200 9.0, V100 7.0, L4 8.9.
+  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100/H200 9.0, B200 10.0, V100 7.0, L4 8.9.
   for (auto& [name, d] : table)
-    d.sm = name.rfind("h1", 0) == 0 || name.rfind("h2", 0) == 0 ? 90 : name.rfind("v100", 0) == 0 ? 70
-                                                                      : name == "l4"                ? 89
-                                                                                                    : 80;
+    d.sm = name.rfind("h1", 0) == 0 || name.rfind("h2", 0) == 0 ? 90 : name.rfind("b2", 0) == 0 ? 100
+                                                                   : name.rfind("v100", 0) == 0 ? 70
+                                                                   : name == "l4"               ? 89
+                                                                                                : 80;
   return table;
 }
 
@@ -79,6 +80,14 @@ const DeviceTable& device_table() {
                     "gemm_efficiency 0.455 as for H100 SXM (best matmul 0.803, {}, 'H200 is the same'). memory_efficiency 0.887: the H100 STREAM ratio 2.97 / 3.35 "
                     "({}), assumed to carry over; no H200 STREAM measurement in our sources.",
                     kMamf, kStream)}},
+      {"b200",
+       {"B200-SXM-180GB", 2250 * TFLOPS, 80 * TFLOPS, 1100 * TFLOPS, 180 * GB, 8 * TB, 0.455, 0.887, "",
+        "NVIDIA HGX B200 datasheet, 1,000 W configuration, per GPU (as tabulated in glennklockwood.com/garden/"
+        "processors/B200): bf16 2,250 TFLOP/s dense, TF32 1,100, FP32 80; 180 GB HBM3e (1.44 TB per 8-GPU "
+        "board) at 8 TB/s; 148 SMs. No kernel profile: kernels are timed by the datasheet roofline, and "
+        "gemm_efficiency 0.455 and memory_efficiency 0.887 are H100 SXM's, assumed to carry over (no B200 "
+        "kernel or FSDP measurement in our sources); `tagcsim calibrate box` on a B200 writes a measured "
+        "profile (docs/calibration.md)."}},
       {"v100-32gb",
        {"V100-SXM2-32GB", 125 * TFLOPS, 15.7 * TFLOPS, 15.7 * TFLOPS, 32 * GiB, 900 * GB, 0.80, 0.834, "",
         "NVIDIA V100 datasheet (SXM2 32GB): 125 TFLOP/s tensor (fp16; V100 has no bf16, so the "
@@ -99,15 +108,21 @@ const DeviceTable& device_table() {
 // Intra-node fabrics. `efficiency` is NCCL's ring bus bandwidth / line rate, `nvls_efficiency` the
 // NVLS rate / line rate (see kNvlink*Src); both fitted by `tagcsim calibrate` (docs/calibration.md).
 IntraNode nvlink3() {
-  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.8039};
-  i.ll128_efficiency = 0.6769;
+  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.8046};
+  i.ll128_efficiency = 0.6795;
   i.name = "nvlink3";
   return i;
 }
 IntraNode nvlink4() {
-  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8363};
-  i.nvls_efficiency = 0.6505;
+  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8376};
+  i.nvls_efficiency = 0.6504;
   i.name = "nvlink4";
+  return i;
+}
+IntraNode nvlink5() {
+  IntraNode i{"nvswitch", 900 * GB, 0.5 * us, 0.7978};
+  i.nvls_efficiency = nvlink4().nvls_efficiency * 0.74 / 0.85;
+  i.name = "nvlink5";
   return i;
 }
 IntraNode pcie4() {
@@ -118,19 +133,26 @@ IntraNode pcie4() {
 
 constexpr const char* kNvlink3Src =
     "NVLink3 via NVSwitch: 600 GB/s bidirectional per GPU = 300 GB/s per direction (A100 datasheet). "
-    "Ring efficiency 0.8039: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
+    "Ring efficiency 0.8046: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
     "SM80_NVLINK_BW), fitted to the two 8x A100 all_reduce sweeps (nccl-a100-1n-mleng-allreduce, 234.89 GB/s "
     "bus bandwidth at 16 GiB; nccl-a100-1n-azure-ndv4-allreduce, 231.58 at 8 GiB) and the p4de tables. "
-    "LL128 efficiency 0.6769 (LL128 rings deliver 0.68 of what NCCL's tuner rates them, at 4-16 MiB in "
+    "LL128 efficiency 0.6795 (LL128 rings deliver 0.68 of what NCCL's tuner rates them, at 4-16 MiB in "
     "the A100 sweeps: ml-engineering, Azure ND A100 v4, OCI), prior 1 (calibrate/profiles/nccl-model.yaml).";
 constexpr const char* kNvlink4Src =
     "NVLink4 via NVSwitch: 900 GB/s bidirectional per GPU = 450 GB/s per direction (H100 datasheet). "
-    "Ring efficiency 0.8363: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
+    "Ring efficiency 0.8376: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
     "SM90_NVLINK_BW), fitted (the NVLS-off all_reduce of 4-8 H200, 363-366 GB/s, nccl-h200-*-mleng). "
-    "NVLink SHARP efficiency 0.6505: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
+    "NVLink SHARP efficiency 0.6504: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
     "NCCL maintainers' 480 GB/s bus bandwidth on 8 GPUs (algbw 274 GB/s x 9/8 / 450; NVIDIA/nccl-tests#212), "
     "fitted to the H100/H200 NVLS tables (DGX H100, Azure ND H100 v5 / ND H200 v5, AWS p5; "
     "calibrate/profiles/nccl-model.yaml).";
+constexpr const char* kNvlink5Src =
+    "NVLink5 via NVSwitch: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction (HGX B200 datasheet; 18 "
+    "links). Ring efficiency 0.7978: prior 0.802, NCCL's own 40.1 of 50 GB/s per NVLink5 link (topo.h "
+    "SM100_NVLINK_BW), fitted (the B200 tables: GCP A4, Lambda). NVLink SHARP efficiency 0.566 = NVLink4's "
+    "fitted value x 0.74 / 0.85, the ratio NCCL's own tuner gives Blackwell's NVLS to Hopper's "
+    "(src/graph/tuning.cc nvlsEfficiency, 2.28); no table determines it (two-node B200 runs are bound by "
+    "their NICs) (calibrate/profiles/nccl-model.yaml).";
 constexpr const char* kPcieSrc =
     "PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction (PCI-SIG); "
     "efficiency 0.80 assumed.";
@@ -140,10 +162,10 @@ constexpr const char* kLatencySrc =
 constexpr const char* kCollSrc =
     "NCCL costs: NCCL's published latency table (tuning.cc, the newest release's unless `nccl: {version}` "
     "pins one) at scale 1, no launch latency beyond it, NCCL's per-step network cost for the host CPU "
-    "(getNetOverhead); host launch per GPU 5.08 us + 0.300 us per channel on AMD hosts, 3.55 us + 0.017 us "
+    "(getNetOverhead); host launch per GPU 5.08 us + 0.300 us per channel on AMD hosts, 3.82 us + 0.000 us "
     "on Intel hosts (fitted to the single-process -g 8 tables: A100 on AMD, H100/H200 on Intel), ring step "
-    "delay 0 chunk, tree and NVLS pipeline fill 1.30 and 16 chunks (16 is the bound: NVLS yields to "
-    "rings in the middle sizes), 5.02 us per Simple slice of a single-node ring step (the flag a "
+    "delay 0 chunk, tree and NVLS pipeline fill 1.40 and 16 chunks (16 is the bound: NVLS yields to "
+    "rings in the middle sizes), 5.00 us per Simple slice of a single-node ring step (the flag a "
     "sender waits for; NCCL's tuner leaves it out), fitted to every shipped nccl-tests table from data-independent priors "
     "(calibrate/profiles/nccl-model.yaml).";
 
@@ -153,13 +175,13 @@ CollectiveParams nccl_costs(HostCpu cpu) {
   CollectiveParams p;
   p.latency_scale = 1.0;
   p.launch_latency = 0.0 * us;
-  p.host_launch = (cpu == HostCpu::Amd ? 5.081 : 3.546) * us;
-  p.host_launch_per_channel = (cpu == HostCpu::Amd ? 0.2999 : 0.01705) * us;
+  p.host_launch = (cpu == HostCpu::Amd ? 5.076 : 3.818) * us;
+  p.host_launch_per_channel = (cpu == HostCpu::Amd ? 0.3004 : 0) * us;
   p.ring_depth = 0.0;
-  p.tree_depth = 1.300;
+  p.tree_depth = 1.402;
   p.nvls_depth = 16.000;
   p.nvls_chunk_overhead = 0 * us;
-  p.slice_latency = 5.016 * us;
+  p.slice_latency = 5.002 * us;
   return p;
 }
 
@@ -349,6 +371,28 @@ std::vector<Cluster> build_presets() {
         Intel));
   }
   {
+    auto n = nics(8, 400, 1.5 * us, "ib");
+    out.push_back(make(
+        "dgx-b200-ib400", 2, 8, "b200", nvlink5(), n, rail_fat_tree(32, 0.3 * us),
+        fmt::format("NVIDIA DGX B200 datasheet: 8x B200 (180 GB), 8x single-port ConnectX-7 400 Gb/s (compute "
+                    "fabric), one per GPU, 2x Intel Xeon Platinum 8570. {} {} Fabric: DGX SuperPOD (B200) "
+                    "reference architecture, rail-optimized in 32-node scalable units, as dgx-h100-ib400. Switch "
+                    "latency 0.3 us assumed. {} {}",
+                    kNvlink5Src, transport_src(n), kLatencySrc, kCollSrc),
+        Intel));
+  }
+  {
+    auto n = nics(8, 400, 1.5 * us, "roce");
+    out.push_back(make(
+        "gcp-a4-high", 2, 8, "b200", nvlink5(), n, rail_fat_tree(32, 0.5 * us),
+        fmt::format("GCP a4-highgpu-8g (Google Cloud 'Networking and GPU machines'): 8x B200 on NVLink5, 8x "
+                    "ConnectX-7 400 Gb/s NICs, one aligned with each GPU, 3,200 Gb/s of RDMA over Converged "
+                    "Ethernet (Google's gIB NCCL plugin); Intel Emerald Rapids hosts (A4). {} {} Fabric: "
+                    "rail-aligned as Google describes it; leaf size 32 and switch latency 0.5 us assumed. {} {}",
+                    kNvlink5Src, transport_src(n), kLatencySrc, kCollSrc),
+        Intel));
+  }
+  {
     auto n = nics(16, 200, 1.5 * us, "roce");
     out.push_back(make(
         "oci-h100-roce", 2, 8, "h100-sxm", nvlink4(), n, single_switch(0.5 * us),
@@ -395,6 +439,7 @@ std::vector<std::string> device_names() {
 const Aliases& device_aliases() {
   static const Aliases aliases = {{"a100", "a100-80gb"}, {"a100-40g", "a100-40gb"}, {"a100-80g", "a100-80gb"},
                                   {"h100", "h100-sxm"},  {"h100-sxm5", "h100-sxm"}, {"h200", "h200-sxm"},
+                                  {"b200-sxm", "b200"},
                                   {"v100", "v100-32gb"}};
   return aliases;
 }
@@ -422,6 +467,7 @@ const Aliases& preset_aliases() {
       {"p4de", "aws-p4de"},        {"p4de.24xlarge", "aws-p4de"}, {"aws-p4de.24xlarge", "aws-p4de"},
       {"p5", "aws-p5"},            {"p5.48xlarge", "aws-p5"},     {"aws-p5.48xlarge", "aws-p5"},
       {"dgx-h100", "dgx-h100-ib400"}, {"dgx-a100", "dgx-a100-ib200"}, {"dgx-h200", "dgx-h200-ib400"},
+      {"dgx-b200", "dgx-b200-ib400"}, {"a4-highgpu-8g", "gcp-a4-high"},
       {"p5e", "aws-p5e"},          {"p5e.48xlarge", "aws-p5e"},   {"a3-highgpu-8g", "gcp-a3-high"},
       {"a3-megagpu-8g", "gcp-a3-mega"}, {"a3-ultragpu-8g", "gcp-a3-ultra"}, {"nd-h100-v5", "azure-nd-h100-v5"},
       {"nd-h200-v5", "azure-nd-h200-v5"}, {"nd-a100-v4", "azure-nd-a100-v4"},
