@@ -31,10 +31,10 @@ namespace tagcsim::calibrate {
 enum class Param {
   LaunchLatency, HostLaunch, HostLaunchPerChannel, RingDepth, TreeDepth, NvlsDepth,  // NCCL's costs
   NvlsChunkOverhead, SliceLatency,
-  IntraEfficiency, NvlsEfficiency, Ll128Efficiency,                               // per NVLink generation
+  IntraEfficiency, NvlsEfficiency, Ll128Efficiency, IntraStepLatency,             // per NVLink generation
   TransportLatency, TransportOverhead, NicEfficiency,                             // per transport
 };
-inline constexpr int kParams = 14;
+inline constexpr int kParams = 15;
 // The cluster-YAML key: "collectives.launch_latency", ..., "nics.efficiency".
 const char* param_key(Param p);
 // "collectives.ring_depth" or its last part ("ring_depth"); InputError naming `what` otherwise.

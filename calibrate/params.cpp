@@ -14,7 +14,7 @@ constexpr double us = 1e-6;
 bool is_latency(Param p) {
   return p == Param::LaunchLatency || p == Param::HostLaunch || p == Param::HostLaunchPerChannel ||
          p == Param::NvlsChunkOverhead || p == Param::SliceLatency || p == Param::TransportOverhead ||
-         p == Param::TransportLatency;
+         p == Param::TransportLatency || p == Param::IntraStepLatency;
 }
 bool is_efficiency(Param p) {
   return p == Param::IntraEfficiency || p == Param::NvlsEfficiency || p == Param::Ll128Efficiency ||
@@ -39,6 +39,8 @@ Range range(Param p) {
     case Param::NvlsEfficiency:
     case Param::Ll128Efficiency:
     case Param::NicEfficiency: return {0.1, 0.3, 1.0};
+    // NCCL's NVLink hop is 0.6-4 us by protocol; a generation's own delay adds at most a few more.
+    case Param::IntraStepLatency: return {1 * us, 0, 5 * us};
     case Param::TransportLatency: return {10 * us, 0, 300 * us};
     case Param::TransportOverhead: return {1 * us, 0, 30 * us};
   }
@@ -71,6 +73,7 @@ const char* param_key(Param p) {
     case Param::IntraEfficiency: return "intra_node.efficiency";
     case Param::NvlsEfficiency: return "intra_node.nvls_efficiency";
     case Param::Ll128Efficiency: return "intra_node.ll128_efficiency";
+    case Param::IntraStepLatency: return "intra_node.step_latency";
     case Param::TransportLatency: return "nics.transport.latency";
     case Param::TransportOverhead: return "nics.transport.overhead";
     case Param::NicEfficiency: return "nics.efficiency";
@@ -105,6 +108,7 @@ std::vector<ParamId> params_of(const topologies::Cluster& c, const Point& p) {
     out.push_back({Param::IntraEfficiency, intra});
     if (c.intra.nvls_efficiency > 0) out.push_back({Param::NvlsEfficiency, intra});
     if (c.intra.kind != "pcie") out.push_back({Param::Ll128Efficiency, intra});
+    out.push_back({Param::IntraStepLatency, intra});
   }
   if (p.nodes > 1) {
     const std::string tr = c.nics.transport.name.empty() ? "custom" : c.nics.transport.name;
@@ -129,6 +133,7 @@ double get(const topologies::Cluster& c, const ParamId& id) {
     case Param::IntraEfficiency: return c.intra.efficiency;
     case Param::NvlsEfficiency: return c.intra.nvls_efficiency;
     case Param::Ll128Efficiency: return c.intra.ll128_efficiency;
+    case Param::IntraStepLatency: return c.intra.step_latency;
     case Param::TransportLatency: return c.nics.transport.latency;
     case Param::TransportOverhead: return c.nics.transport.overhead;
     case Param::NicEfficiency: return c.nics.efficiency;
@@ -162,6 +167,9 @@ void set(topologies::Cluster& c, const ParamId& id, double v) {
       break;
     case Param::Ll128Efficiency:
       if (in_scope(c.intra.name)) c.intra.ll128_efficiency = v;
+      break;
+    case Param::IntraStepLatency:
+      if (in_scope(c.intra.name)) c.intra.step_latency = v;
       break;
     case Param::TransportLatency:
       if (in_scope(c.nics.transport.name)) c.nics.transport.latency = v;
@@ -234,10 +242,15 @@ topologies::Cluster with_priors(topologies::Cluster c) {
   cl.nvls_chunk_overhead = 0;
   cl.slice_latency = 0;
   c.intra.ll128_efficiency = 1;  // LL128 as NCCL's tuner rates it
+  c.intra.step_latency = 0;      // NCCL's per-hop table, the same for every NVLink generation
   if (c.intra.name == "nvlink3") c.intra.efficiency = 20.0 / 25;
   if (c.intra.name == "nvlink4") {
     c.intra.efficiency = 20.6 / 25;
     if (c.intra.nvls_efficiency > 0) c.intra.nvls_efficiency = 274.3e9 * 9 / 8 / 450e9;
+  }
+  if (c.intra.name == "nvlink5") {  // NCCL's 40.1 of 50 GB/s per link; NVLS as NVLink4's x NCCL's 0.74 / 0.85
+    c.intra.efficiency = 40.1 / 50;
+    if (c.intra.nvls_efficiency > 0) c.intra.nvls_efficiency = 274.3e9 * 9 / 8 / 450e9 * 0.74 / 0.85;
   }
   for (const auto& t : kTransportPriors)
     if (c.nics.transport.kind == t.kind) {
@@ -252,8 +265,9 @@ std::string prior_sources() {
   return "priors (never from the shipped tables): NCCL's latency table of the release that ran, at scale 1, with "
          "no launch latency and no pipeline fill (tuning.cc); host launch 5 us per GPU (a CUDA kernel launch, "
          "pytorch/pytorch#41383: ~7 us per op with dispatch); NVLink ring efficiency = NCCL's own per-link rate / line "
-         "rate (topo.h: 20 of 25 GB/s NVLink3, 20.6 of 25 NVLink4); NVLS efficiency 0.686 from the NCCL maintainers' "
-         "480 GB/s bus bandwidth on 8 H100 (NVIDIA/nccl-tests#212); NCCL's per-step network cost for the host CPU "
+         "rate (topo.h: 20 of 25 GB/s NVLink3, 20.6 of 25 NVLink4, 40.1 of 50 NVLink5), no NVLink step latency beyond "
+         "NCCL's table; NVLS efficiency 0.686 from the NCCL maintainers' "
+         "480 GB/s bus bandwidth on 8 H100 (NVIDIA/nccl-tests#212), x 0.74 / 0.85 on NVLink5 (NCCL's nvlsEfficiency); NCCL's per-step network cost for the host CPU "
          "(getNetOverhead: 1 us Intel, 2 us AMD); transports: IB/RoCE latency 0 as NCCL's verbs transport reports it, "
          "efficiency 0.97 (nccl-tests#267) / 0.96; EFA 20 us per network step and 3 us more per Simple step "
          "(aws-ofi-nccl's own cost model, src/tuner/nccl_ofi_model.cpp), efficiency 0.90 assumed; TCPX latency 0 as "

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -280,12 +281,16 @@ std::string Prediction::memory_mark() const { return !fits ? " !" : under_pressu
 
 // One tensor_scale per device family and one memory_scale for all: the eager memory-bound kernels
 // reach the same share of STREAM bandwidth on every GPU (a family's rows alone, a dozen on Hopper,
-// cannot separate the two).
+// cannot separate the two). A family is fitted only from two sources or more: one source's rows would
+// make its scale that source's own factor (Blackwell: one torchtitan row), so it keeps its profile's rates.
 FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::size_t>& train) {
+  std::map<std::string, std::set<std::string>> sources;
+  for (auto i : train)
+    if (rows[i].counted) sources[rows[i].family].insert(rows[i].source);
   std::vector<std::string> families;
   std::vector<std::size_t> idx;
   for (auto i : train)
-    if (rows[i].counted && rows[i].family != "roofline") {
+    if (rows[i].counted && rows[i].family != "roofline" && sources[rows[i].family].size() >= 2) {
       idx.push_back(i);
       if (std::find(families.begin(), families.end(), rows[i].family) == families.end())
         families.push_back(rows[i].family);

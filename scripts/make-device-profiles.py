@@ -72,6 +72,25 @@ H100_GEMM = [gemm_point(f"gemm-h100-flexgen-fp16-{n}") for n in (1024, 2048, 409
 H200_GEMM = H100_GEMM + [gemm_point(f"gemm-h200-tileops-torchbmm-bfloat16-{s}") for s in (
     "b8-128x128x128", "b16-512x512x512", "b8-1024x1024x1024")]
 
+# B200: PyTorch's aten::mm squares (K26, cuBLAS), XLA's measured table where it adds shapes (K25: the
+# small squares and the rectangles; its 1024-4096 squares agree with K26's within 1%), and the best
+# shape of mamf-finder (K24).
+def rate_point(eid, note=None):
+    s, meas = entry(eid)["setup"], entry(eid)["measured"]
+    t = meas.get("tflops") or (meas.get("flops_per_s") or meas.get("tops_per_s")) / 1e12
+    p = {"m": s["m"], "n": s["n"], "k": s["k"], "dtype": "bf16", "tflops": round(t, 3), "source": eid}
+    if note:
+        p["note"] = note
+    return p
+
+
+B200_GEMM = ([rate_point(f"gemm-b200-torchaopr2427-bf16-{n}x{n}x{n}") for n in (1024, 1536, 2048, 3072, 4096, 6144, 8192)] +
+             [rate_point(f"gemm-b200-xlaptable-bf16-{s}") for s in (
+                 "256x256x256", "512x512x512", "2048x2048x4096", "512x4096x4096", "1024x4096x4096", "2048x4096x4096",
+                 "4096x1024x4096", "4096x2048x4096", "4096x4096x256", "4096x4096x512", "4096x4096x1024",
+                 "4096x4096x2048")] +
+             [rate_point("gemm-b200-mamf-bf16-1792x16128x3072", MAMF_NOTE)])
+
 # ----------------------------------------------------------- attention curves
 
 def attention_curves(gpu_prefix, refs, impl_map, direction_override=None, causal_override=None, notes=None):
@@ -144,6 +163,13 @@ H100_ATTN = (attention_curves("attn-h100-k02", {"K02"}, {"fa2": "flash2", "pytor
              attention_curves("attn-h100-k03", {"K03"}, {"fa2": "flash2", "fa3": "flash3", "cudnn": "cudnn"}) +
              attention_curves("attn-h100-k04", {"K04"}, {"fa2": "flash2", "fa3": "flash3", "cudnn": "cudnn"},
                               causal_override=False))
+# B200: FlashAttention-2 (2.7.4, built for SM80: no Blackwell path) from K28 (head dim 64, forward, backward
+# and both) and K29 (head dim 128, forward), and eager attention from K28. FlashAttention-4 (K27) has no
+# kernel kind here yet; no causal FlashAttention-2 curve was published, so the non-causal ones stand in.
+B200_ATTN = (attention_curves("attn-b200-fa2issue1589", {"K28"}, {"fa2": "flash2", "torchnaive": "math"}) +
+             attention_curves("attn-b200-tritonbench171", {"K29"}, {"fa2": "flash2"}))
+for c in B200_ATTN:  # K29 starts at 128 tokens, where launches, not the kernel, set the time (as the other GPUs' 512)
+    c["points"] = [p for p in c["points"] if p["seq"] >= 512]
 BWD_FWD = {
     "ratio": round(0.5 * (tflops("attn-h100-k04-fa2-bwd-hd64-s4096") / tflops("attn-h100-k03-fa2-fwd-noncausal-hd64-s4096") +
                           tflops("attn-h100-k04-fa2-bwd-hd128-s4096") / tflops("attn-h100-k03-fa2-fwd-noncausal-hd128-s4096")), 3),
@@ -214,7 +240,8 @@ TILES = {
 }
 
 
-def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None):
+def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None, tiles_source=None):
+    tiles = {**TILES, **({"tiles_source": tiles_source} if tiles_source else {})}
     return {
         "format": "tagcsim-device-profile/1",
         "name": name,
@@ -223,7 +250,7 @@ def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None)
         "family": family,
         "metadata": meta,
         "peak": peak,
-        "gemm": {**TILES, **K_OVERHEAD, "points": gemm_points},
+        "gemm": {**tiles, **K_OVERHEAD, "points": gemm_points},
         "attention": {"bwd_fwd_rate_ratio": BWD_FWD["ratio"], "bwd_fwd_source": BWD_FWD["source"], "curves": attn},
         "memory": {"points": memory},
         "launch": LAUNCH,
@@ -233,6 +260,8 @@ def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None)
 
 A100_PEAK = {"bf16": "312 TFLOP/s", "tf32": "156 TFLOP/s", "fp32": "19.5 TFLOP/s",
              "source": "NVIDIA A100 datasheet (dense)"}
+B200_PEAK = {"bf16": "2250 TFLOP/s", "tf32": "1100 TFLOP/s", "fp32": "80 TFLOP/s",
+             "source": "NVIDIA HGX B200 datasheet, 1,000 W (dense)"}
 H100_PEAK = {"bf16": "989.4 TFLOP/s", "tf32": "494.7 TFLOP/s", "fp32": "66.9 TFLOP/s",
              "source": "NVIDIA H100 SXM5 datasheet (dense)"}
 
@@ -277,6 +306,19 @@ PROFILES = {
              "against 327.9 on H100, attn-h100-azure-fa2-hd128-b2-s8192), with TileOPs' small H200 batched "
              "GEMMs (K20: CUDA 13.2, PyTorch 2.13). Memory: gpu-benches' small-kernel curve on H200 (K19)."),
         H100_PEAK, H200_GEMM, H100_ATTN, h200_memory()),
+    "device-b200": profile(
+        "device-b200", "B200-SXM-180GB", "blackwell",
+        meta("NVIDIA B200 180GB (HGX B200, 1,000 W)", 148, "datasheet boost not published per SM; as measured", ASSEMBLED,
+             "GEMM: PyTorch's bf16 aten::mm squares (K26), XLA's measured matmul table (K25), mamf-finder's best "
+             "shape (K24: torch 2.7.1+cu128). Attention: FlashAttention-2 2.7.4 (K28: torch 2.8 nightly, cu128; K29), "
+             "the only published B200 attention curves a PyTorch SDPA or flash-attn 2 run uses; FlashAttention-4 "
+             "and cuDNN are not in the profile. Memory: CUB's element-wise add on 2^28 fp16 (K30, nvbench) with "
+             "the small-kernel floor of H200 (K19). Not validated against B200 FSDP throughput beyond one "
+             "torchtitan row (docs/validation.md); the family's scales are not fitted."),
+        B200_PEAK, B200_GEMM, B200_ATTN,
+        memory_model(gbps("membw-b200-cccl7391-add-f16-2e28"), "membw-b200-cccl7391-add-f16-2e28"),
+        tiles_source=("assumed as for SM80/SM90 (CUTLASS's default tensor-core tiles; SM100's two-SM tiles are "
+                      "not modelled): the measured points correct the model where they are")),
 }
 
 # ------------------------------------------------------------------ writing

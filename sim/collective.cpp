@@ -420,7 +420,7 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         // NCCL's per-hop latencies already hold a link and a switch; the fabric adds the switches
         // beyond the first (leaf to spine and back). Without NCCL's table the links' own latencies
         // are the hops'.
-        .alpha_intra_extra = cl.step_latency_intra + (cl.latency_scale > 0 ? 0.0 : c.intra.latency),
+        .alpha_intra_extra = cl.step_latency_intra + (cl.latency_scale > 0 ? c.intra.step_latency : c.intra.latency),
         .alpha_inter_extra = cl.step_latency_inter + (cl.latency_scale > 0 ? 0.0 : c.nics.latency) +
                              (switch_hops(c, g) - (cl.latency_scale > 0 ? 1 : 0)) * c.fabric.switch_latency,
         .transport = c.nics.transport.latency,

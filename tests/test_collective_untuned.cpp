@@ -1,5 +1,5 @@
-// Costs NCCL's tuner leaves out: they change a collective's time, never NCCL's choice of algorithm
-// and protocol. Hand-built 8x H100 nodes with NCCL's latency table and nothing else fitted, so each
+// Costs beyond NCCL's tuning table. Most are left out of NCCL's tuner: they change a collective's
+// time, never NCCL's choice of algorithm and protocol. Hand-built 8x H100 nodes with NCCL's latency table and nothing else fitted, so each
 // time is the tuner's formula (test_collectives.cpp, "protocols: ...") plus the cost under test.
 #include "common/input.hpp"
 #include "sim/collective.hpp"
@@ -96,7 +96,7 @@ TEST_CASE("bad input: an LL128 efficiency of 0 or above 1, or a negative slice l
                        doctest::Contains("expected a fraction in (0, 1]"), InputError);
   CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-a100-ib200\n  collectives: {slice_latency: -2 us}\n"),
                        doctest::Contains("u.yaml:3"), InputError);
-  CHECK(load("cluster:\n  preset: dgx-a100-ib200\n").intra.ll128_efficiency == Approx(0.6795));
+  CHECK(load("cluster:\n  preset: dgx-a100-ib200\n").intra.ll128_efficiency == Approx(0.6774));
 }
 
 TEST_CASE("all-gathers across nodes run Simple where the tuner would pick LL128 (measured, three tables)") {
@@ -118,4 +118,20 @@ TEST_CASE("all-gathers across nodes run Simple where the tuner would pick LL128 
   CHECK(plan_collective(two, CollectiveOp::AllGather, 64 * 1024, whole_cluster(two)).protocol == Protocol::LL);
   CHECK(plan_collective(two, CollectiveOp::AllGather, S, whole_cluster(two), PlanOptions{.protocol = Protocol::LL128})
             .protocol == Protocol::LL128);
+}
+
+TEST_CASE("an NVLink generation's step latency: every step inside the node pays it, none between nodes") {
+  // 2 x 8 GPUs, 8 B: a tree all-reduce climbs and descends 7 NVLink hops in each node (2 x 7 steps), a
+  // ring all-gather takes 15 steps of which one leaves the node (14). 0.8 us each: 11.2 us more.
+  auto c = h100_nodes(2);
+  auto slow = c;
+  slow.intra.step_latency = 0.8 * us;
+  for (auto op : {CollectiveOp::AllReduce, CollectiveOp::AllGather}) {
+    CAPTURE(int(op));
+    const auto a = plan_collective(c, op, 8, whole_cluster(c));
+    const auto b = plan_collective(slow, op, 8, whole_cluster(slow));
+    CHECK(b.algorithm == a.algorithm);
+    CHECK(b.seconds() - a.seconds() == Approx(14 * 0.8 * us));
+  }
+  CHECK(plan_collective(c, CollectiveOp::AllReduce, 8, whole_cluster(c)).algorithm == Algorithm::Tree);
 }

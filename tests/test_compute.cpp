@@ -475,7 +475,7 @@ TEST_CASE("every shipped profile loads, names its GPU and cites published entrie
   const auto ids = published_ids();
   REQUIRE(ids.size() > 400);
   const auto shipped = sim::shipped_kernel_profiles();
-  CHECK(shipped == std::vector<std::string>{"device-a100-40gb", "device-a100-80gb", "device-h100-sxm",
+  CHECK(shipped == std::vector<std::string>{"device-a100-40gb", "device-a100-80gb", "device-b200", "device-h100-sxm",
                                             "device-h200-sxm"});
   auto cites = [&](const std::string& source) {
     for (const auto& id : ids)

@@ -34,8 +34,9 @@ const scenarios::ValidationRow& row(const std::string& id) {
 }  // namespace
 
 TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from validation/data") {
-  // fms-fsdp and torchtitan 30, LLM Foundry's A100 40GB table 78, A100 80GB 61, H100 large-scale 18.
-  REQUIRE(rows().size() == 30 + 78 + 61 + 18);
+  // fms-fsdp and torchtitan 30 (+1 on B200), LLM Foundry's A100 40GB table 78, A100 80GB 61, H100
+  // large-scale 18.
+  REQUIRE(rows().size() == 31 + 78 + 61 + 18);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -46,8 +47,9 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
     CHECK(r.measured_tps > 0);
     CHECK(r.family != "roofline");  // every row's GPU has a kernel profile
   }
-  CHECK(counted == 185);  // the two float8 rows are listed, not counted
-  CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47"});
+  CHECK(counted == 186);  // the two float8 rows are listed, not counted
+  CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59"});
+  CHECK(row("fsdp-tt-llama3-8b-b200-8gpu-compile").family == "blackwell");
   // Values as the data files give them.
   CHECK(row("fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT").measured_tps == 3679);
   CHECK(row("fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT").published_mfu == Approx(0.5092));
@@ -168,6 +170,10 @@ TEST_CASE("the fit recovers the parameters that made the measurements") {
   sim::override_fitted_parameters("ampere", {0.9, 0.7, "truth"});
   for (auto& x : r) x.measured_tps = scenarios::predict(x).tps;
   sim::override_fitted_parameters("ampere", {1, 1, "start"});
+  // One source is not enough: its rows alone would make the scale that source's own factor.
+  CHECK(scenarios::fit(r, {0, 1, 2}).count("ampere") == 0);
+  CHECK(sim::fitted_parameters("ampere").tensor_scale == 1);
+  r[2].source = "S-other";  // as if the 30B row came from a second source
   const auto fits = scenarios::fit(r, {0, 1, 2});
   CHECK(fits.at("ampere").tensor_scale == Approx(0.9).epsilon(0.01));
   CHECK(fits.at("ampere").memory_scale == Approx(0.7).epsilon(0.01));
@@ -179,22 +185,24 @@ TEST_CASE("leave one source out predicts each source from a fit without it") {
   std::vector<scenarios::ValidationRow> r = {row("fsdp-mpt125m-a100-40gb-8gpu-seq512-mb104-acF"),
                                              row("fsdp-mpt30b-a100-40gb-32gpu-seq2048-mb4-acT"),
                                              row("fsdp-tt-13b-llama2-a100-64gpu-bs2-none"),
-                                             row("fsdp-tt-70b-llama2-a100-64gpu-bs2-full")};
+                                             row("fsdp-tt-70b-llama2-a100-64gpu-bs2-full"),
+                                             row("fsdp-tt-llama3-70b-a100-64gpu-full-ac")};
   scenarios::ValidationOptions o;
   o.leave_one_source_out = true;
   const auto before = sim::fitted_parameters("ampere");
   const auto run = scenarios::validate(r, o);
-  REQUIRE(run.fold_fits.size() == 2);
-  // Holding out S36 fits on the two S31 rows alone, and the other way round.
+  REQUIRE(run.fold_fits.size() == 3);
+  // Holding out S31 fits on the S35 and S36 rows, and so on.
   CHECK(run.fold_fits.count("S31") == 1);
+  CHECK(run.fold_fits.count("S35") == 1);
   CHECK(run.fold_fits.count("S36") == 1);
   for (const auto& res : run.results) CHECK(res.has_held_out);
-  CHECK(run.fold_fits.at("S31").at("ampere").basis.find("over 2 ampere rows") != std::string::npos);
+  CHECK(run.fold_fits.at("S31").at("ampere").basis.find("over 3 ampere rows") != std::string::npos);
   // The fitted parameters in force before are back in force after.
   CHECK(sim::fitted_parameters("ampere").tensor_scale == before.tensor_scale);
   CHECK(sim::kernel_profile("device-a100-40gb").fitted.memory_scale == before.memory_scale);
   const auto text = scenarios::format_validation(run);
-  CHECK(text.find("| leave one source out (held out) | 4 |") != std::string::npos);
+  CHECK(text.find("| leave one source out (held out) | 5 |") != std::string::npos);
   CHECK(text.find("mean signed error by bucket") != std::string::npos);
   sim::clear_fitted_overrides();
 }

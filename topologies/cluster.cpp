@@ -76,6 +76,7 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (!in_unit_interval(c.intra.efficiency))
     fail({"intra_node.efficiency"}, fraction_msg(c.intra.efficiency));
   if (c.intra.latency < 0) fail({"intra_node.latency"}, "expected a non-negative time");
+  if (c.intra.step_latency < 0) fail({"intra_node.step_latency"}, "expected a non-negative time");
   if (!(c.intra.nvls_efficiency >= 0 && c.intra.nvls_efficiency <= 1))
     fail({"intra_node.nvls_efficiency"},
          fmt::format("expected a fraction in [0, 1] (0: no NVLink SHARP), got {:g}", c.intra.nvls_efficiency));
@@ -355,13 +356,16 @@ Cluster load_cluster(const Input& in) {
   // Without a preset, the links a cluster of this shape uses must be described.
   if (!has_preset && c.gpus_per_node > 1) (void)in["intra_node"]["bandwidth"];
   if (auto m = in.find("intra_node")) {
-    m->expect_keys({"kind", "generation", "bandwidth", "latency", "efficiency", "nvls_efficiency", "ll128_efficiency"});
+    m->expect_keys({"kind", "generation", "bandwidth", "latency", "step_latency", "efficiency", "nvls_efficiency",
+                    "ll128_efficiency"});
     r.opt(*m, "kind", "intra_node.kind", [&](const Input& v) {
       c.intra.kind = v.as_choice({"nvswitch", "nvlink", "pcie"});
     });
     r.opt(*m, "bandwidth", "intra_node.bandwidth",
           [&](const Input& v) { c.intra.bandwidth = v.as_bandwidth(); });
     r.opt(*m, "latency", "intra_node.latency", [&](const Input& v) { c.intra.latency = v.as_seconds(); });
+    r.opt(*m, "step_latency", "intra_node.step_latency",
+          [&](const Input& v) { c.intra.step_latency = v.as_seconds(); });
     r.opt(*m, "efficiency", "intra_node.efficiency",
           [&](const Input& v) { c.intra.efficiency = v.as_double(); });
     r.opt(*m, "nvls_efficiency", "intra_node.nvls_efficiency",

@@ -43,6 +43,10 @@ struct IntraNode {
   // LL128 rings' delivered NVLink rate / what NCCL's tuner expects of them (its per-channel LL128
   // rate); 1 = as the tuner says.
   double ll128_efficiency = 1;
+  // s per step inside the node beyond NCCL's per-hop latency table (which NCCL keeps the same for
+  // every NVLink generation); fitted per generation (calibrate/params.cpp). Presets only: a cluster
+  // without NCCL's table (latency_scale 0) takes `latency` per hop instead.
+  double step_latency = 0;
   std::string name;                  // generation ("nvlink4"): fitted efficiencies are shared by name
 };
 

@@ -51,6 +51,8 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
   if (c.intra.bandwidth > 0)
     in.put("bandwidth", yaml_quantity(c.intra.bandwidth, Quantity::Bandwidth, {"GB/s", "Gb/s"}), "per GPU, per direction");
   in.put("latency", yaml_seconds(c.intra.latency), "per hop");
+  if (c.intra.step_latency > 0)
+    in.put("step_latency", yaml_seconds(c.intra.step_latency), "per step, beyond NCCL's table (fitted per generation)");
   in.put("efficiency", yaml_number(c.intra.efficiency), "NCCL ring bus bandwidth / line rate");
   in.put("nvls_efficiency", yaml_number(c.intra.nvls_efficiency), "NVLink SHARP rate / line rate, 0 for none");
   in.put("ll128_efficiency", yaml_number(c.intra.ll128_efficiency), "LL128 rate / NCCL's tuner's");
