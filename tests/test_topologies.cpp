@@ -358,6 +358,9 @@ TEST_CASE("errors name file:line, the key path and what was expected") {
   CHECK_THROWS_WITH_AS(
       load("cluster:\n  preset: dgx-h100-ib400\n  nics:\n    efficiency: 1.5\n"),
       Contains("t.yaml:4: cluster.nics.efficiency: expected an efficiency in (0, 1], got 1.5"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-b200-ib400\n  intra_node:\n    step_latency: -1 us\n"),
+                       Contains("t.yaml:4: cluster.intra_node.step_latency: expected a non-negative time"), InputError);
+  CHECK(load("cluster:\n  preset: dgx-b200-ib400\n  intra_node: {step_latency: 2 us}\n").intra.step_latency == Approx(2e-6));
   CHECK_THROWS_WITH_AS(
       load("cluster:\n  preset: dgx-h100-ib400\n  fabric: {oversubscription: 0.5}\n"),
       Contains("t.yaml:3: cluster.fabric.oversubscription: expected a downlink:uplink ratio >= 1"),

@@ -265,18 +265,22 @@ std::vector<Cluster> build_presets() {
                     kNvlink3Src, transport_src(n), kLatencySrc, kCollSrc),
         AMD));
   }
-  for (const auto& [name, gpu, title] :
-       {std::tuple{"dgx-h100-ib400", "h100-sxm", "DGX H100 datasheet: 8x H100-SXM5-80GB"},
-        std::tuple{"dgx-h200-ib400", "h200-sxm", "DGX H200 datasheet: 8x H200-SXM-141GB"}}) {
+  // DGX SuperPODs: one ConnectX-7 NDR NIC per GPU, rail-optimized in 32-node scalable units.
+  for (const auto& [name, gpu, link, link_src, title] :
+       {std::tuple{"dgx-h100-ib400", "h100-sxm", nvlink4(), kNvlink4Src,
+                   "DGX H100 datasheet: 8x H100-SXM5-80GB, 2x Intel Xeon Platinum 8480C"},
+        std::tuple{"dgx-h200-ib400", "h200-sxm", nvlink4(), kNvlink4Src,
+                   "DGX H200 datasheet: 8x H200-SXM-141GB, 2x Intel Xeon Platinum 8480C"},
+        std::tuple{"dgx-b200-ib400", "b200", nvlink5(), kNvlink5Src,
+                   "DGX B200 datasheet: 8x B200 (180 GB), 2x Intel Xeon Platinum 8570"}}) {
     auto n = nics(8, 400, 1.5 * us, "ib");
     out.push_back(make(
-        name, 2, 8, gpu, nvlink4(), n, rail_fat_tree(32, 0.3 * us),
-        fmt::format("NVIDIA {}, 8x ConnectX-7 400 Gb/s NDR InfiniBand (compute fabric), one per GPU, 2x Intel "
-                    "Xeon Platinum 8480C. {} {} Fabric: DGX SuperPOD (H100) reference architecture, rail-optimized "
-                    "1:1 fat tree in 32-node scalable units (one leaf per rail per unit); with 64-port NDR switches a "
-                    "2-level fat tree holds up to 2048 nodes, so fat_tree_2 covers the 128- and 2048-node benches. "
-                    "Switch latency 0.3 us assumed. {} {}",
-                    title, kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
+        name, 2, 8, gpu, link, n, rail_fat_tree(32, 0.3 * us),
+        fmt::format("NVIDIA {}; 8x ConnectX-7 400 Gb/s NDR InfiniBand (compute fabric), one per GPU. {} {} Fabric: "
+                    "DGX SuperPOD reference architecture, rail-optimized 1:1 fat tree in 32-node scalable units "
+                    "(one leaf per rail per unit); with 64-port NDR switches a 2-level fat tree holds up to 2048 "
+                    "nodes, so fat_tree_2 covers the 128- and 2048-node benches. Switch latency 0.3 us assumed. {} {}",
+                    title, link_src, transport_src(n), kLatencySrc, kCollSrc),
         Intel));
   }
   {
@@ -365,38 +369,22 @@ std::vector<Cluster> build_presets() {
     c.nccl.source = "Google's TCPXO NCCL profile: NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple, NCCL_NVLS_ENABLE=0";
     out.push_back(c);
   }
-  {
+  // Google's RDMA machines: one ConnectX-7 per GPU over RoCE, rail-aligned.
+  for (const auto& [name, gpu, link, link_src, title] :
+       {std::tuple{"gcp-a3-ultra", "h200-sxm", nvlink4(), kNvlink4Src,
+                   "GCP a3-ultragpu-8g (Google Cloud 'Networking and GPU machines'): 8x H200 141GB on NVLink4, 8x "
+                   "ConnectX-7 NICs, one aligned with each GPU, 3,200 Gb/s of RDMA over Converged Ethernet; Intel "
+                   "Emerald Rapids hosts (A3 Ultra)."},
+        std::tuple{"gcp-a4-high", "b200", nvlink5(), kNvlink5Src,
+                   "GCP a4-highgpu-8g (Google Cloud 'Networking and GPU machines'): 8x B200 on NVLink5, 8x "
+                   "ConnectX-7 400 Gb/s NICs, one aligned with each GPU, 3,200 Gb/s of RDMA over Converged "
+                   "Ethernet (Google's gIB NCCL plugin); Intel Emerald Rapids hosts (A4)."}}) {
     auto n = nics(8, 400, 1.5 * us, "roce");
-    out.push_back(make(
-        "gcp-a3-ultra", 2, 8, "h200-sxm", nvlink4(), n, rail_fat_tree(32, 0.5 * us),
-        fmt::format("GCP a3-ultragpu-8g (Google Cloud 'Networking and GPU machines'): 8x H200 141GB on "
-                    "NVLink4, 8x ConnectX-7 NICs, one aligned with each GPU, 3,200 Gb/s of RDMA over "
-                    "Converged Ethernet; Intel Emerald Rapids hosts (A3 Ultra). {} {} Fabric: rail-aligned as Google "
-                    "describes it; leaf size 32 and switch latency 0.5 us assumed. {} {}",
-                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
-        Intel));
-  }
-  {
-    auto n = nics(8, 400, 1.5 * us, "ib");
-    out.push_back(make(
-        "dgx-b200-ib400", 2, 8, "b200", nvlink5(), n, rail_fat_tree(32, 0.3 * us),
-        fmt::format("NVIDIA DGX B200 datasheet: 8x B200 (180 GB), 8x single-port ConnectX-7 400 Gb/s (compute "
-                    "fabric), one per GPU, 2x Intel Xeon Platinum 8570. {} {} Fabric: DGX SuperPOD (B200) "
-                    "reference architecture, rail-optimized in 32-node scalable units, as dgx-h100-ib400. Switch "
-                    "latency 0.3 us assumed. {} {}",
-                    kNvlink5Src, transport_src(n), kLatencySrc, kCollSrc),
-        Intel));
-  }
-  {
-    auto n = nics(8, 400, 1.5 * us, "roce");
-    out.push_back(make(
-        "gcp-a4-high", 2, 8, "b200", nvlink5(), n, rail_fat_tree(32, 0.5 * us),
-        fmt::format("GCP a4-highgpu-8g (Google Cloud 'Networking and GPU machines'): 8x B200 on NVLink5, 8x "
-                    "ConnectX-7 400 Gb/s NICs, one aligned with each GPU, 3,200 Gb/s of RDMA over Converged "
-                    "Ethernet (Google's gIB NCCL plugin); Intel Emerald Rapids hosts (A4). {} {} Fabric: "
-                    "rail-aligned as Google describes it; leaf size 32 and switch latency 0.5 us assumed. {} {}",
-                    kNvlink5Src, transport_src(n), kLatencySrc, kCollSrc),
-        Intel));
+    out.push_back(make(name, 2, 8, gpu, link, n, rail_fat_tree(32, 0.5 * us),
+                       fmt::format("{} {} {} Fabric: rail-aligned as Google describes it; leaf size 32 and switch "
+                                   "latency 0.5 us assumed. {} {}",
+                                   title, link_src, transport_src(n), kLatencySrc, kCollSrc),
+                       Intel));
   }
   {
     auto n = nics(16, 200, 1.5 * us, "roce");
