@@ -138,6 +138,7 @@ struct Ctx {
   int nvls_ch;
   double scale;        // x NCCL's latency table
   double alpha_intra_extra, alpha_inter_extra;  // per-step latencies beyond NCCL's table
+  double generation_step;  // the NVLink generation's own, per step inside a node: NCCL's tuner does not see it
   double transport;    // the transport's per-message latency
   double net_overhead; // s per network step posted: NCCL's for the host CPU + the transport's own
   int gpus_per_process;
@@ -259,16 +260,17 @@ Candidate ring(const Ctx& x, int p) {
                       (fill_inter * hop_time(std::max(plan.network_seconds, plan.nvlink_seconds)) +
                        (plan.steps - 1 - fill_inter) * hop_time(plan.nvlink_seconds)) *
                       std::min(1.0, step_data / kRingChunk[p]);
-  // Two costs NCCL's tuner leaves out. Simple moves each chunk in two slices, and before each the
+  // Costs NCCL's tuner leaves out. Simple moves each chunk in two slices, and before each the
   // sender waits for the receiver's flag that its buffer slot is free: a fixed cost per slice, two
   // per step of every loop. Below one full loop (nc x R full chunks) NCCL shrinks the chunks, not
   // their number, so mid sizes pay it whole. Across nodes every step also crosses the network, whose
   // per-step cost (the transport's) hides the NVLink hops' flags. And LL128 over NVLink delivers
   // what it delivers (intra_node.ll128_efficiency), not what the tuner's per-channel rate says.
-  Untuned untuned;
+  // Nor does NCCL's table know an NVLink generation's own step latency (intra_node.step_latency).
+  Untuned untuned{.latency = (plan.steps - inter_steps) * x.generation_step};
   if (p == kSimple && x.n == 1) {
     const double loops = std::max(1.0, std::ceil(x.S / (double(x.R) * nc * kRingChunk[kSimple])));
-    untuned.latency = plan.steps * kSimpleSlicesPerChunk * loops * x.c.collectives.slice_latency;
+    untuned.latency += plan.steps * kSimpleSlicesPerChunk * loops * x.c.collectives.slice_latency;
   }
   if (p == kLL128 && x.nvlink && x.k > 1) untuned.nvlink_factor = 1 / x.c.intra.ll128_efficiency;
   finish(x, cand, lat, chunk, fill, nc, untuned);
@@ -306,7 +308,8 @@ Candidate tree(const Ctx& x, int p) {
   // A chunk climbs the chain and the tree of nodes and comes back down, stage after stage: with few
   // chunks per channel little of that overlaps. `tree_depth` chunk-times of the slowest link.
   const double chunk = std::min(kTreeChunk[p], x.S / nc);
-  finish(x, cand, lat, chunk, x.c.collectives.tree_depth * chunk_time(plan, chunk, x.S / nc), nc);
+  finish(x, cand, lat, chunk, x.c.collectives.tree_depth * chunk_time(plan, chunk, x.S / nc), nc,
+         {.latency = 2 * (x.k - 1) * x.generation_step});
   plan.channels = nc;
   return cand;
 }
@@ -420,9 +423,10 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         // NCCL's per-hop latencies already hold a link and a switch; the fabric adds the switches
         // beyond the first (leaf to spine and back). Without NCCL's table the links' own latencies
         // are the hops'.
-        .alpha_intra_extra = cl.step_latency_intra + (cl.latency_scale > 0 ? c.intra.step_latency : c.intra.latency),
+        .alpha_intra_extra = cl.step_latency_intra + (cl.latency_scale > 0 ? 0.0 : c.intra.latency),
         .alpha_inter_extra = cl.step_latency_inter + (cl.latency_scale > 0 ? 0.0 : c.nics.latency) +
                              (switch_hops(c, g) - (cl.latency_scale > 0 ? 1 : 0)) * c.fabric.switch_latency,
+        .generation_step = cl.latency_scale > 0 ? c.intra.step_latency : 0.0,
         .transport = c.nics.transport.latency,
         .net_overhead = (cl.latency_scale > 0 ? net_overhead_us(c.host_cpu) * us : 0.0) + c.nics.transport.overhead,
         .gpus_per_process = std::max(1, options.gpus_per_process),

@@ -108,22 +108,22 @@ const DeviceTable& device_table() {
 // Intra-node fabrics. `efficiency` is NCCL's ring bus bandwidth / line rate, `nvls_efficiency` the
 // NVLS rate / line rate (see kNvlink*Src); both fitted by `tagcsim calibrate` (docs/calibration.md).
 IntraNode nvlink3() {
-  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.8043};
-  i.ll128_efficiency = 0.6774;
-  i.step_latency = 0.1 * us;  // fitted: intra_node.step_latency@nvlink3
+  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.8027};
+  i.ll128_efficiency = 0.6787;
+  i.step_latency = 0.1098 * us;  // fitted: intra_node.step_latency@nvlink3
   i.name = "nvlink3";
   return i;
 }
 IntraNode nvlink4() {
-  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8373};
-  i.nvls_efficiency = 0.6502;
+  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8361};
+  i.nvls_efficiency = 0.6504;
   i.name = "nvlink4";
   return i;
 }
 IntraNode nvlink5() {
-  IntraNode i{"nvswitch", 900 * GB, 0.5 * us, 0.7994};
+  IntraNode i{"nvswitch", 900 * GB, 0.5 * us, 0.7991};
   i.nvls_efficiency = nvlink4().nvls_efficiency * 0.74 / 0.85;
-  i.step_latency = 0.8136 * us;  // fitted: intra_node.step_latency@nvlink5
+  i.step_latency = 0.6257 * us;  // fitted: intra_node.step_latency@nvlink5
   i.name = "nvlink5";
   return i;
 }
@@ -135,27 +135,27 @@ IntraNode pcie4() {
 
 constexpr const char* kNvlink3Src =
     "NVLink3 via NVSwitch: 600 GB/s bidirectional per GPU = 300 GB/s per direction (A100 datasheet). "
-    "Ring efficiency 0.8043: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
+    "Ring efficiency 0.8027: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
     "SM80_NVLINK_BW), fitted to the two 8x A100 all_reduce sweeps (nccl-a100-1n-mleng-allreduce, 234.89 GB/s "
     "bus bandwidth at 16 GiB; nccl-a100-1n-azure-ndv4-allreduce, 231.58 at 8 GiB) and the p4de tables. "
-    "LL128 efficiency 0.6774 (LL128 rings deliver 0.68 of what NCCL's tuner rates them, at 4-16 MiB in "
+    "LL128 efficiency 0.6787 (LL128 rings deliver 0.68 of what NCCL's tuner rates them, at 4-16 MiB in "
     "the A100 sweeps: ml-engineering, Azure ND A100 v4, OCI), prior 1; 0.1 us per step beyond NCCL's per-hop "
     "latency table (calibrate/profiles/nccl-model.yaml).";
 constexpr const char* kNvlink4Src =
     "NVLink4 via NVSwitch: 900 GB/s bidirectional per GPU = 450 GB/s per direction (H100 datasheet). "
-    "Ring efficiency 0.8373: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
+    "Ring efficiency 0.8361: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
     "SM90_NVLINK_BW), fitted (the NVLS-off all_reduce of 4-8 H200, 363-366 GB/s, nccl-h200-*-mleng). "
-    "NVLink SHARP efficiency 0.6502: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
+    "NVLink SHARP efficiency 0.6504: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
     "NCCL maintainers' 480 GB/s bus bandwidth on 8 GPUs (algbw 274 GB/s x 9/8 / 450; NVIDIA/nccl-tests#212), "
     "fitted to the H100/H200 NVLS tables (DGX H100, Azure ND H100 v5 / ND H200 v5, AWS p5; "
     "calibrate/profiles/nccl-model.yaml).";
 constexpr const char* kNvlink5Src =
     "NVLink5 via NVSwitch: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction (HGX B200 datasheet; 18 "
-    "links). Ring efficiency 0.7994: prior 0.802, NCCL's own 40.1 of 50 GB/s per NVLink5 link (topo.h "
+    "links). Ring efficiency 0.7991: prior 0.802, NCCL's own 40.1 of 50 GB/s per NVLink5 link (topo.h "
     "SM100_NVLINK_BW), fitted (the B200 tables: GCP A4, Lambda). NVLink SHARP efficiency 0.566 = NVLink4's "
     "fitted value x 0.74 / 0.85, the ratio NCCL's own tuner gives Blackwell's NVLS to Hopper's "
     "(src/graph/tuning.cc nvlsEfficiency, 2.28); no table determines it (two-node B200 runs are bound by "
-    "their NICs). Step latency 0.81 us per step inside the node beyond NCCL's per-hop table (which NCCL "
+    "their NICs). Step latency 0.63 us per step inside the node beyond NCCL's per-hop table (which NCCL "
     "keeps the same for every generation), fitted: both B200 tables with small sizes (Lambda's tree "
     "all-reduce, GKE's ring all-gather) run ~7 us over the H100 clusters' time at 8 B-256 KiB "
     "(calibrate/profiles/nccl-model.yaml).";
@@ -168,10 +168,10 @@ constexpr const char* kLatencySrc =
 constexpr const char* kCollSrc =
     "NCCL costs: NCCL's published latency table (tuning.cc, the newest release's unless `nccl: {version}` "
     "pins one) at scale 1, no launch latency beyond it, NCCL's per-step network cost for the host CPU "
-    "(getNetOverhead); host launch per GPU 5.08 us + 0.300 us per channel on AMD hosts, 3.55 us + 0.017 us "
+    "(getNetOverhead); host launch per GPU 5.08 us + 0.300 us per channel on AMD hosts, 3.55 us + 0.016 us "
     "on Intel hosts (fitted to the single-process -g 8 tables: A100 on AMD, H100/H200 on Intel), ring step "
-    "delay 0 chunk, tree and NVLS pipeline fill 1.44 and 16 chunks (16 is the bound: NVLS yields to "
-    "rings in the middle sizes), 4.98 us per Simple slice of a single-node ring step (the flag a "
+    "delay 0 chunk, tree and NVLS pipeline fill 1.39 and 16 chunks (16 is the bound: NVLS yields to "
+    "rings in the middle sizes), 4.88 us per Simple slice of a single-node ring step (the flag a "
     "sender waits for; NCCL's tuner leaves it out), fitted to every shipped nccl-tests table from data-independent priors "
     "(calibrate/profiles/nccl-model.yaml).";
 
@@ -181,13 +181,13 @@ CollectiveParams nccl_costs(HostCpu cpu) {
   CollectiveParams p;
   p.latency_scale = 1.0;
   p.launch_latency = 0.0 * us;
-  p.host_launch = (cpu == HostCpu::Amd ? 5.081 : 3.554) * us;
-  p.host_launch_per_channel = (cpu == HostCpu::Amd ? 0.2999 : 0.01653) * us;
+  p.host_launch = (cpu == HostCpu::Amd ? 5.078 : 3.549) * us;
+  p.host_launch_per_channel = (cpu == HostCpu::Amd ? 0.2998 : 0.01644) * us;
   p.ring_depth = 0.0;
-  p.tree_depth = 1.438;
+  p.tree_depth = 1.391;
   p.nvls_depth = 16.000;
   p.nvls_chunk_overhead = 0 * us;
-  p.slice_latency = 4.981 * us;
+  p.slice_latency = 4.876 * us;
   return p;
 }
 
