@@ -73,10 +73,10 @@ int run(const CollectiveOptions& o) {
                                    : "");
     if (const auto pins = topologies::describe(c.nccl); !pins.empty())
       out += fmt::format("# pinned: {}{}\n", pins, c.nccl.source.empty() ? "" : " (" + c.nccl.source + ")");
-    if (op == sim::CollectiveOp::AllGather && c.nodes > 1 && protocol == sim::Protocol::Auto &&
-        (c.nccl.protos == 0 || (c.nccl.protos & topologies::NcclPins::LL128)))
-      out += "# LL128 left out: all-gathers across nodes run Simple where NCCL's tuner rates LL128 faster, as "
-             "measured (docs/calibration.md)\n";
+    if ((op == sim::CollectiveOp::AllGather || op == sim::CollectiveOp::ReduceScatter) && c.nodes > 1 &&
+        protocol == sim::Protocol::Auto && (c.nccl.protos == 0 || (c.nccl.protos & topologies::NcclPins::LL128)))
+      out += "# LL128 left out: all-gathers and reduce-scatters across nodes run Simple where NCCL's tuner rates "
+             "LL128 faster, as measured (docs/calibration.md)\n";
     out += fmt::format("# {:>12} {:>9} {:>6} {:>3} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "size (B)",
                        "algo", "proto", "ch", "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us",
                        "latency us", "tuner us");

@@ -447,9 +447,10 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
       options.protocol != Protocol::Auto
           ? proto_bit(options.protocol == Protocol::LL ? kLL : options.protocol == Protocol::LL128 ? kLL128 : kSimple)
           : (c.nccl.protos ? c.nccl.protos : 7u);
-  // Measured, not in NCCL's tuner: all-gathers across nodes run at Simple's speed from ~1 MiB where
-  // the tuner would pick LL128 (three tables, three fabrics; docs/calibration.md). Unless pinned alone.
-  if (op == CollectiveOp::AllGather && n > 1 && (protos & ~proto_bit(kLL128))) protos &= ~proto_bit(kLL128);
+  // Measured, not in NCCL's tuner: all-gathers and reduce-scatters across nodes run at Simple's speed
+  // where the tuner would pick LL128 (docs/calibration.md). Unless LL128 is pinned alone.
+  const bool gather_or_scatter = op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter;
+  if (gather_or_scatter && n > 1 && (protos & ~proto_bit(kLL128))) protos &= ~proto_bit(kLL128);
   const bool allreduce = op == CollectiveOp::AllReduce;
   const bool has_nvls = x.nvls_rate > 0 && x.nvlink && k > 1;
   auto runs = [&](int a) {

@@ -99,10 +99,11 @@ TEST_CASE("bad input: an LL128 efficiency of 0 or above 1, or a negative slice l
   CHECK(load("cluster:\n  preset: dgx-a100-ib200\n").intra.ll128_efficiency == Approx(0.6787));
 }
 
-TEST_CASE("all-gathers across nodes run Simple where the tuner would pick LL128 (measured, three tables)") {
+TEST_CASE("all-gathers and reduce-scatters across nodes run Simple where the tuner would pick LL128 (measured)") {
   // NCCL's tuner rates an LL128 ring at 0.92 of Simple's bandwidth with 15 x 1.9 + 4 us of latency
-  // against Simple's 15 x 3.4 + 14: below ~100 MiB it would choose LL128. Three published tables
-  // (InfiniBand, RoCE, TCPXO; H100 and B200) run at Simple's speed from 1 MiB (docs/calibration.md).
+  // against Simple's 15 x 3.4 + 14: below ~100 MiB it would choose LL128. Three published all-gather
+  // tables (InfiniBand, RoCE, TCPXO; H100 and B200) run at Simple's speed from 1 MiB, and a 10-node
+  // run's reduce-scatters take its all-gathers' times (docs/calibration.md).
   const auto two = h100_nodes(2);
   const double S = 16 * MiB;
   const auto ag = plan_collective(two, CollectiveOp::AllGather, S, whole_cluster(two));
@@ -110,9 +111,11 @@ TEST_CASE("all-gathers across nodes run Simple where the tuner would pick LL128 
   CHECK(ag.protocol == Protocol::Simple);
   CHECK(ag.seconds() == Approx(plan_collective(two, CollectiveOp::AllGather, S, whole_cluster(two),
                                                PlanOptions{.protocol = Protocol::Simple}).seconds()));
+  CHECK(plan_collective(two, CollectiveOp::ReduceScatter, S, whole_cluster(two)).protocol == Protocol::Simple);
   // What the tuner alone chooses: LL128, on one node and for an all-reduce across nodes.
   const auto one = h100_nodes(1);
   CHECK(plan_collective(one, CollectiveOp::AllGather, S, whole_cluster(one)).protocol == Protocol::LL128);
+  CHECK(plan_collective(one, CollectiveOp::ReduceScatter, S, whole_cluster(one)).protocol == Protocol::LL128);
   CHECK(plan_collective(two, CollectiveOp::AllReduce, S, whole_cluster(two)).protocol == Protocol::LL128);
   // LL stays for small all-gathers, and LL128 pinned alone still runs.
   CHECK(plan_collective(two, CollectiveOp::AllGather, 64 * 1024, whole_cluster(two)).protocol == Protocol::LL);
