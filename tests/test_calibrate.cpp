@@ -412,3 +412,19 @@ TEST_CASE("fitting every published table at once, from the priors: the presets' 
   CHECK(summarize(r.points, size_bands()[3]).median_abs < 0.12);   // 32 KiB-1 MiB: 11.2%
   CHECK(summarize(r.points, size_bands()[4]).p90_abs < 0.20);      // >= 1 MiB: 18.4%
 }
+
+TEST_CASE("priors: NCCL's own rates and latency tables, never the shipped tables' fits") {
+  // NCCL's per-link NVLink rates (topo.h), the maintainers' NVLS figure, no step latency of its own.
+  const auto h100 = with_priors(topologies::preset("dgx-h100-ib400"));
+  CHECK(h100.intra.efficiency == doctest::Approx(20.6 / 25));
+  CHECK(h100.intra.nvls_efficiency == doctest::Approx(274.3 * 9 / 8 / 450));
+  CHECK(h100.intra.step_latency == 0);
+  CHECK(h100.nics.efficiency == doctest::Approx(0.97));  // 48.5 of 50 GB/s per ConnectX-7
+  CHECK(h100.nics.transport.latency == 0);
+  // NVLink5: 40.1 of 50 GB/s per link; NVLS as NVLink4's x NCCL's Blackwell / Hopper 0.74 / 0.85.
+  const auto b200 = with_priors(topologies::preset("dgx-b200-ib400"));
+  CHECK(b200.intra.efficiency == doctest::Approx(40.1 / 50));
+  CHECK(b200.intra.nvls_efficiency == doctest::Approx(274.3 * 9 / 8 / 450 * 0.74 / 0.85));
+  CHECK(b200.intra.step_latency == 0);
+  CHECK(topologies::preset("dgx-b200-ib400").intra.step_latency > 0);  // the presets carry the fit
+}
