@@ -3,6 +3,7 @@
 // plainly that it is assumed. Efficiencies are derived as measured / peak, written out.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <tuple>
 #include <utility>
 
@@ -122,7 +123,7 @@ IntraNode nvlink4() {
 }
 IntraNode nvlink5() {
   IntraNode i{"nvswitch", 900 * GB, 0.5 * us, 0.7991};
-  i.nvls_efficiency = nvlink4().nvls_efficiency * 0.74 / 0.85;
+  i.nvls_efficiency = std::round(nvlink4().nvls_efficiency * 0.74 / 0.85 * 1e4) / 1e4;  // to the fits' four digits
   i.step_latency = 0.6257 * us;  // fitted: intra_node.step_latency@nvlink5
   i.name = "nvlink5";
   return i;
