@@ -2,6 +2,7 @@
 // show trends, the rule-of-thumb baseline and the fitted parameters (docs/validation.md is this
 // text).
 #include "scenarios/validation.hpp"
+#include "sim/kernel_profile.hpp"
 
 #include <fmt/format.h>
 
@@ -189,6 +190,12 @@ std::string format_validation(const ValidationRun& run) {
   out += summary_line("fitted on all rows (in-sample)", collect(false, any));
   if (loso) {
     out += summary_line("leave one source out (held out)", collect(true, any));
+    // A family fitted from fewer than two sources runs on its profile's rates unscaled: its rows are
+    // a new generation's, and the line below says what the model does where it has been fitted.
+    auto fitted = [](const ValidationRow& r) { return !sim::fitted_parameters(r.family).basis.empty(); };
+    const bool unfitted = std::any_of(run.rows.begin(), run.rows.end(),
+                                      [&](const ValidationRow& r) { return r.counted && !fitted(r); });
+    if (unfitted) out += summary_line("held out, device families with a fit", collect(true, fitted));
     out += summary_line("rule of thumb: one MFU per device family, held out the same way", constant_mfu_baseline(run));
   }
   std::set<std::string> sources;

@@ -231,3 +231,17 @@ TEST_CASE("the report holds the model against one MFU per device family, held ou
   CHECK(text.find("| rule of thumb: one MFU per device family, held out the same way | 3 | 10.0% | 7.7% | 12.5% (a1) | "
                   "+0.6% |") != std::string::npos);
 }
+
+TEST_CASE("a family without a fit is reported apart: the held-out summary of the families with one") {
+  // Blackwell has one source, so its scale is not fitted; the summary adds the rows of fitted families.
+  std::vector<scenarios::ValidationRow> r = {row("fsdp-tt-llama3-8b-b200-8gpu-compile"),
+                                             row("fsdp-tt-13b-llama2-a100-64gpu-bs2-none"),
+                                             row("fsdp-tt-llama3-70b-a100-64gpu-full-ac")};
+  CHECK(sim::fitted_parameters("blackwell").basis.empty());
+  scenarios::ValidationOptions o;
+  o.leave_one_source_out = true;
+  const auto text = scenarios::format_validation(scenarios::validate(r, o));
+  CHECK(text.find("| leave one source out (held out) | 3 |") != std::string::npos);
+  CHECK(text.find("| held out, device families with a fit | 2 |") != std::string::npos);
+  sim::clear_fitted_overrides();
+}
