@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -244,4 +245,17 @@ TEST_CASE("a family without a fit is reported apart: the held-out summary of the
   CHECK(text.find("| leave one source out (held out) | 3 |") != std::string::npos);
   CHECK(text.find("| held out, device families with a fit | 2 |") != std::string::npos);
   sim::clear_fitted_overrides();
+}
+
+TEST_CASE("a family without a fit of its own takes the fitted families' geometric mean and memory scale") {
+  sim::override_fitted_parameters("ampere", {0.9, 0.7, "test"});
+  sim::override_fitted_parameters("hopper", {0.4, 0.7, "test"});
+  const auto b = sim::fitted_parameters("blackwell");
+  CHECK(b.tensor_scale == Approx(0.6));  // sqrt(0.9 x 0.4)
+  CHECK(b.memory_scale == Approx(0.7));
+  CHECK(b.basis.empty());  // still not fitted
+  CHECK(sim::kernel_profile("device-b200").fitted.tensor_scale == Approx(0.6));  // a loaded profile follows
+  sim::clear_fitted_overrides();
+  CHECK(sim::fitted_parameters("blackwell").tensor_scale ==
+        Approx(std::sqrt(sim::fitted_parameters("ampere").tensor_scale * sim::fitted_parameters("hopper").tensor_scale)));
 }
