@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <sstream>
 #include <vector>
@@ -61,6 +62,8 @@ int run(const CollectiveOptions& o) {
 
   const auto group = sim::whole_cluster(c);
   const sim::PlanOptions options{.algorithm = algorithm, .protocol = protocol, .gpus_per_process = o.gpus_per_process};
+  std::vector<sim::CollectivePlan> plans;
+  for (double bytes : sizes) plans.push_back(sim::plan_collective(c, op, bytes, group, options));
   std::string out;
   if (o.format == "table") {
     out += fmt::format("# {} on {}: {} nodes x {} GPUs = {} GPUs ({}), {}{}\n", sim::to_string(op), c.name,
@@ -73,8 +76,7 @@ int run(const CollectiveOptions& o) {
                                    : "");
     if (const auto pins = topologies::describe(c.nccl); !pins.empty())
       out += fmt::format("# pinned: {}{}\n", pins, c.nccl.source.empty() ? "" : " (" + c.nccl.source + ")");
-    if ((op == sim::CollectiveOp::AllGather || op == sim::CollectiveOp::ReduceScatter) && c.nodes > 1 &&
-        protocol == sim::Protocol::Auto && (c.nccl.protos == 0 || (c.nccl.protos & topologies::NcclPins::LL128)))
+    if (std::any_of(plans.begin(), plans.end(), [](const auto& p) { return p.ll128_left_out; }))
       out += "# LL128 left out: all-gathers and reduce-scatters across nodes run Simple where NCCL's tuner rates "
              "LL128 faster, as measured (docs/calibration.md)\n";
     out += fmt::format("# {:>12} {:>9} {:>6} {:>3} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "size (B)",
@@ -86,7 +88,7 @@ int run(const CollectiveOptions& o) {
                        sim::to_string(op), c.name, c.nodes, c.gpus_per_node, c.gpus());
   }
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const auto plan = sim::plan_collective(c, op, sizes[i], group, options);
+    const auto& plan = plans[i];
     const double t = sim::simulate_collective(c, plan);
     if (o.format == "table")
       out += fmt::format(

@@ -450,7 +450,8 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
   // Measured, not in NCCL's tuner: all-gathers and reduce-scatters across nodes run at Simple's speed
   // where the tuner would pick LL128 (docs/calibration.md). Unless LL128 is pinned alone.
   const bool gather_or_scatter = op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter;
-  if (gather_or_scatter && n > 1 && (protos & ~proto_bit(kLL128))) protos &= ~proto_bit(kLL128);
+  const bool ll128_left_out = gather_or_scatter && n > 1 && (protos & proto_bit(kLL128)) && (protos & ~proto_bit(kLL128));
+  if (ll128_left_out) protos &= ~proto_bit(kLL128);
   const bool allreduce = op == CollectiveOp::AllReduce;
   const bool has_nvls = x.nvls_rate > 0 && x.nvlink && k > 1;
   auto runs = [&](int a) {
@@ -494,6 +495,7 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
   p.protocol = protocol_of(best.p);
   p.max_channels = best.a == kNvls || best.a == kNvlsTree ? x.nvls_ch : x.nch;
   p.rails = n > 1 ? rails : 0;
+  p.ll128_left_out = ll128_left_out;
   return p;
 }
 

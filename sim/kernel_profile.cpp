@@ -203,26 +203,26 @@ std::map<std::string, FittedParameters> read_fit_file() {
   return out;
 }
 
-FittedParameters own_fit(Registry& r, const std::string& family) {
+std::optional<FittedParameters> own_fit(Registry& r, const std::string& family) {
   if (auto it = r.overrides.find(family); it != r.overrides.end()) return it->second;
   if (!r.fitted) r.fitted = read_fit_file();
   if (auto it = r.fitted->find(family); it != r.fitted->end()) return it->second;
-  return FittedParameters{0, 0, ""};
+  return std::nullopt;
 }
 
 // A family without a fit of its own takes what the fitted ones share: the memory scale (one for all)
 // and the geometric mean of their tensor scales, the best guess for a family the data has not seen.
 // Its basis stays empty: it is not fitted.
 FittedParameters fitted_locked(Registry& r, const std::string& family) {
-  if (auto own = own_fit(r, family); own.tensor_scale > 0) return own;
+  if (auto own = own_fit(r, family)) return *own;
   std::set<std::string> families;
   for (const auto& [name, p] : *r.fitted) families.insert(name);
   for (const auto& [name, p] : r.overrides) families.insert(name);
   double log_sum = 0, memory = 1;
   int n = 0;
   for (const auto& name : families)
-    if (const auto f = own_fit(r, name); f.tensor_scale > 0 && !f.basis.empty() && name != family)
-      log_sum += std::log(f.tensor_scale), memory = f.memory_scale, ++n;
+    if (const auto f = own_fit(r, name); f && !f->basis.empty() && name != family)
+      log_sum += std::log(f->tensor_scale), memory = f->memory_scale, ++n;
   return n ? FittedParameters{std::exp(log_sum / n), memory, ""} : FittedParameters{1, 1, ""};
 }
 

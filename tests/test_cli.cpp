@@ -82,6 +82,9 @@ TEST_CASE("tagcsim collective prints time, algbw and busbw the nccl-tests way, w
   CHECK(o.output.find("proto") != std::string::npos);
   CHECK(o.output.find(" ring ") != std::string::npos);
   CHECK(o.output.find("# LL128 left out: all-gathers and reduce-scatters across nodes run Simple") != std::string::npos);
+  // LL128 asked for: it runs, and nothing was left out.
+  CHECK(tagcsim("collective --cluster dgx-h100-ib400 --op all_gather --bytes 16MiB --gpus 16 --protocol ll128")
+            .output.find("LL128 left out") == std::string::npos);
   // A small all-reduce on one node: LL on a ring; a large one: NVLink SHARP.
   const auto ar = tagcsim("collective --cluster dgx-h100-ib400 --op all_reduce --bytes 8KiB,8GiB --gpus 8");
   CHECK(ar.code == 0);
