@@ -32,7 +32,9 @@ def entry(eid):
 
 def tflops(eid):
     m = entry(eid)["measured"]
-    return m.get("tflops", m.get("mamf_tflops"))
+    if "tflops" in m or "mamf_tflops" in m:
+        return m.get("tflops", m.get("mamf_tflops"))
+    return (m.get("flops_per_s") or m["tops_per_s"]) / 1e12  # XLA's table, torchao's benchmark
 
 
 # ---------------------------------------------------------------- GEMM points
@@ -48,7 +50,7 @@ def gemm_point(eid, m=None, n=None, k=None, dtype=None, note=None):
         p["batch"] = s["batch"]
     p["dtype"] = dtype
     meas = entry(eid)["measured"]
-    if "tflops" in meas or "mamf_tflops" in meas:
+    if any(k in meas for k in ("tflops", "mamf_tflops", "flops_per_s", "tops_per_s")):
         p["tflops"] = round(tflops(eid), 3)
     else:
         p["seconds"] = meas["latency_ms"] * 1e-3
@@ -75,21 +77,12 @@ H200_GEMM = H100_GEMM + [gemm_point(f"gemm-h200-tileops-torchbmm-bfloat16-{s}") 
 # B200: PyTorch's aten::mm squares (K26, cuBLAS), XLA's measured table where it adds shapes (K25: the
 # small squares and the rectangles; its 1024-4096 squares agree with K26's within 1%), and the best
 # shape of mamf-finder (K24).
-def rate_point(eid, note=None):
-    s, meas = entry(eid)["setup"], entry(eid)["measured"]
-    t = meas.get("tflops") or (meas.get("flops_per_s") or meas.get("tops_per_s")) / 1e12
-    p = {"m": s["m"], "n": s["n"], "k": s["k"], "dtype": "bf16", "tflops": round(t, 3), "source": eid}
-    if note:
-        p["note"] = note
-    return p
-
-
-B200_GEMM = ([rate_point(f"gemm-b200-torchaopr2427-bf16-{n}x{n}x{n}") for n in (1024, 1536, 2048, 3072, 4096, 6144, 8192)] +
-             [rate_point(f"gemm-b200-xlaptable-bf16-{s}") for s in (
+B200_GEMM = ([gemm_point(f"gemm-b200-torchaopr2427-bf16-{n}x{n}x{n}") for n in (1024, 1536, 2048, 3072, 4096, 6144, 8192)] +
+             [gemm_point(f"gemm-b200-xlaptable-bf16-{s}") for s in (
                  "256x256x256", "512x512x512", "2048x2048x4096", "512x4096x4096", "1024x4096x4096", "2048x4096x4096",
                  "4096x1024x4096", "4096x2048x4096", "4096x4096x256", "4096x4096x512", "4096x4096x1024",
                  "4096x4096x2048")] +
-             [rate_point("gemm-b200-mamf-bf16-1792x16128x3072", MAMF_NOTE)])
+             [gemm_point("gemm-b200-mamf-bf16-1792x16128x3072", note=MAMF_NOTE)])
 
 # ----------------------------------------------------------- attention curves
 
