@@ -224,7 +224,8 @@ constexpr TransportPrior kTransportPriors[] = {
     // GPUDirect-TCPX: the plugin reports no latency (google/nccl-plugin-gpudirecttcpx net_tcpx.cc,
     // props->latency = 0); efficiency 0.80 assumed (TCP/IP on the host, receive-side unpack on the GPU).
     {"tcpx", 0, 0, 0.80},
-    // GPUDirect-TCPXO: its plugin is not public; latency as TCPX's, efficiency 0.85 assumed (offloaded).
+    // GPUDirect-TCPXO: its plugin reports no latency either (google/nccl-plugin-gpudirect-tcpxo
+    // v1.0.17, fastrak_offload/nccl_shim.cc: props.latency = 0); efficiency 0.85 assumed (offloaded).
     {"tcpxo", 0, 0, 0.85},
     // NCCL's socket transport reports no latency (net_socket.cc); 10 us for the kernel TCP stack assumed;
     // 1448 / 1538 bytes of TCP payload per MTU-1500 frame.

@@ -228,7 +228,7 @@ std::string format_validation(const ValidationRun& run) {
   for (const auto& f : families) {
     const auto p = run.fitted.count(f) ? run.fitted.at(f) : sim::fitted_parameters(f);
     out += fmt::format("| {} | {:.3f} | {:.3f} | {} |\n", f, p.tensor_scale, p.memory_scale,
-                       p.basis.empty() ? "not fitted" : p.basis);
+                       p.basis.empty() ? "not fitted: tensor scale " + p.borrowed + ", memory scale shared" : p.basis);
   }
   if (!run.fold_fits.empty()) {
     out += "\n| held-out source | fitted without it |\n|---|---|\n";

@@ -84,7 +84,7 @@ std::string compute_model_description(const topologies::DeviceProfile& gpu) {
   const std::string file = p->file.rfind(dir, 0) == 0 ? "calibrate/profiles/" + p->file.substr(dir.size()) : p->file;
   return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}", p->name, file,
                      p->family, f.tensor_scale, f.memory_scale,
-                     f.basis.empty() ? " (not fitted: the fitted families' mean tensor scale and their memory scale)" : "");
+                     f.basis.empty() ? fmt::format(" (not fitted: tensor scale {}, memory scale shared)", f.borrowed) : "");
 }
 
 HostCost host_cost(const StepSetup& setup) {

@@ -29,6 +29,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -210,20 +211,40 @@ std::optional<FittedParameters> own_fit(Registry& r, const std::string& family) 
   return std::nullopt;
 }
 
-// A family without a fit of its own takes what the fitted ones share: the memory scale (one for all)
-// and the geometric mean of their tensor scales, the best guess for a family the data has not seen.
-// Its basis stays empty: it is not fitted.
+// NVIDIA's architectures in release order: a family's predecessor is the one before it.
+constexpr std::array kArchitectures = {"volta", "turing", "ampere", "ada", "hopper", "blackwell"};
+
+int architecture_rank(const std::string& family) {
+  const auto it = std::find(kArchitectures.begin(), kArchitectures.end(), family);
+  return it == kArchitectures.end() ? -1 : int(it - kArchitectures.begin());
+}
+
+// A family without a fit of its own takes its nearest fitted predecessor's scales: what the tensor
+// scale holds (clocks sustained under a training load against a microbenchmark's, NCCL's kernels
+// on the SMs, the library generation) carries from one architecture to the next, and Hopper and
+// Blackwell both run dense tensor work at their power limit where Ampere runs near its clocks.
+// With no fitted predecessor (or a family not in the list), the geometric mean of the fitted
+// families' tensor scales. The memory scale is one for all. Its basis stays empty: not fitted.
 FittedParameters fitted_locked(Registry& r, const std::string& family) {
   if (auto own = own_fit(r, family)) return *own;
   std::set<std::string> families;
   for (const auto& [name, p] : *r.fitted) families.insert(name);
   for (const auto& [name, p] : r.overrides) families.insert(name);
   double log_sum = 0, memory = 1;
-  int n = 0;
-  for (const auto& name : families)
-    if (const auto f = own_fit(r, name); f && !f->basis.empty() && name != family)
-      log_sum += std::log(f->tensor_scale), memory = f->memory_scale, ++n;
-  return n ? FittedParameters{std::exp(log_sum / n), memory, ""} : FittedParameters{1, 1, ""};
+  int n = 0, predecessor_rank = -1;
+  std::optional<double> predecessor;
+  std::string predecessor_name;
+  const int rank = architecture_rank(family);
+  for (const auto& name : families) {
+    const auto f = own_fit(r, name);
+    if (!f || f->basis.empty() || name == family) continue;
+    log_sum += std::log(f->tensor_scale), memory = f->memory_scale, ++n;
+    if (const int k = architecture_rank(name); rank >= 0 && k >= 0 && k < rank && k > predecessor_rank)
+      predecessor_rank = k, predecessor = f->tensor_scale, predecessor_name = name;
+  }
+  if (!n) return FittedParameters{1, 1, "", "none: the profile's rates"};
+  if (predecessor) return FittedParameters{*predecessor, memory, "", predecessor_name + "'s, its predecessor's"};
+  return FittedParameters{std::exp(log_sum / n), memory, "", "the fitted families' geometric mean"};
 }
 
 }  // namespace

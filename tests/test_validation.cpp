@@ -247,15 +247,20 @@ TEST_CASE("a family without a fit is reported apart: the held-out summary of the
   sim::clear_fitted_overrides();
 }
 
-TEST_CASE("a family without a fit of its own takes the fitted families' geometric mean and memory scale") {
+TEST_CASE("a family without a fit of its own takes its nearest fitted predecessor's tensor scale") {
   sim::override_fitted_parameters("ampere", {0.9, 0.7, "test"});
   sim::override_fitted_parameters("hopper", {0.4, 0.7, "test"});
   const auto b = sim::fitted_parameters("blackwell");
-  CHECK(b.tensor_scale == Approx(0.6));  // sqrt(0.9 x 0.4)
+  CHECK(b.tensor_scale == Approx(0.4));  // Hopper's, not Ampere's 0.9
   CHECK(b.memory_scale == Approx(0.7));
   CHECK(b.basis.empty());  // still not fitted
-  CHECK(sim::kernel_profile("device-b200").fitted.tensor_scale == Approx(0.6));  // a loaded profile follows
+  CHECK(b.borrowed == "hopper's, its predecessor's");
+  CHECK(sim::kernel_profile("device-b200").fitted.tensor_scale == Approx(0.4));  // a loaded profile follows
+  CHECK(sim::fitted_parameters("ada").tensor_scale == Approx(0.9));  // Ada follows Ampere, not Hopper
+  // No fitted predecessor, or a family the list does not know: the geometric mean, sqrt(0.9 x 0.4).
+  CHECK(sim::fitted_parameters("volta").tensor_scale == Approx(0.6));
+  CHECK(sim::fitted_parameters("cdna3").tensor_scale == Approx(0.6));
+  CHECK(sim::fitted_parameters("cdna3").borrowed == "the fitted families' geometric mean");
   sim::clear_fitted_overrides();
-  CHECK(sim::fitted_parameters("blackwell").tensor_scale ==
-        Approx(std::sqrt(sim::fitted_parameters("ampere").tensor_scale * sim::fitted_parameters("hopper").tensor_scale)));
+  CHECK(sim::fitted_parameters("blackwell").tensor_scale == Approx(sim::fitted_parameters("hopper").tensor_scale));
 }
