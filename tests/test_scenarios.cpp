@@ -144,6 +144,23 @@ TEST_CASE("a scenario that does not fit in GPU memory says so, with the numbers"
   CHECK(format_results(s, results, Format::Json).find("\"fits_in_memory\": false") != std::string::npos);
 }
 
+TEST_CASE("a point within 15% of the GPU's memory carries the memory-pressure caveat, and only that point") {
+  // Llama 3.1 8B, 8 x 96 GiB, 8k tokens, per-op checkpointing: 62.2 GiB at the peak with one
+  // sequence per micro-batch (65%), 93.8 GiB with two (98%).
+  const auto s = parse_scenario(
+      "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1, gpu: {memory_bytes: 96 GiB}}\n"
+      "training: {seq_len: 8192, activation_checkpointing: selective_op}\n"
+      "sweep:\n  training.micro_batch: [1, 2]\n",
+      "t.yaml");
+  const auto results = run(s);
+  REQUIRE(results.size() == 2);
+  CHECK(results[0].step.memory.peak_bytes() / results[0].step.memory.capacity_bytes == doctest::Approx(0.648).epsilon(0.01));
+  CHECK(results[1].step.memory.peak_bytes() / results[1].step.memory.capacity_bytes == doctest::Approx(0.977).epsilon(0.01));
+  const auto table = format_results(s, results, Format::Table);
+  CHECK(table.find("note: (at training.micro_batch=2) peak memory is within 15% of the GPU's") != std::string::npos);
+  CHECK(table.find("training.micro_batch=1) peak memory") == std::string::npos);
+}
+
 TEST_CASE("a sweep plots as one curve per policy along the first swept key") {
   const auto s = parse("policies: [fsdp, tagc-batched]\nsweep:\n  cluster.nodes: [1, 2]\n");
   const auto results = run(s);
