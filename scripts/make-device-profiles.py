@@ -307,9 +307,11 @@ PROFILES = {
              "the only published B200 attention curves a PyTorch SDPA or flash-attn 2 run uses; FlashAttention-4 "
              "and cuDNN are not in the profile. Memory: CUB's element-wise add on 2^28 fp16 (K30, nvbench) with "
              "the small-kernel floor of H200 (K19). Not validated against B200 FSDP throughput beyond one "
-             "torchtitan row (docs/validation.md); the family's scales are not fitted."),
+             "torchtitan row (docs/validation.md); the family's scales are not fitted. Also times GB200's GPUs "
+             "(the same die at up to 1,200 W; no GB200 kernel measurement is in the profile)."),
         B200_PEAK, B200_GEMM, B200_ATTN,
         memory_model(gbps("membw-b200-cccl7391-add-f16-2e28"), "membw-b200-cccl7391-add-f16-2e28"),
+        also=["GB200-186GB"],
         tiles_source=("assumed as for SM80/SM90 (CUTLASS's default tensor-core tiles; SM100's two-SM tiles are "
                       "not modelled): the measured points correct the model where they are")),
 }

@@ -336,6 +336,28 @@ TEST_CASE("NVLS all-reduce on 8x H100 uses the NVLS bandwidth formula") {
   CHECK(plan_collective(four, CollectiveOp::AllReduce, S, whole_cluster(four)).algorithm == Algorithm::Ring);
 }
 
+TEST_CASE("an NVL72 rack is one NVLink domain: NVLS over 72 GPUs and no NIC, two racks go out on all 72 rails") {
+  // 72 GPUs each reduce 1/72 of the buffer in the switches and multicast it back: S x 73/72 per GPU
+  // at NVLink5's 900 GB/s x the preset's NVLS efficiency. busbw = 2 x 71/72 x S / t
+  // = 2 x 71/73 x 900 x eff: 1,753 x eff GB/s, 992.5 GB/s at eff 0.5662.
+  const auto c = topologies::preset("gb200-nvl72");
+  const double S = 8.0 * (1 << 30);
+  const auto rack = plan_collective(c, CollectiveOp::AllReduce, S, {1, 72});
+  CHECK(rack.algorithm == Algorithm::Nvls);
+  CHECK(rack.node_egress_bytes == 0);
+  CHECK(rack.network_seconds == 0);
+  CHECK(rack.nvlink_bytes == doctest::Approx(S * 73 / 72));
+  CHECK(rack.nvlink_seconds == doctest::Approx(S * 73 / 72 / (900e9 * c.intra.nvls_efficiency)));
+  CHECK(c.intra.nvls_efficiency == doctest::Approx(0.5662));
+  CHECK(rack.busbw(rack.nvlink_seconds) / 1e9 == doctest::Approx(2.0 * 71 / 73 * 900 * 0.5662).epsilon(1e-3));
+  // Two racks: an all-gather's ring leaves each rack through every GPU's own NIC.
+  CHECK(c.rails() == 72);
+  CHECK(c.rails_of_gpus(0, 72) == 72);
+  const auto two = plan_collective(c, CollectiveOp::AllGather, S, whole_cluster(c));
+  CHECK(two.network_seconds > 0);
+  CHECK(two.node_egress_bytes > 0);
+}
+
 TEST_CASE("a tree across nodes: two nodes send S each, beyond two the busiest node sends 2S") {
   // A double binary tree: each tree carries S/2 up and down its edges. A node inside one tree
   // (parent and two children) sends 3 x S/2 there and S/2 as a leaf of the other; of two nodes

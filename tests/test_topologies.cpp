@@ -26,7 +26,7 @@ Cluster load(const std::string& text) { return load_cluster(cluster_input(text))
 }  // namespace
 
 TEST_CASE("every cluster preset validates and names its sources") {
-  REQUIRE(preset_names().size() == 23);
+  REQUIRE(preset_names().size() == 24);
   for (const auto& name : preset_names()) {
     CAPTURE(name);
     Cluster c = preset(name);
@@ -117,6 +117,23 @@ TEST_CASE("dgx-h100-ib400: 8 NDR NICs of 50 GB/s at the efficiency fitted to the
   CHECK(c.fabric.rail_optimized);
   CHECK(c.fabric.nodes_per_leaf == 32);
   CHECK(c.fabric.oversubscription == 1);
+}
+
+TEST_CASE("GB200 NVL72: a rack of 72 GPUs is one node, one 400 Gb/s NIC per GPU, Blackwell") {
+  Cluster c = preset("gb200-nvl72");
+  CHECK(preset("nvl72").name == "gb200-nvl72");
+  CHECK(c.gpus_per_node == 72);
+  CHECK(c.nics.count == 72);
+  CHECK(c.rails() == 72);
+  CHECK(c.nics.bandwidth == Approx(50e9));
+  CHECK(c.node_injection_bandwidth() == Approx(72 * 50e9 * 0.8305));
+  CHECK(c.intra.bandwidth == Approx(900e9));  // NVLink5, across the rack's switch trays
+  CHECK(c.gpu.name == "GB200-186GB");
+  CHECK(c.gpu.sm == 100);
+  CHECK(c.gpu.peak_flops_bf16 == Approx(360e15 / 2 / 72));  // the rack's sparse rate, dense, per GPU
+  CHECK(c.gpu.memory_bytes == Approx(186e9));
+  CHECK(c.host_cpu == HostCpu::Arm);  // Grace: NCCL charges Arm hosts Intel's 1 us per network step
+  CHECK(c.collectives.host_launch == Approx(preset("dgx-b200-ib400").collectives.host_launch));
 }
 
 TEST_CASE("AWS, Ethernet and TAGC presets: per-node NIC totals and slower TCP latencies") {

@@ -29,9 +29,9 @@ constexpr const char* kStream =
 using DeviceTable = std::vector<std::pair<std::string, DeviceProfile>>;
 
 DeviceTable with_sm(DeviceTable table) {
-  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100/H200 9.0, B200 10.0, V100 7.0, L4 8.9.
+  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100/H200 9.0, B200/GB200 10.0, V100 7.0, L4 8.9.
   for (auto& [name, d] : table)
-    d.sm = name.rfind("h1", 0) == 0 || name.rfind("h2", 0) == 0 ? 90 : name.rfind("b2", 0) == 0 ? 100
+    d.sm = name.rfind("h1", 0) == 0 || name.rfind("h2", 0) == 0 ? 90 : name.rfind("b2", 0) == 0 || name.rfind("gb2", 0) == 0 ? 100
                                                                    : name.rfind("v100", 0) == 0 ? 70
                                                                    : name == "l4"               ? 89
                                                                                                 : 80;
@@ -89,6 +89,15 @@ const DeviceTable& device_table() {
         "GEMM, FlashAttention-2 and bandwidth measurements; docs/compute-model.md), whose family's training "
         "scales are not fitted (one FSDP source). For the roofline only: gemm_efficiency 0.455 and "
         "memory_efficiency 0.887, H100 SXM's, assumed to carry over."}},
+      {"gb200",
+       {"GB200-186GB", 2500 * TFLOPS, 80 * TFLOPS, 1250 * TFLOPS, 186 * GB, 8 * TB, 0.455, 0.887, "device-b200",
+        "NVIDIA GB200 NVL72 product page, per rack, divided by its 72 GPUs (NVIDIA lists the tensor rates "
+        "with sparsity; halved here): bf16 360 PFLOP/s -> 2,500 TFLOP/s dense per GPU, TF32 180 -> 1,250; "
+        "13.4 TB HBM3e -> 186 GB per GPU at 576 TB/s -> 8 TB/s; the B200 die at up to 1,200 W beside a Grace "
+        "CPU. FP32 80 TFLOP/s: B200's, assumed. Kernels are timed from the kernel profile device-b200 (B200 "
+        "measurements at 1,000 W; no GB200 kernel measurement is in it), whose family's training scales "
+        "are not fitted. For the roofline only: gemm_efficiency 0.455 and memory_efficiency 0.887, H100 "
+        "SXM's, assumed to carry over."}},
       {"v100-32gb",
        {"V100-SXM2-32GB", 125 * TFLOPS, 15.7 * TFLOPS, 15.7 * TFLOPS, 32 * GiB, 900 * GB, 0.80, 0.834, "",
         "NVIDIA V100 datasheet (SXM2 32GB): 125 TFLOP/s tensor (fp16; V100 has no bf16, so the "
@@ -285,6 +294,25 @@ std::vector<Cluster> build_presets() {
         Intel));
   }
   {
+    // One NVLink domain of 72 GPUs is one node here: NCCL sees the rack's GPUs as peers on NVLink
+    // (MNNVL), so a collective inside a rack never touches a NIC.
+    auto n = nics(72, 400, 1.5 * us, "ib");
+    out.push_back(make(
+        "gb200-nvl72", 2, 72, "gb200", nvlink5(), n, rail_fat_tree(32, 0.3 * us),
+        fmt::format("NVIDIA GB200 NVL72: 72 GPUs and 36 Grace CPUs in one NVLink5 domain (NVLink Switch trays, "
+                    "1.8 TB/s bidirectional per GPU, 130 TB/s per rack; NVIDIA GB200 NVL72 product page); a node "
+                    "here is a rack. Compute fabric: 4 ConnectX-7 per 4-GPU compute tray, one per GPU, 186 GB per "
+                    "GPU (mlcommons/inference_results_v6.1 closed/Crusoe/systems/GB200-NVL72_GB200-186GB_aarch64x16_"
+                    "Dynamo.json), taken as 400 Gb/s InfiniBand (ConnectX-7's NDR rate); rail-optimized 1:1 fat tree, 32 racks per leaf group "
+                    "assumed as DGX SuperPOD's. Host CPU Grace (Arm): NCCL's getNetOverhead charges Arm hosts 1 us "
+                    "as Intel's (tuning.cc), and the host launch takes the Intel hosts' fitted values, assumed. Not "
+                    "validated: no nccl-tests table of an NVL72 is shipped; one published figure, 811 GB/s of "
+                    "all-reduce bus bandwidth on 8 GPUs of two compute trays over MNNVL (lixueduan.com, 'GB200 MNNVL "
+                    "nccl-test'), is checked in docs/calibration.md. {} {} {} {}",
+                    kNvlink5Src, transport_src(n), kLatencySrc, kCollSrc),
+        HostCpu::Arm));
+  }
+  {
     auto n = nics(8, 200, 1.5 * us, "ib");
     out.push_back(make(
         "azure-nd-a100-v4", 2, 8, "a100-80gb", nvlink3(), n, single_switch(0.13 * us),
@@ -462,7 +490,8 @@ const Aliases& preset_aliases() {
       {"p4de", "aws-p4de"},        {"p4de.24xlarge", "aws-p4de"}, {"aws-p4de.24xlarge", "aws-p4de"},
       {"p5", "aws-p5"},            {"p5.48xlarge", "aws-p5"},     {"aws-p5.48xlarge", "aws-p5"},
       {"dgx-h100", "dgx-h100-ib400"}, {"dgx-a100", "dgx-a100-ib200"}, {"dgx-h200", "dgx-h200-ib400"},
-      {"dgx-b200", "dgx-b200-ib400"}, {"a4-highgpu-8g", "gcp-a4-high"},
+      {"dgx-b200", "dgx-b200-ib400"}, {"a4-highgpu-8g", "gcp-a4-high"}, {"nvl72", "gb200-nvl72"},
+      {"dgx-gb200", "gb200-nvl72"},
       {"p5e", "aws-p5e"},          {"p5e.48xlarge", "aws-p5e"},   {"a3-highgpu-8g", "gcp-a3-high"},
       {"a3-megagpu-8g", "gcp-a3-mega"}, {"a3-ultragpu-8g", "gcp-a3-ultra"}, {"nd-h100-v5", "azure-nd-h100-v5"},
       {"nd-h200-v5", "azure-nd-h200-v5"}, {"nd-a100-v4", "azure-nd-a100-v4"},
