@@ -1,5 +1,6 @@
 #include "sim/replay.hpp"
 
+#include "sim/compute.hpp"
 #include "sim/symmetry.hpp"
 #include "topologies/platform.hpp"
 
@@ -31,6 +32,11 @@ struct Run {
   const topologies::Platform* platform = nullptr;
   std::vector<sg4::SemaphorePtr> done;
   std::vector<char> finished;  // actors take turns, so a plain flag saves the semaphore's simcalls
+  // The representative GPU's SMs, shared by its compute and NCCL kernels: the host the stream
+  // actors run on, whose speed is one second of kernel work per second.
+  sg4::Host* gpu = nullptr;
+  double gpu_speed = 0;
+  int sms = 0;  // its SM count (0: unknown, kernels do not share)
   Replay out;
 };
 
@@ -136,6 +142,16 @@ void stream_actor(Run* run, std::vector<int> tasks) {
     if (issued > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(issued);
     const double start = sg4::Engine::get_clock();
     double remaining = t.seconds;
+    // An NCCL kernel holds one SM per channel for as long as its collective is in flight, latency
+    // included: the compute stream's kernels run on the SMs it leaves.
+    sg4::ExecPtr hold;
+    if (run->sms > 0 && !t.phases.empty()) {
+      int channels = 0;
+      for (const Phase& phase : t.phases) channels = std::max(channels, phase.plan.channels);
+      const double share = std::min(0.9, double(channels) / run->sms);
+      if (share > 0)
+        hold = sg4::Exec::init()->set_flops_amount(1e30)->set_bound(share * run->gpu_speed)->set_host(run->gpu)->start();
+    }
     for (const Phase& phase : t.phases) {
       const double phase_start = sg4::Engine::get_clock();
       network_phase(*run, phase);
@@ -148,7 +164,13 @@ void stream_actor(Run* run, std::vector<int> tasks) {
                           phase.count * phase.plan.latency_seconds;
       if (rest > 0) sg4::this_actor::sleep_for(rest);
     }
-    if (remaining > 0) sg4::this_actor::sleep_for(remaining);
+    if (hold) hold->cancel();
+    if (remaining > 0) {
+      if (run->sms > 0 && t.stream == Stream::Compute)
+        sg4::this_actor::exec_init(remaining * run->gpu_speed)->set_host(run->gpu)->wait();
+      else
+        sg4::this_actor::sleep_for(remaining);
+    }
     run->out.timings[id] = {start, sg4::Engine::get_clock()};
     run->finished[std::size_t(id)] = 1;
     run->done[id]->release();
@@ -173,6 +195,11 @@ Replay replay_here(const Schedule& schedule, const topologies::Cluster& cluster,
   run.out.timings.resize(schedule.tasks.size());
   for (std::size_t i = 0; i < schedule.tasks.size(); ++i) run.done.push_back(sg4::Semaphore::create(0));
   run.finished.assign(schedule.tasks.size(), 0);
+  if (const KernelProfile* prof = device_kernel_profile(cluster.gpu)) {
+    run.sms = prof->sms;
+    run.gpu = platform.nodes[0];
+    run.gpu_speed = run.gpu->get_speed();
+  }
   std::vector<std::vector<int>> per_stream(kStreams);
   for (std::size_t i = 0; i < schedule.tasks.size(); ++i)
     per_stream[int(schedule.tasks[i].stream)].push_back(int(i));

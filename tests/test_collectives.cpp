@@ -187,6 +187,38 @@ TEST_CASE("a reduce fills one direction: a concurrent all-gather shares it and h
   CHECK(r2.timings[1].end == doctest::Approx(2.0).epsilon(1e-6));
 }
 
+TEST_CASE("a compute kernel beside an NCCL kernel runs on the SMs it leaves: one per channel, in flight") {
+  // One DGX H100 node: 132 SMs (its kernel profile). A collective of 33 channels holds a quarter of
+  // them for its 4 ms in flight (latency only, no bytes). A 10 ms compute kernel started with it
+  // does 3 ms of work by then and its last 7 ms at full speed: it ends at 11 ms. Two such
+  // collectives on two communicators hold half: 2 ms of work by 4 ms, the end at 12 ms. On a GPU
+  // without a kernel profile (the datasheet roofline) kernels do not share: 10 ms.
+  auto c = topologies::preset("dgx-h100-ib400");
+  c.nodes = 1;
+  auto held = plan_collective(c, CollectiveOp::AllGather, 1e6, whole_cluster(c));
+  held.node_egress_bytes = held.nvlink_seconds = held.network_seconds = 0;
+  held.latency_seconds = 4e-3;
+  held.channels = 33;
+  auto step = [&](const topologies::Cluster& cl, int collectives) {
+    Schedule s;
+    s.add({.name = "backward", .stream = Stream::Compute, .category = Category::Backward, .seconds = 10e-3});
+    for (int i = 0; i < collectives; ++i) {
+      Task t{.name = "collective", .stream = i == 0 ? Stream::AllGather : Stream::ReduceScatter,
+             .category = Category::AllGather};
+      t.phases = {{held}};
+      s.add(t);
+    }
+    const auto r = replay(s, cl);
+    CHECK(r.timings[1].end == doctest::Approx(4e-3).epsilon(1e-9));  // the collective is not slowed
+    return r.timings[0].end;
+  };
+  CHECK(step(c, 1) == doctest::Approx(11e-3).epsilon(1e-9));
+  CHECK(step(c, 2) == doctest::Approx(12e-3).epsilon(1e-9));
+  auto roofline = c;
+  roofline.gpu.profile = "";
+  CHECK(step(roofline, 1) == doctest::Approx(10e-3).epsilon(1e-9));
+}
+
 TEST_CASE("busbw follows nccl-tests' factors") {
   CHECK(bus_factor(CollectiveOp::AllReduce, 8) == doctest::Approx(1.75));
   CHECK(bus_factor(CollectiveOp::AllGather, 8) == doctest::Approx(0.875));
