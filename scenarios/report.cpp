@@ -171,7 +171,7 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   for (const auto& r : results)
     if (const auto& m = r.step.memory; m.fits() && m.peak_bytes() >= kNearCapacity * m.capacity_bytes)
       add(fmt::format("peak memory is within {:.0f}% of the GPU's: some published runs this close to capacity ran "
-                      "10-43% slower than predicted, from the caching allocator's retries, which are not modelled "
+                      "10-40% slower than predicted, from the caching allocator's retries, which are not modelled "
                       "(docs/validation.md, memory pressure)",
                       100 * (1 - kNearCapacity)),
           r.point);

@@ -220,8 +220,8 @@ int architecture_rank(const std::string& family) {
 }
 
 // A family without a fit of its own takes its nearest fitted predecessor's scales: what the tensor
-// scale holds (clocks sustained under a training load against a microbenchmark's, NCCL's kernels
-// on the SMs, the library generation) carries from one architecture to the next, and Hopper and
+// scale holds (clocks sustained under a training load against a microbenchmark's, the library
+// generation) carries from one architecture to the next, and Hopper and
 // Blackwell both run dense tensor work at their power limit where Ampere runs near its clocks.
 // With no fitted predecessor (or a family not in the list), the geometric mean of the fitted
 // families' tensor scales. The memory scale is one for all. Its basis stays empty: not fitted.

@@ -29,7 +29,7 @@ struct FittedParameters {
   double tensor_scale = 1;  // tensor-core kernels (GEMMs, attention) in training / in the profile
   double memory_scale = 1;  // memory-bound kernels in training / in the profile
   std::string basis;        // how they were fitted ("" when not fitted)
-  std::string borrowed;     // when not fitted: whose scales it takes ("hopper's", "the fitted families' mean")
+  std::string borrowed;     // when not fitted: whose scales it takes ("hopper's, its predecessor's")
 };
 
 class KernelProfile {
