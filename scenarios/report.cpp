@@ -244,6 +244,12 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
                            bytes(c.node_egress_bytes));
       out += "\n";
     }
+    for (const auto& r : results)
+      if (const auto& b = r.step.breakdown; b.sm_slowdown_s > 0)
+        out += fmt::format("SMs held by NCCL, {}: the compute stream's kernels {} slower while collectives ran beside "
+                           "them ({:.1f}% of its busy time; docs/compute-model.md)\n",
+                           r.step.policy, seconds(b.sm_slowdown_s),
+                           100 * b.sm_slowdown_s / std::max(1e-12, b.compute_s + b.optimizer_s));
     for (const auto& r : results) {
       const auto n = network_of(*r.point, r.step);
       if (n.nic_bytes <= 0) continue;
@@ -316,7 +322,7 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         "\"workspace\": {}}},\n"
         "      \"breakdown\": {{\"compute_s\": {}, \"model_compute_s\": {}, \"compression_kernels_s\": {}, "
         "\"exposed_comm_s\": {}, \"allgather_s\": {}, \"reduce_scatter_s\": {}, \"optimizer_s\": {}, "
-        "\"fsdp_copy_s\": {}, \"host_s\": {}}},\n"
+        "\"fsdp_copy_s\": {}, \"host_s\": {}, \"sm_slowdown_s\": {}}},\n"
         "      \"collectives\": {{{}\n      }},\n"
         "      \"network\": {{\"nic_bytes_per_node\": {}, \"nic_utilization\": {}, \"leaf_uplink_bytes\": {}, "
         "\"leaf_uplink_utilization\": {}}},\n"
@@ -330,7 +336,7 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         num(m.sharded_state_bytes / kGiB), num(m.gathered_params_bytes / kGiB), num(m.gradient_bytes / kGiB),
         num(m.activation_bytes / kGiB), num(m.fragmentation_bytes / kGiB), num(m.workspace_bytes / kGiB),
         num(b.compute_s), num(model_compute_s(b)), num(b.compression_kernels_s), num(b.exposed_comm_s),
-        num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s), num(b.fsdp_copy_s), num(b.host_s), colls,
+        num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s), num(b.fsdp_copy_s), num(b.host_s), num(b.sm_slowdown_s), colls,
         num(net.nic_bytes), num(net.nic_util), num(net.leaf_up_bytes), num(net.leaf_up_util),
         num(st.expected_grad_error), gradient_is_noise(r) ? "true" : "false", json_string(st.grad_error_basis));
   }

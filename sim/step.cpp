@@ -105,6 +105,8 @@ StepResult summarize(const StepSetup& setup, Schedule schedule, Replay replay) {
     const double d = replay.timings[i].end - replay.timings[i].start;
     end = std::max(end, replay.timings[i].end);
     stream_busy[int(t.stream)] += d;
+    // Sleeps leave rounding in a task's replayed time; a nanosecond is more than that, less than any slowdown.
+    if (t.stream == Stream::Compute && t.phases.empty() && d - t.seconds > 1e-9) b.sm_slowdown_s += d - t.seconds;
     switch (t.category) {
       case Category::Optimizer: b.optimizer_s += d; break;
       case Category::CompressionKernel: b.compression_kernels_s += d; break;

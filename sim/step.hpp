@@ -20,6 +20,7 @@ struct Breakdown {
   double compression_kernels_s = 0;  // compression kernels, wherever they run
   double fsdp_copy_s = 0;       // FSDP's copies and casts (FSDP2 copy-out/copy-in, FSDP1 gradient cast)
   double host_s = 0;            // host busy issuing kernels and running FSDP's hooks
+  double sm_slowdown_s = 0;     // what the compute stream's kernels lost to the SMs NCCL's kernels held
 };
 
 // Memory per GPU at the step's peak, following the schedule: each buffer is

@@ -161,6 +161,31 @@ TEST_CASE("a point within 15% of the GPU's memory carries the memory-pressure ca
   CHECK(table.find("training.micro_batch=1) peak memory") == std::string::npos);
 }
 
+TEST_CASE("the report says what NCCL's SMs cost the compute stream, and a roofline GPU loses nothing") {
+  // Llama-2 7B on 4 DGX H100 nodes: the all-gathers and reduce-scatters overlap the compute, and each
+  // holds 32 of 132 SMs while in flight. What the compute stream lost is its tasks' replayed time
+  // beyond their kernel time.
+  const auto s = parse_scenario("model: llama2-7b\ncluster: {preset: dgx-h100-ib400, nodes: 4}\n", "t.yaml");
+  const auto results = run(s);
+  REQUIRE(results.size() == 1);
+  const auto& st = results[0].step;
+  double lost = 0;
+  for (std::size_t i = 0; i < st.schedule.tasks.size(); ++i) {
+    const auto& t = st.schedule.tasks[i];
+    const double d = st.replay.timings[i].end - st.replay.timings[i].start;
+    if (t.stream == sim::Stream::Compute && t.phases.empty() && d - t.seconds > 1e-9) lost += d - t.seconds;
+  }
+  CHECK(st.breakdown.sm_slowdown_s == doctest::Approx(lost).epsilon(1e-9));
+  CHECK(st.breakdown.sm_slowdown_s > 0.01 * st.breakdown.compute_s);
+  CHECK(format_results(s, results, Format::Table).find("SMs held by NCCL, fsdp: the compute stream's kernels") !=
+        std::string::npos);
+  const auto roofline = parse_scenario(
+      "model: llama2-7b\ncluster: {preset: dgx-h100-ib400, nodes: 4, gpu: {profile: ''}}\n", "t.yaml");
+  const auto plain = run(roofline);
+  CHECK(plain[0].step.breakdown.sm_slowdown_s == 0);
+  CHECK(format_results(roofline, plain, Format::Table).find("SMs held by NCCL") == std::string::npos);
+}
+
 TEST_CASE("a sweep plots as one curve per policy along the first swept key") {
   const auto s = parse("policies: [fsdp, tagc-batched]\nsweep:\n  cluster.nodes: [1, 2]\n");
   const auto results = run(s);
