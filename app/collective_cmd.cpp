@@ -79,6 +79,8 @@ int run(const CollectiveOptions& o) {
     if (std::any_of(plans.begin(), plans.end(), [](const auto& p) { return p.ll128_left_out; }))
       out += "# LL128 left out: all-gathers and reduce-scatters across nodes run Simple where NCCL's tuner rates "
              "LL128 faster, as measured (docs/calibration.md)\n";
+    if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); c.nodes > 1 && !caveat.empty())
+      out += "# note: " + caveat + "\n";
     out += fmt::format("# {:>12} {:>9} {:>6} {:>3} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "size (B)",
                        "algo", "proto", "ch", "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us",
                        "latency us", "tuner us");

@@ -175,6 +175,9 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
                       "(docs/validation.md, memory pressure)",
                       100 * (1 - kNearCapacity)),
           r.point);
+  for (const auto& p : s.points)
+    if (const auto& c = p.setup.cluster; c.nodes > 1)
+      if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); !caveat.empty()) add(caveat, &p);
   std::vector<std::string> out;
   for (const auto& [text, points] : notes) {
     if (points.size() == s.points.size()) {

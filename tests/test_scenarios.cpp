@@ -186,6 +186,20 @@ TEST_CASE("the report says what NCCL's SMs cost the compute stream, and a roofli
   CHECK(format_results(roofline, plain, Format::Table).find("SMs held by NCCL") == std::string::npos);
 }
 
+TEST_CASE("a prediction across TCPX or TCPXO nodes says what the published tables found the model misses there") {
+  auto table = [](const std::string& cluster) {
+    const auto s = parse_scenario("model: gpt2-124m\ncluster: " + cluster + "\n", "t.yaml");
+    return format_results(s, run(s), Format::Table);
+  };
+  CHECK(table("{preset: gcp-a3-mega, nodes: 2}").find("note: GPUDirect-TCPXO runs Google's NCCL tuner plugin") !=
+        std::string::npos);
+  CHECK(table("{preset: gcp-a3-high, nodes: 2}").find("note: the two published GPUDirect-TCPX (a3-high) runs") !=
+        std::string::npos);
+  CHECK(table("{preset: gcp-a3-mega, nodes: 1}").find("GPUDirect-TCPXO") == std::string::npos);  // no NIC in use
+  CHECK(table("{preset: dgx-h100-ib400, nodes: 2}").find("published") == std::string::npos);
+  CHECK(topologies::transport_caveat("ib").empty());
+}
+
 TEST_CASE("a sweep plots as one curve per policy along the first swept key") {
   const auto s = parse("policies: [fsdp, tagc-batched]\nsweep:\n  cluster.nodes: [1, 2]\n");
   const auto results = run(s);

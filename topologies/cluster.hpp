@@ -66,6 +66,9 @@ struct Transport {
 Transport load_transport(const std::string& name_or_path);
 Transport load_transport(const Input& in);   // `transport:` in a cluster: a name, a path, or a map
 std::vector<std::string> transport_names();  // the shipped profiles
+// What the published tables say the model misses on a transport kind ("tcpx", "tcpxo"), for the
+// reports to print beside a prediction across nodes; "" when nothing is known.
+std::string transport_caveat(const std::string& kind);
 
 // The NICs of one node. `bandwidth` is per NIC, per direction.
 //
