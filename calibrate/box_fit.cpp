@@ -284,6 +284,30 @@ FitOptions box_fit_options() {
 
 }  // namespace
 
+double block_share(const SmHoldSample& s, int sms) {
+  // The blocks take x of the GPU's SMs from the GEMM: beside = alone / (1 - x), x = share x blocks / SMs.
+  return std::clamp((1 - s.alone_s / s.beside_s) * sms / s.blocks, 0.0, 1.0);
+}
+
+void fit_block_share(BoxFit& f) {
+  const auto& holds = f.measured.sm_holds;
+  const int sms = f.measured.box.gpus.empty() ? 0 : f.measured.box.gpus.front().sms;
+  if (holds.empty() || sms <= 0) return;
+  auto& d = f.device;
+  double sum = 0;
+  std::string each;
+  for (const auto& s : holds) {
+    const double x = block_share(s, sms);
+    sum += x;
+    each += fmt::format("{}{} blocks: {:.3f}", each.empty() ? "" : ", ", s.blocks, x);
+  }
+  d.nccl_block_share = sum / holds.size();
+  d.nccl_block_basis = fmt::format("mean of {} bf16 GEMMs of {:g} x {:g} x {:g} beside spinning blocks of {} threads "
+                                   "on {} SMs ({})",
+                                   holds.size(), holds.front().m, holds.front().n, holds.front().k,
+                                   holds.front().threads, sms, each);
+}
+
 BoxFit fit_box(const BoxMeasurements& m, const std::optional<ScenarioShapes>& scenario) {
   BoxFit f;
   f.measured = m;
@@ -316,6 +340,7 @@ BoxFit fit_box(const BoxMeasurements& m, const std::optional<ScenarioShapes>& sc
   }
   fit_gemm(f);
   fit_memory(f);
+  fit_block_share(f);
   f.cluster.gpu.gemm_efficiency = f.device.gemm_efficiency;
   f.cluster.gpu.memory_efficiency = f.device.memory_efficiency;
   for (const auto& n : m.notes) f.notes.push_back(n);

@@ -58,7 +58,13 @@ struct DeviceFit {
   LatencyBandwidthFit memory;       // t = floor + bytes / stream rate, over copy, scale, add
   std::string memory_note;          // "at bound" and such
   double attention_vs_gemm = 0;     // measured attention rate / measured GEMM rate at the scenario's shapes
+  // Of an SM, what one spinning block (an NCCL channel) takes from a GEMM beside it: the mean over
+  // the samples of (1 - alone / beside) x SMs / blocks, in [0, 1]; 0 when not measured.
+  double nccl_block_share = 0;
+  std::string nccl_block_basis;
 };
+// The block share of one sample (see DeviceFit), clamped to [0, 1].
+double block_share(const SmHoldSample& s, int sms);
 
 struct BoxFit {
   BoxMeasurements measured;

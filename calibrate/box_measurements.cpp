@@ -104,6 +104,10 @@ std::string measurements_yaml(const BoxMeasurements& m) {
   out += m.memory.empty() ? "memory: []\n" : "memory:\n";
   for (const auto& s : m.memory)
     out += fmt::format("  - {{kernel: {}, bytes: {}, seconds: {}}}\n", s.kernel, n(s.bytes), n(s.seconds));
+  out += m.sm_holds.empty() ? "sm_holds: []\n" : "sm_holds:\n";
+  for (const auto& s : m.sm_holds)
+    out += fmt::format("  - {{blocks: {}, threads: {}, m: {}, n: {}, k: {}, alone_s: {}, beside_s: {}}}\n", s.blocks,
+                       s.threads, n(s.m), n(s.n), n(s.k), n(s.alone_s), n(s.beside_s));
   out += fmt::format("launch: {{empty_kernel_s: {}, issue_s: {}}}\ntagc_bench: {}\n", n(m.empty_kernel_s),
                      n(m.issue_s), q(m.tagc_bench));
   out += m.notes.empty() ? "notes: []\n" : "notes:\n";
@@ -114,8 +118,8 @@ std::string measurements_yaml(const BoxMeasurements& m) {
 BoxMeasurements parse_measurements(const std::string& text, const std::string& file) {
   const Input doc = Input::load_string(text, file);
   if (!doc.is_map()) doc.fail("expected a box measurements file (a map)");
-  doc.expect_keys({"format", "command", "quick", "box", "nccl", "gemm", "attention", "memory", "launch", "tagc_bench",
-                   "notes"});
+  doc.expect_keys({"format", "command", "quick", "box", "nccl", "gemm", "attention", "memory", "sm_holds", "launch",
+                   "tagc_bench", "notes"});
   if (doc["format"].as_string() != kFormat)
     doc["format"].fail(fmt::format("expected '{}', got '{}'", kFormat, doc["format"].as_string()));
   BoxMeasurements m;
@@ -212,6 +216,14 @@ BoxMeasurements parse_measurements(const std::string& text, const std::string& f
     m.memory.push_back(
         {s["kernel"].as_choice({"copy", "scale", "add", "norm"}), s["bytes"].as_positive(), s["seconds"].as_positive()});
   }
+  if (const auto holds = doc.find("sm_holds"))
+    for (std::size_t i = 0; i < holds->size(); ++i) {
+      const Input s = holds->at(i);
+      s.expect_keys({"blocks", "threads", "m", "n", "k", "alone_s", "beside_s"});
+      m.sm_holds.push_back({s["blocks"].as_int_between(1, 1 << 16), s["threads"].as_int_between(32, 1024),
+                            s["m"].as_positive(), s["n"].as_positive(), s["k"].as_positive(),
+                            s["alone_s"].as_positive(), s["beside_s"].as_positive()});
+    }
   const Input launch = doc["launch"];
   launch.expect_keys({"empty_kernel_s", "issue_s"});
   m.empty_kernel_s = launch["empty_kernel_s"].as_non_negative();

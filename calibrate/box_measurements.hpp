@@ -88,6 +88,17 @@ struct MemorySample {
   double seconds = 0;
 };
 
+// A GEMM timed alone and beside a kernel of `blocks` spinning thread blocks (NCCL's blocks hold
+// their SMs for as long as a collective is in flight): how much of an SM one such block takes
+// from the GEMM.
+struct SmHoldSample {
+  int blocks = 0;              // spinning blocks, one per SM as NCCL's channels are
+  int threads = 0;             // per block (NCCL's Simple protocol: 512)
+  double m = 0, n = 0, k = 0;  // the bf16 GEMM
+  double alone_s = 0;          // median GEMM time alone
+  double beside_s = 0;         // ... while the blocks spin
+};
+
 struct BoxMeasurements {
   BoxInfo box;
   std::string command;
@@ -96,6 +107,7 @@ struct BoxMeasurements {
   std::vector<GemmSample> gemm;
   std::vector<AttentionSample> attention;
   std::vector<MemorySample> memory;
+  std::vector<SmHoldSample> sm_holds;  // empty in files written before it was measured
   double empty_kernel_s = 0;   // GPU time of an empty kernel launched back to back (the launch floor)
   double issue_s = 0;          // host CPU time of one cudaLaunchKernel
   std::string tagc_bench;      // the kernels bench JSON written beside (file name), "" if not run

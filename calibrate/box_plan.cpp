@@ -173,7 +173,7 @@ BoxPlan make_box_plan(const BoxPlanOptions& o) {
   p.files = {
       {"measurements.yaml", "every raw measurement (format tagcsim-box-measurements/1); the fits read only this"},
       {fmt::format("device-{}.yaml", gpu), "device kernel profile (format tagcsim-device-profile/1): GEMM, attention, "
-                                           "memory, launch and host issue"},
+                                           "memory, launch and host issue, NCCL's share of an SM"},
       {fmt::format("cluster-{}-{}gpu.yaml", gpu, n),
        "this box as a cluster (`cluster: {file: ...}` loads it): GPU, NVLink/PCIe bandwidth and latency, NCCL "
        "parameters as fitted"},
@@ -219,6 +219,7 @@ std::string plan_text(const BoxPlan& p) {
   out += fmt::format(" over {}; an empty kernel back to back (launch floor); cudaLaunchKernel's CPU time "
                      "(host issue cost)\n",
                      sizes_text(p.memory_sizes));
+  out += "NCCL's blocks on the SMs: a bf16 8192-cube GEMM alone and beside 8, 16, 32 spinning blocks of 512 threads\n";
   out += fmt::format("TAGC kernels: `tagcsim kernels bench --backend cuda` at {}\n", sizes_text(p.tagc_sizes));
   out += fmt::format("\nFiles, under {}/:\n", p.out_dir);
   for (const auto& f : p.files) out += fmt::format("  {:<28} {}\n", f.name, f.what);

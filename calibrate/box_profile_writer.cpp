@@ -203,6 +203,9 @@ std::string device_profile_yaml(const BoxFit& f) {
                                    "(launch-cpu-pt41383-scalar-mul-grad, CPU tensors: no launch in it); hook_seconds "
                                    "assumed as in the shipped profiles (no measurement of FSDP's Python hooks)",
                                    stamp, m.issue_s * 1e6, eager.kernel_issue_s * 1e6)));
+  if (f.device.nccl_block_share > 0)
+    out += fmt::format("nccl_sm: {{block_share: {:.4g}, source: {}}}\n", f.device.nccl_block_share,
+                       q(stamp + ": " + f.device.nccl_block_basis));
   if (!clamps.empty()) {
     out += "# Clamped to the format's monotonicity rules:\n";
     for (const auto& c : clamps) out += "#   " + c + "\n";

@@ -79,6 +79,15 @@ std::string box_report(const BoxFit& f) {
     out += fmt::format("  {:<12} {:<3} {} bh {:>5g} seq {:>6g} hd {:>4g}: {:.4g} s, {:.1f} TFLOP/s ({})\n", s.kernel,
                        s.direction, s.causal ? "causal" : "full  ", s.batch_heads, s.seq, s.head_dim, s.seconds,
                        s.flops() / s.seconds / 1e12, s.origin);
+  out += "\n== NCCL's blocks on the SMs: a GEMM alone and beside spinning blocks\n";
+  if (m.sm_holds.empty()) out += "  not measured\n";
+  for (const auto& s : m.sm_holds)
+    out += fmt::format("  {:>3} blocks of {} threads: {:.4g} s alone, {:.4g} s beside: {:.3f} of an SM per block\n",
+                       s.blocks, s.threads, s.alone_s, s.beside_s,
+                       block_share(s, m.box.gpus.empty() ? 0 : m.box.gpus.front().sms));
+  if (f.device.nccl_block_share > 0)
+    out += fmt::format("  block_share {:.3f} (the simulator's default, 1: a whole SM per channel): {}\n",
+                       f.device.nccl_block_share, f.device.nccl_block_basis);
   out += "\n== Memory-bound kernels: t = floor + bytes / rate over copy, scale and add\n";
   if (f.device.memory.points > 0)
     out += fmt::format("  rate {:.1f} GB/s = {:.4f} of the datasheet's {:.1f} GB/s; floor {:.2f} us; residuals mean "

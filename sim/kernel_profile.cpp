@@ -255,7 +255,7 @@ KernelProfile parse_kernel_profile(const std::string& text, const std::string& f
   const Input doc = Input::load_string(text, file);
   if (!doc.is_map()) doc.fail("expected a device kernel profile (a map; see docs/compute-model.md)");
   doc.expect_keys({"format", "name", "gpu", "also_serves", "family", "metadata", "peak", "gemm", "attention",
-                   "memory", "launch", "host"});
+                   "memory", "launch", "host", "nccl_sm"});
   if (doc["format"].as_string() != kFormat)
     doc["format"].fail(fmt::format("expected '{}', got '{}'", kFormat, doc["format"].as_string()));
   KernelProfile p;
@@ -294,6 +294,13 @@ KernelProfile parse_kernel_profile(const std::string& text, const std::string& f
   p.issue_seconds = host["issue_seconds"].as_seconds();
   p.hook_seconds = host["hook_seconds"].as_seconds();
   (void)required_source(host);
+  if (const auto nccl = doc.find("nccl_sm")) {
+    nccl->expect_keys({"block_share", "source"});
+    const Input share = (*nccl)["block_share"];
+    p.nccl_block_share = share.as_non_negative();
+    if (p.nccl_block_share > 1) share.fail(fmt::format("expected a share of one SM in [0, 1], got {:g}", p.nccl_block_share));
+    (void)required_source(*nccl);
+  }
 
   calibrate_gemm(p);
   return p;

@@ -90,6 +90,9 @@ class KernelProfile {
   double min_kernel_seconds = 0;  // the shortest a kernel launched on a stream takes
   double issue_seconds = 0;       // CPU time eager PyTorch takes to issue one kernel
   double hook_seconds = 0;        // CPU time of FSDP's hooks, per unit and pass
+  // Of an SM, what one of NCCL's spinning thread blocks takes from the compute kernels beside it
+  // (`nccl_sm.block_share`, measured by `tagcsim calibrate box`); 1 (the whole SM) when not measured.
+  double nccl_block_share = 1;
 
   FittedParameters fitted;
 

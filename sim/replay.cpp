@@ -37,6 +37,7 @@ struct Run {
   sg4::Host* gpu = nullptr;
   double gpu_speed = 0;
   int sms = 0;  // its SM count (0: unknown, kernels do not share)
+  double block_share = 1;  // of an SM, what one NCCL block takes from the compute kernels
   Replay out;
 };
 
@@ -142,13 +143,13 @@ void stream_actor(Run* run, std::vector<int> tasks) {
     if (issued > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(issued);
     const double start = sg4::Engine::get_clock();
     double remaining = t.seconds;
-    // An NCCL kernel holds one SM per channel for as long as its collective is in flight, latency
-    // included: the compute stream's kernels run on the SMs it leaves.
+    // An NCCL kernel holds one SM per channel (or the measured share of one) for as long as its
+    // collective is in flight, latency included: the compute stream's kernels run on the rest.
     sg4::ExecPtr hold;
     if (run->sms > 0 && !t.phases.empty()) {
       int channels = 0;
       for (const Phase& phase : t.phases) channels = std::max(channels, phase.plan.channels);
-      const double share = std::min(0.9, double(channels) / run->sms);
+      const double share = std::min(0.9, channels * run->block_share / run->sms);
       if (share > 0)
         hold = sg4::Exec::init()->set_flops_amount(1e30)->set_bound(share * run->gpu_speed)->set_host(run->gpu)->start();
     }
@@ -197,6 +198,7 @@ Replay replay_here(const Schedule& schedule, const topologies::Cluster& cluster,
   run.finished.assign(schedule.tasks.size(), 0);
   if (const KernelProfile* prof = device_kernel_profile(cluster.gpu)) {
     run.sms = prof->sms;
+    run.block_share = prof->nccl_block_share;
     run.gpu = platform.nodes[0];
     run.gpu_speed = run.gpu->get_speed();
   }

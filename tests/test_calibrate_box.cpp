@@ -352,6 +352,40 @@ TEST_CASE("box files: a recorded box loads and drives a scenario through cluster
   fs::remove_all(dir);
 }
 
+TEST_CASE("box fit: the share of an SM an NCCL block takes, from a GEMM alone and beside spinning blocks") {
+  // 132 SMs. 33 blocks that each take a whole SM take a quarter of the GPU: the GEMM goes from 1 s to
+  // 1 / 0.75 s. Taking half an SM each, an eighth: 1 / 0.875 s. A GEMM that did not slow, none.
+  auto m = h100_box(1);
+  CHECK(block_share({33, 512, 8192, 8192, 8192, 1.0, 1.0 / 0.75}, 132) == rel(1.0, 1e-12));
+  CHECK(block_share({33, 512, 8192, 8192, 8192, 1.0, 1.0 / 0.875}, 132) == rel(0.5, 1e-12));
+  CHECK(block_share({33, 512, 8192, 8192, 8192, 1.0, 0.99}, 132) == 0);  // faster beside: clamped
+  m.sm_holds = {{8, 512, 8192, 8192, 8192, 1.0, 1.0 / (1 - 0.5 * 8 / 132.0)},
+                {16, 512, 8192, 8192, 8192, 1.0, 1.0 / (1 - 0.5 * 16 / 132.0)},
+                {32, 512, 8192, 8192, 8192, 1.0, 1.0 / (1 - 0.5 * 32 / 132.0)}};
+  m.memory = {{"copy", 1e6, 4e-6 + 1e6 / 2.9e12}, {"copy", 1e9, 4e-6 + 1e9 / 2.9e12}};
+  m.gemm.push_back({8192, 8192, 8192, "bf16", 2 * 8192.0 * 8192 * 8192 / 600e12, "grid: square"});
+  m.empty_kernel_s = 2.5e-6;
+  m.issue_s = 3.1e-6;
+  const auto again = parse_measurements(measurements_yaml(m), "m.yaml");
+  CHECK(measurements_yaml(again) == measurements_yaml(m));
+  REQUIRE(again.sm_holds.size() == 3);
+  const auto f = fit_box(again);
+  CHECK(f.device.nccl_block_share == rel(0.5, 1e-5));  // after the file's rounding
+  // The device profile carries it, and the simulator's loader reads it back.
+  const auto kp = sim::parse_kernel_profile(device_profile_yaml(f), "device.yaml");
+  CHECK(kp.nccl_block_share == rel(0.5, 1e-3));
+  CHECK(box_report(f).find("block_share 0.500") != std::string::npos);
+  // Files written before the measurement existed still load, with nothing measured.
+  auto old = measurements_yaml(m);
+  old.erase(old.find("sm_holds:"), old.find("launch:") - old.find("sm_holds:"));
+  CHECK(parse_measurements(old, "old.yaml").sm_holds.empty());
+  CHECK(fit_box(parse_measurements(old, "old.yaml")).device.nccl_block_share == 0);
+  // A block count of 0 is an error with the file and line.
+  auto bad = measurements_yaml(m);
+  bad.replace(bad.find("blocks: 8"), 9, "blocks: 0");
+  CHECK_THROWS_WITH_AS(parse_measurements(bad, "bad.yaml"), doctest::Contains("bad.yaml:"), InputError);
+}
+
 TEST_CASE("box fit: one GPU skips the NCCL fit with a note, and a wrong NCCL result stops the fit") {
   auto m = h100_box(1);
   m.nccl.push_back({"all_reduce", {0}, 1 << 20, 5e-6, 5e-6, 20, 0});

@@ -1,11 +1,15 @@
 // Collectives on hand-built clusters, against their textbook formulas and NCCL's cost model
 // computed by hand: rails, protocols, channels, NVLS.
 #include "sim/collective.hpp"
+#include "sim/kernel_profile.hpp"
 #include "sim/replay.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <sstream>
+#include <fstream>
+#include <filesystem>
 
 using namespace tagcsim;
 using namespace tagcsim::sim;
@@ -217,6 +221,22 @@ TEST_CASE("a compute kernel beside an NCCL kernel runs on the SMs it leaves: one
   auto roofline = c;
   roofline.gpu.profile = "";
   CHECK(step(roofline, 1) == doctest::Approx(10e-3).epsilon(1e-9));
+  // A profile whose measured block takes half an SM (`nccl_sm.block_share`, calibrate box): 33
+  // blocks hold an eighth, 3.5 ms of work by 4 ms, the end at 10.5 ms.
+  const auto dir = std::filesystem::temp_directory_path() / "tagcsim-test-block-share";
+  std::filesystem::create_directories(dir);
+  std::ifstream shipped(sim::kernel_profile_path("device-h100-sxm"));
+  std::stringstream base;
+  base << shipped.rdbuf();
+  std::ofstream(dir / "half.yaml") << base.str() << "nccl_sm: {block_share: 0.5, source: 'test'}\n";
+  auto half = c;
+  half.gpu.profile = (dir / "half.yaml").string();
+  CHECK(step(half, 1) == doctest::Approx(10.5e-3).epsilon(1e-9));
+  // More than a whole SM is an error at its line.
+  std::ofstream(dir / "bad.yaml") << base.str() << "nccl_sm: {block_share: 1.5, source: 't'}\n";
+  CHECK_THROWS_WITH_AS(sim::kernel_profile((dir / "bad.yaml").string()),
+                       doctest::Contains("nccl_sm.block_share: expected a share of one SM in [0, 1], got 1.5"),
+                       InputError);
 }
 
 TEST_CASE("busbw follows nccl-tests' factors") {

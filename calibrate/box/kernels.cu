@@ -75,6 +75,14 @@ __global__ void rms_norm_kernel(float* y, const float* x, std::size_t row) {
 
 __global__ void empty_kernel() {}
 
+// Spins on the global timer, as an NCCL block polls its peers' flags: it holds its SM and does no work.
+__global__ void spin_kernel(long long ns) {
+  long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  while (now - start < ns);
+}
+
 template <class T>
 __global__ void fill_uniform_kernel(T* x, std::size_t n, unsigned seed) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
@@ -179,6 +187,11 @@ void fill_uniform(void* x, std::size_t n, Fill type, unsigned seed, cudaStream_t
 }
 void empty(cudaStream_t s) {
   empty_kernel<<<1, 1, 0, s>>>();
+  check_launch();
+}
+
+void spin(int blocks, int threads, double seconds, cudaStream_t s) {
+  spin_kernel<<<blocks, threads, 0, s>>>(static_cast<long long>(seconds * 1e9));
   check_launch();
 }
 void softmax_bf16(void* scores, std::size_t rows, std::size_t cols, float scale, bool causal, std::size_t q0,

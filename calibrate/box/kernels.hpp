@@ -25,6 +25,8 @@ void rms_norm(float* y, const float* x, std::size_t rows, std::size_t row, cudaS
 // Moves `bytes` through HBM (a copy of bytes / 2 from a to b): the element-wise work of a unit.
 void traffic(void* b, const void* a, double bytes, cudaStream_t s);
 void empty(cudaStream_t s);
+// `blocks` blocks of `threads` that spin for `seconds` on the global timer, holding their SMs.
+void spin(int blocks, int threads, double seconds, cudaStream_t s);
 // Uniform values in [-1, 1) (not zeros: a GEMM on zeros draws less power and runs faster).
 enum class Fill { Bf16, Fp16, Fp32 };
 void fill_uniform(void* x, std::size_t n, Fill type, unsigned seed, cudaStream_t s);

@@ -69,6 +69,26 @@ void run_memory(const BoxPlan& plan, BoxMeasurements& m, const Progress& progres
     }
 }
 
+// A bf16 GEMM alone, then beside blocks that spin as NCCL's do while a collective is in flight:
+// what one such block takes from the GEMM (calibrate/box_fit.hpp, DeviceFit::nccl_block_share).
+void run_sm_hold(Gemm& gemm, const BoxPlan& plan, BoxMeasurements& m, const Progress& progress, cudaStream_t s) {
+  constexpr std::size_t kSide = 8192;
+  constexpr int kThreads = 512;  // NCCL's Simple protocol
+  const int warmup = std::min(plan.warmup, 3), iters = std::min(plan.iterations, 10);
+  const double alone = gemm.time(kSide, kSide, kSide, GemmType::Bf16, warmup, iters, s);
+  Stream side;
+  for (int blocks : {8, 16, 32}) {
+    // Long enough to cover the fills, the warm-up and the timed runs even if each ran 3x slower.
+    kern::spin(blocks, kThreads, 3.0 * (warmup + iters + 2) * alone + 0.01, side.get());
+    const double beside = gemm.time(kSide, kSide, kSide, GemmType::Bf16, warmup, iters, s);
+    BOX_CUDA(cudaStreamSynchronize(side.get()));
+    m.sm_holds.push_back({blocks, kThreads, double(kSide), double(kSide), double(kSide), alone, beside});
+    if (progress)
+      progress(fmt::format("SM hold {:>2} blocks: GEMM {:.2f} us alone, {:.2f} us beside", blocks, alone * 1e6,
+                           beside * 1e6));
+  }
+}
+
 void run_launch(BoxMeasurements& m, const Progress& progress, cudaStream_t s) {
   constexpr int kLaunches = 2000;
   for (int i = 0; i < 100; ++i) kern::empty(s);
@@ -130,6 +150,7 @@ BoxMeasurements measure(const BoxPlan& plan, const std::string& out_dir, const P
           progress(fmt::format("attention {} bh {:g} seq {:g} hd {:g}: {:.2f} us, {:.1f} TFLOP/s", x.direction,
                                x.batch_heads, x.seq, x.head_dim, x.seconds * 1e6, x.flops() / x.seconds / 1e12));
       }
+    run_sm_hold(gemm, plan, m, progress, s);
   } else {
     m.notes.push_back("GEMMs and attention not measured: " + why);
     if (progress) progress("GEMM: skipped: " + why);
