@@ -1,0 +1,145 @@
+// GPU presets. Every number names its source in `source`: a datasheet, or an entry of
+// validation/data/published_measurements.yaml (cited by its id), or says plainly that it is
+// assumed. Efficiencies are derived as measured / peak, written out. Cluster presets, which name
+// these, are in presets.cpp.
+#include <fmt/format.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topologies/cluster.hpp"
+
+namespace tagcsim::topologies {
+namespace {
+
+constexpr double GB = 1e9;
+constexpr double TB = 1e12;
+constexpr double TFLOPS = 1e12;
+constexpr double GiB = 1073741824.0;
+
+// The published measurements behind the efficiencies (ids in published_measurements.yaml).
+constexpr const char* kMamf =
+    "stas00/ml-engineering compute/accelerator/README.md, Maximum Achievable Matmul FLOPS table";
+constexpr const char* kStream =
+    "Azure/AI-benchmarking-guide ND A100 v4 / ND H100 v5, HBM Bandwidth "
+    "(STREAM triad; link-azure-hbm-stream)";
+
+using DeviceTable = std::vector<std::pair<std::string, DeviceProfile>>;
+
+DeviceTable with_sm(DeviceTable table) {
+  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100/H200 9.0, B200/GB200 10.0, V100 7.0, L4 8.9.
+  for (auto& [name, d] : table)
+    d.sm = name.rfind("h1", 0) == 0 || name.rfind("h2", 0) == 0 ? 90 : name.rfind("b2", 0) == 0 || name.rfind("gb2", 0) == 0 ? 100
+                                                                   : name.rfind("v100", 0) == 0 ? 70
+                                                                   : name == "l4"               ? 89
+                                                                                                : 80;
+  return table;
+}
+
+const DeviceTable& device_table() {
+  static const DeviceTable table = with_sm({
+      {"a100-40gb",
+       {"A100-SXM4-40GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 40 * GiB, 1.555 * TB, 0.675, 0.834, "device-a100-40gb",
+        fmt::format("NVIDIA A100 datasheet (SXM4 40GB): bf16 312 TFLOP/s dense, TF32 156, FP32 19.5, "
+                    "40 GB HBM2 (taken as 40 GiB, nvidia-smi 40960 MiB) at 1,555 GB/s. "
+                    "Kernels are timed from the kernel profile device-a100-*gb (calibrate/profiles; docs/compute-model.md). "
+                    "gemm_efficiency and memory_efficiency serve only the datasheet roofline, when the profile is "
+                    "cleared: gemm_efficiency 0.675 is the former fit of a single training GEMM efficiency to "
+                    "fms-fsdp / torchtitan throughput (the best bf16 matmul reaches 0.869 = 271.2 / 312, {}; "
+                    "gemm-a100-sxm-mamf-bf16). memory_efficiency 0.834 = 1.70 / 2.039 TB/s, measured on "
+                    "the 80GB part ({}); the same ratio is assumed for the 40GB part.",
+                    kMamf, kStream)}},
+      {"a100-80gb",
+       {"A100-SXM4-80GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 80 * GiB, 2.039 * TB, 0.675, 0.834, "device-a100-80gb",
+        fmt::format("NVIDIA A100 datasheet (SXM4 80GB): bf16 312 TFLOP/s dense, TF32 156, FP32 19.5, "
+                    "80 GB HBM2e (taken as 80 GiB, nvidia-smi 81920 MiB) at 2,039 GB/s. "
+                    "Kernels are timed from the kernel profile device-a100-*gb (calibrate/profiles; docs/compute-model.md). "
+                    "gemm_efficiency and memory_efficiency serve only the datasheet roofline, when the profile is "
+                    "cleared: gemm_efficiency 0.675 is the former fit of a single training GEMM efficiency to "
+                    "fms-fsdp / torchtitan throughput (the best bf16 matmul reaches 0.869 = 271.2 / 312, {}; "
+                    "gemm-a100-sxm-mamf-bf16). memory_efficiency 0.834 = 1.70 / 2.039 TB/s ({}).",
+                    kMamf, kStream)}},
+      {"h100-sxm",
+       {"H100-SXM5-80GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 80 * GiB, 3.35 * TB, 0.455, 0.887, "device-h100-sxm",
+        fmt::format("NVIDIA H100 datasheet (SXM5): bf16 989.4 TFLOP/s dense, TF32 494.7, FP32 66.9, "
+                    "80 GB HBM3 (taken as 80 GiB) at 3.35 TB/s. Kernels are timed from the kernel profile "
+                    "device-h100-sxm (calibrate/profiles; docs/compute-model.md); gemm_efficiency and "
+                    "memory_efficiency serve only the datasheet roofline, when the profile is cleared: "
+                    "gemm_efficiency 0.455 is the former fit of a single training GEMM efficiency to fms-fsdp "
+                    "throughput (the best bf16 matmul reaches 0.803 = 794.5 / 989, {}; gemm-h100-sxm-mamf-bf16). "
+                    "memory_efficiency 0.887 = 2.97 / 3.35 TB/s ({}).",
+                    kMamf, kStream)}},
+      {"h200-sxm",
+       {"H200-SXM-141GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 141 * GB, 4.8 * TB, 0.455, 0.887, "device-h200-sxm",
+        fmt::format("NVIDIA H200 datasheet (SXM): same compute as H100 SXM (bf16 989.4 TFLOP/s dense, "
+                    "TF32 494.7, FP32 66.9), 141 GB HBM3e (decimal; nvidia-smi shows slightly more) at "
+                    "4.8 TB/s. Kernels are timed from the kernel profile device-h200-sxm (H100's GEMM and "
+                    "attention measurements, H200's own memory curve; docs/compute-model.md), not validated "
+                    "against H200 FSDP throughput (none in our sources). For the roofline only: "
+                    "gemm_efficiency 0.455 as for H100 SXM (best matmul 0.803, {}, 'H200 is the same'). memory_efficiency 0.887: the H100 STREAM ratio 2.97 / 3.35 "
+                    "({}), assumed to carry over; no H200 STREAM measurement in our sources.",
+                    kMamf, kStream)}},
+      {"b200",
+       {"B200-SXM-180GB", 2250 * TFLOPS, 80 * TFLOPS, 1100 * TFLOPS, 180 * GB, 8 * TB, 0.455, 0.887, "device-b200",
+        "NVIDIA HGX B200 datasheet, 1,000 W configuration, per GPU (as tabulated in glennklockwood.com/garden/"
+        "processors/B200): bf16 2,250 TFLOP/s dense, TF32 1,100, FP32 80; 180 GB HBM3e (1.44 TB per 8-GPU "
+        "board) at 8 TB/s; 148 SMs. Kernels are timed from the kernel profile device-b200 (published B200 "
+        "GEMM, FlashAttention-2 and bandwidth measurements; docs/compute-model.md), whose family's training "
+        "scales are not fitted (one FSDP source). For the roofline only: gemm_efficiency 0.455 and "
+        "memory_efficiency 0.887, H100 SXM's, assumed to carry over."}},
+      {"gb200",
+       {"GB200-186GB", 2500 * TFLOPS, 80 * TFLOPS, 1250 * TFLOPS, 186 * GB, 8 * TB, 0.455, 0.887, "device-b200",
+        "NVIDIA GB200 NVL72 product page, per rack, divided by its 72 GPUs (NVIDIA lists the tensor rates "
+        "with sparsity; halved here): bf16 360 PFLOP/s -> 2,500 TFLOP/s dense per GPU, TF32 180 -> 1,250; "
+        "13.4 TB HBM3e -> 186 GB per GPU at 576 TB/s -> 8 TB/s; the B200 die at up to 1,200 W beside a Grace "
+        "CPU. FP32 80 TFLOP/s: B200's, assumed. Kernels are timed from the kernel profile device-b200 (B200 "
+        "measurements at 1,000 W; no GB200 kernel measurement is in it), whose family's training scales "
+        "are not fitted. For the roofline only: gemm_efficiency 0.455 and memory_efficiency 0.887, H100 "
+        "SXM's, assumed to carry over."}},
+      {"v100-32gb",
+       {"V100-SXM2-32GB", 125 * TFLOPS, 15.7 * TFLOPS, 15.7 * TFLOPS, 32 * GiB, 900 * GB, 0.80, 0.834, "",
+        "NVIDIA V100 datasheet (SXM2 32GB): 125 TFLOP/s tensor (fp16; V100 has no bf16, so the "
+        "'bf16' rate is the fp16 tensor-core rate for fp16 mixed precision), FP32 15.7 TFLOP/s, no "
+        "TF32 (TF32 rate set to FP32), 32 GB HBM2 (taken as 32 GiB) at 900 GB/s. gemm_efficiency "
+        "0.80 and memory_efficiency 0.834 (the A100 STREAM ratio) are assumed: no V100 measurement "
+        "in our sources."}},
+      {"l4",
+       {"L4-24GB", 121 * TFLOPS, 30.3 * TFLOPS, 60 * TFLOPS, 24 * GB, 300 * GB, 0.70, 0.85, "",
+        "NVIDIA L4 datasheet: bf16 242 TFLOP/s with sparsity = 121 dense, TF32 120 sparse = 60 "
+        "dense, FP32 30.3, 24 GB GDDR6 at 300 GB/s. gemm_efficiency 0.70 is assumed (lower than "
+        "A100/H100 because the 72 W card throttles under sustained tensor load); "
+        "memory_efficiency 0.85 assumed. No L4 measurement in our sources."}},
+  });
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> device_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, d] : device_table()) out.push_back(name);
+  return out;
+}
+
+const Aliases& device_aliases() {
+  static const Aliases aliases = {{"a100", "a100-80gb"}, {"a100-40g", "a100-40gb"}, {"a100-80g", "a100-80gb"},
+                                  {"h100", "h100-sxm"},  {"h100-sxm5", "h100-sxm"}, {"h200", "h200-sxm"},
+                                  {"b200-sxm", "b200"},
+                                  {"v100", "v100-32gb"}};
+  return aliases;
+}
+
+std::string canonical_device_name(const std::string& name) {
+  for (const auto& [alias, target] : device_aliases())
+    if (alias == name) return target;
+  return name;
+}
+
+DeviceProfile device(const std::string& name) {
+  for (const auto& [n, d] : device_table())
+    if (n == canonical_device_name(name)) return d;
+  throw InputError(unknown_name("device preset", name, device_names(), device_aliases()));
+}
+
+}  // namespace tagcsim::topologies
