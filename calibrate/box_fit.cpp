@@ -291,7 +291,7 @@ double block_share(const SmHoldSample& s, int sms) {
 
 void fit_block_share(BoxFit& f) {
   const auto& holds = f.measured.sm_holds;
-  const int sms = f.measured.box.gpus.empty() ? 0 : f.measured.box.gpus.front().sms;
+  const int sms = f.measured.box.sms();
   if (holds.empty() || sms <= 0) return;
   auto& d = f.device;
   double sum = 0;

@@ -49,6 +49,7 @@ struct BoxInfo {
   std::string host;          // CPU model, cores
   std::string date;          // UTC, ISO 8601
   int nvlinks_between(int a, int b) const;  // -1 when unknown
+  int sms() const { return gpus.empty() ? 0 : gpus.front().sms; }  // the measured GPU's; 0 when none
   // Pairs of GPUs joined by NVLink, over all pairs: 1 on an NVSwitch board, 0 on PCIe.
   double nvlink_pair_fraction() const;
 };

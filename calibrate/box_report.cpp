@@ -84,7 +84,7 @@ std::string box_report(const BoxFit& f) {
   for (const auto& s : m.sm_holds)
     out += fmt::format("  {:>3} blocks of {} threads: {:.4g} s alone, {:.4g} s beside: {:.3f} of an SM per block\n",
                        s.blocks, s.threads, s.alone_s, s.beside_s,
-                       block_share(s, m.box.gpus.empty() ? 0 : m.box.gpus.front().sms));
+                       block_share(s, m.box.sms()));
   if (f.device.nccl_block_share > 0)
     out += fmt::format("  block_share {:.3f} (the simulator's default, 1: a whole SM per channel): {}\n",
                        f.device.nccl_block_share, f.device.nccl_block_basis);

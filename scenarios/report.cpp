@@ -339,7 +339,8 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         num(m.sharded_state_bytes / kGiB), num(m.gathered_params_bytes / kGiB), num(m.gradient_bytes / kGiB),
         num(m.activation_bytes / kGiB), num(m.fragmentation_bytes / kGiB), num(m.workspace_bytes / kGiB),
         num(b.compute_s), num(model_compute_s(b)), num(b.compression_kernels_s), num(b.exposed_comm_s),
-        num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s), num(b.fsdp_copy_s), num(b.host_s), num(b.sm_slowdown_s), colls,
+        num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s), num(b.fsdp_copy_s), num(b.host_s),
+        num(b.sm_slowdown_s), colls,
         num(net.nic_bytes), num(net.nic_util), num(net.leaf_up_bytes), num(net.leaf_up_util),
         num(st.expected_grad_error), gradient_is_noise(r) ? "true" : "false", json_string(st.grad_error_basis));
   }

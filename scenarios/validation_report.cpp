@@ -190,8 +190,8 @@ std::string format_validation(const ValidationRun& run) {
   out += summary_line("fitted on all rows (in-sample)", collect(false, any));
   if (loso) {
     out += summary_line("leave one source out (held out)", collect(true, any));
-    // A family fitted from fewer than two sources borrows the fitted families' scales: its rows are a
-    // new generation's, and the line below says what the model does where it has been fitted.
+    // A family fitted from fewer than two sources borrows a fitted family's tensor scale (its
+    // predecessor's): the line below says what the model does where it has been fitted.
     auto fitted = [](const ValidationRow& r) { return !sim::fitted_parameters(r.family).basis.empty(); };
     const bool unfitted = std::any_of(run.rows.begin(), run.rows.end(),
                                       [&](const ValidationRow& r) { return r.counted && !fitted(r); });

@@ -191,7 +191,8 @@ DeviceProfile load_device(const Input& in, const DeviceProfile& base);
 
 // Cluster presets: dgx-a100-ib200, dgx-h100-ib400, dgx-h200-ib400, azure-nd-a100-v4, azure-nd-h100-v5,
 // azure-nd-h200-v5, aws-p4de, aws-p5, aws-p5e, gcp-a3-high (TCPX), gcp-a3-mega (TCPXO), gcp-a3-ultra (RoCE),
-// oci-h100-roce, nebius-h100-ib, nebius-h200-ib, dgx-b200-ib400, gcp-a4-high (B200, RoCE), eth-25g, eth-100g,
+// oci-h100-roce, nebius-h100-ib, nebius-h200-ib, dgx-b200-ib400, gcp-a4-high (B200, RoCE), gb200-nvl72 (a rack per
+// node), eth-25g, eth-100g,
 // tagc-2x1-1g, -10g, -25g, -100g.
 // A preset's node count is a default; scenarios usually override `nodes`.
 std::vector<std::string> preset_names();
