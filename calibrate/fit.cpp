@@ -73,6 +73,7 @@ Working working_set(const std::vector<Sample>& samples) {
       const auto& o = w.bases[b - 1];
       if (o.name == c.name && o.gpu.name == c.gpu.name && o.host_cpu == c.host_cpu && o.intra.name == c.intra.name &&
           o.intra.efficiency == c.intra.efficiency && o.intra.nvls_efficiency == c.intra.nvls_efficiency &&
+          o.intra.nvls_tree_efficiency == c.intra.nvls_tree_efficiency &&
           o.intra.ll128_efficiency == c.intra.ll128_efficiency &&
           o.nics.transport.name == c.nics.transport.name && o.nics.efficiency == c.nics.efficiency &&
           o.nics.transport.latency == c.nics.transport.latency && o.nics.transport.overhead == c.nics.transport.overhead &&

@@ -17,8 +17,8 @@ bool is_latency(Param p) {
          p == Param::TransportLatency || p == Param::IntraStepLatency;
 }
 bool is_efficiency(Param p) {
-  return p == Param::IntraEfficiency || p == Param::NvlsEfficiency || p == Param::Ll128Efficiency ||
-         p == Param::NicEfficiency;
+  return p == Param::IntraEfficiency || p == Param::NvlsEfficiency || p == Param::NvlsTreeEfficiency ||
+         p == Param::Ll128Efficiency || p == Param::NicEfficiency;
 }
 
 Range range(Param p) {
@@ -37,6 +37,7 @@ Range range(Param p) {
     case Param::SliceLatency: return {1 * us, 0, 20 * us};
     case Param::IntraEfficiency:
     case Param::NvlsEfficiency:
+    case Param::NvlsTreeEfficiency:
     case Param::Ll128Efficiency:
     case Param::NicEfficiency: return {0.1, 0.3, 1.0};
     // NCCL's NVLink hop is 0.6-4 us by protocol; a generation's own delay adds at most a few more.
@@ -55,6 +56,8 @@ double prior_sigma(Param p) {
   switch (p) {
     case Param::IntraEfficiency:
     case Param::NvlsEfficiency: return 0.03;
+    // Its prior is the tuner's view (the one-node rate), not a measurement.
+    case Param::NvlsTreeEfficiency:
     case Param::NicEfficiency: return 0.05;
     default: return 0;
   }
@@ -72,6 +75,7 @@ const char* param_key(Param p) {
     case Param::SliceLatency: return "collectives.slice_latency";
     case Param::IntraEfficiency: return "intra_node.efficiency";
     case Param::NvlsEfficiency: return "intra_node.nvls_efficiency";
+    case Param::NvlsTreeEfficiency: return "intra_node.nvls_tree_efficiency";
     case Param::Ll128Efficiency: return "intra_node.ll128_efficiency";
     case Param::IntraStepLatency: return "intra_node.step_latency";
     case Param::TransportLatency: return "nics.transport.latency";
@@ -107,6 +111,7 @@ std::vector<ParamId> params_of(const topologies::Cluster& c, const Point& p) {
   if (p.gpus_per_node > 1) {
     out.push_back({Param::IntraEfficiency, intra});
     if (c.intra.nvls_efficiency > 0) out.push_back({Param::NvlsEfficiency, intra});
+    if (c.intra.nvls_efficiency > 0 && p.nodes > 1) out.push_back({Param::NvlsTreeEfficiency, intra});
     if (c.intra.kind != "pcie") out.push_back({Param::Ll128Efficiency, intra});
     out.push_back({Param::IntraStepLatency, intra});
   }
@@ -132,6 +137,7 @@ double get(const topologies::Cluster& c, const ParamId& id) {
     case Param::SliceLatency: return cl.slice_latency;
     case Param::IntraEfficiency: return c.intra.efficiency;
     case Param::NvlsEfficiency: return c.intra.nvls_efficiency;
+    case Param::NvlsTreeEfficiency: return c.intra.nvls_tree_rate_fraction();
     case Param::Ll128Efficiency: return c.intra.ll128_efficiency;
     case Param::IntraStepLatency: return c.intra.step_latency;
     case Param::TransportLatency: return c.nics.transport.latency;
@@ -164,6 +170,9 @@ void set(topologies::Cluster& c, const ParamId& id, double v) {
       break;
     case Param::NvlsEfficiency:
       if (in_scope(c.intra.name) && c.intra.nvls_efficiency > 0) c.intra.nvls_efficiency = v;
+      break;
+    case Param::NvlsTreeEfficiency:
+      if (in_scope(c.intra.name) && c.intra.nvls_efficiency > 0) c.intra.nvls_tree_efficiency = v;
       break;
     case Param::Ll128Efficiency:
       if (in_scope(c.intra.name)) c.intra.ll128_efficiency = v;
@@ -249,6 +258,7 @@ topologies::Cluster with_priors(topologies::Cluster c) {
     c.intra.efficiency = 20.6 / 25;
     if (c.intra.nvls_efficiency > 0) c.intra.nvls_efficiency = 274.3e9 * 9 / 8 / 450e9;
   }
+  c.intra.nvls_tree_efficiency = 0;  // as one node's: NCCL's tuner rates both alike (tuning.cc)
   if (c.intra.name == "nvlink5") {  // NCCL's 40.1 of 50 GB/s per link; NVLS as NVLink4's x NCCL's 0.74 / 0.85
     c.intra.efficiency = 40.1 / 50;
     if (c.intra.nvls_efficiency > 0) c.intra.nvls_efficiency = 274.3e9 * 9 / 8 / 450e9 * 0.74 / 0.85;

@@ -42,6 +42,7 @@ struct Ctx {
   double lanes;        // concurrent groups per node
   double nvl_rate;     // ring bytes/s per GPU over NVLink (or PCIe)
   double nvls_rate;    // NVLS bytes/s per GPU, 0 without NVLink SHARP
+  double nvls_tree_rate;  // the same inside an NVLS tree
   double net_rate;     // bytes/s out of a node through the rails its GPUs in this collective use
   int rails;
   bool nvlink;
@@ -256,7 +257,8 @@ Candidate nvls(const Ctx& x, bool across_nodes) {
   const double chunks = std::ceil(x.S / (double(x.nvls_ch) * c));
   plan.steps = 2 + (across_nodes ? 2 * log2i(x.n) : 0);
   plan.nvlink_bytes = per_gpu;
-  plan.nvlink_seconds = per_gpu / x.nvls_rate + chunks * x.c.collectives.nvls_chunk_overhead;
+  plan.nvlink_seconds = per_gpu / (across_nodes ? x.nvls_tree_rate : x.nvls_rate) +
+                        chunks * x.c.collectives.nvls_chunk_overhead;
   if (across_nodes) {
     plan.node_egress_bytes = x.lanes * tree_node_egress(x.n) * x.S;
     plan.network_seconds = plan.node_egress_bytes / x.net_rate;
@@ -325,6 +327,7 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         .lanes = lanes,
         .nvl_rate = c.intra.bandwidth * c.intra.efficiency,
         .nvls_rate = c.intra.bandwidth * c.intra.nvls_efficiency,
+        .nvls_tree_rate = c.intra.bandwidth * c.intra.nvls_tree_rate_fraction(),
         .net_rate = rails * c.rail_bandwidth(),
         .rails = rails,
         .nvlink = c.intra.kind != "pcie",

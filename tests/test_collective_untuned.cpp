@@ -86,17 +86,19 @@ TEST_CASE("LL128 over NVLink delivers ll128_efficiency of what the tuner rates i
   CHECK(56.0 * us + 1.75 * S / 371.25e9 < plan.seconds());
 }
 
-TEST_CASE("bad input: an LL128 efficiency of 0 or above 1, or a negative slice latency, names its key") {
+TEST_CASE("bad input: an LL128 efficiency of 0 or above 1, an NVLS tree efficiency above 1, or a negative slice latency, names its key") {
   auto load = [](const std::string& text) {
     return topologies::load_cluster(Input::load_string(text, "u.yaml")["cluster"]);
   };
   CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-a100-ib200\n  intra_node: {ll128_efficiency: 0}\n"),
                        doctest::Contains("intra_node.ll128_efficiency"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  intra_node: {nvls_tree_efficiency: 1.2}\n"),
+                       doctest::Contains("intra_node.nvls_tree_efficiency"), InputError);
   CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-a100-ib200\n  intra_node: {ll128_efficiency: 1.5}\n"),
                        doctest::Contains("expected a fraction in (0, 1]"), InputError);
   CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-a100-ib200\n  collectives: {slice_latency: -2 us}\n"),
                        doctest::Contains("u.yaml:3"), InputError);
-  CHECK(load("cluster:\n  preset: dgx-a100-ib200\n").intra.ll128_efficiency == Approx(0.6787));
+  CHECK(load("cluster:\n  preset: dgx-a100-ib200\n").intra.ll128_efficiency == Approx(0.6614));
 }
 
 TEST_CASE("all-gathers and reduce-scatters across nodes run Simple where the tuner would pick LL128 (measured)") {

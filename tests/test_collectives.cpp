@@ -391,7 +391,7 @@ TEST_CASE("NVLS all-reduce on 8x H100 uses the NVLS bandwidth formula") {
 TEST_CASE("an NVL72 rack is one NVLink domain: NVLS over 72 GPUs and no NIC, two racks go out on all 72 rails") {
   // 72 GPUs each reduce 1/72 of the buffer in the switches and multicast it back: S x 73/72 per GPU
   // at NVLink5's 900 GB/s x the preset's NVLS efficiency. busbw = 2 x 71/72 x S / t
-  // = 2 x 71/73 x 900 x eff: 1,753 x eff GB/s, 992.5 GB/s at eff 0.5662.
+  // = 2 x 71/73 x 900 x eff: 1,751 x eff GB/s, 1,029 GB/s at eff 0.5876.
   const auto c = topologies::preset("gb200-nvl72");
   const double S = 8.0 * (1 << 30);
   const auto rack = plan_collective(c, CollectiveOp::AllReduce, S, {1, 72});
@@ -400,8 +400,8 @@ TEST_CASE("an NVL72 rack is one NVLink domain: NVLS over 72 GPUs and no NIC, two
   CHECK(rack.network_seconds == 0);
   CHECK(rack.nvlink_bytes == doctest::Approx(S * 73 / 72));
   CHECK(rack.nvlink_seconds == doctest::Approx(S * 73 / 72 / (900e9 * c.intra.nvls_efficiency)));
-  CHECK(c.intra.nvls_efficiency == doctest::Approx(0.5662));
-  CHECK(rack.busbw(rack.nvlink_seconds) / 1e9 == doctest::Approx(2.0 * 71 / 73 * 900 * 0.5662).epsilon(1e-3));
+  CHECK(c.intra.nvls_efficiency == doctest::Approx(0.5876));
+  CHECK(rack.busbw(rack.nvlink_seconds) / 1e9 == doctest::Approx(2.0 * 71 / 73 * 900 * 0.5876).epsilon(1e-3));
   // Two racks: an all-gather's ring leaves each rack through every GPU's own NIC.
   CHECK(c.rails() == 72);
   CHECK(c.rails_of_gpus(0, 72) == 72);
@@ -433,6 +433,30 @@ TEST_CASE("a tree across nodes: two nodes send S each, beyond two the busiest no
     // busbw beyond two nodes: 2 (N-1)/N S / (2S / 400 GB/s) = (N-1)/N x 400 GB/s, under the NICs.
     if (n > 2) CHECK(plan.busbw(plan.network_seconds) / 1e9 == doctest::Approx((8.0 * n - 1) / (8 * n) * 400));
   }
+}
+
+TEST_CASE("an NVLS tree moves the node's NVLink bytes at its own rate, one node's NVLS at the other") {
+  // 2 nodes x 8 H100: each GPU still moves S x 9/8 over NVLink, at 450 GB/s x nvls_tree_efficiency
+  // (0.62: 279 GB/s) where one node runs at x nvls_efficiency (0.686: 308.7 GB/s). 8 GiB takes
+  // 8 GiB x 9/8 / 279 GB/s = 34.6 ms of NVLink, over the 21.5 ms its NICs need (S / 400 GB/s), so
+  // busbw = 2 x 15/16 x 8 GiB / 34.6 ms = 465 GB/s (the two-node tables: 467-469), not 504.
+  const double S = 8.0 * (1 << 30);
+  auto c = rail_cluster(2);
+  c.intra.nvls_efficiency = 0.686;
+  c.intra.nvls_tree_efficiency = 0.62;
+  auto plan = plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c), Algorithm::NvlsTree);
+  CHECK(plan.nvlink_bytes == doctest::Approx(S * 9 / 8));
+  CHECK(plan.nvlink_seconds == doctest::Approx(S * 9 / 8 / (450e9 * 0.62)));
+  CHECK(plan.network_seconds == doctest::Approx(S / 400e9));
+  CHECK(plan.busbw(plan.nvlink_seconds) / 1e9 == doctest::Approx(2.0 * 15 / 16 * 8 / 9 * 450 * 0.62));
+  CHECK(plan.busbw(plan.nvlink_seconds) / 1e9 == doctest::Approx(465.0).epsilon(1e-3));
+  // One node of the same cluster keeps the one-node rate.
+  const auto one = plan_collective(c, CollectiveOp::AllReduce, S, {1, 8}, Algorithm::Nvls);
+  CHECK(one.nvlink_seconds == doctest::Approx(S * 9 / 8 / (450e9 * 0.686)));
+  // Unset (0), the tree takes the one-node rate, as NCCL's tuner rates it.
+  c.intra.nvls_tree_efficiency = 0;
+  plan = plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c), Algorithm::NvlsTree);
+  CHECK(plan.nvlink_seconds == doctest::Approx(S * 9 / 8 / (450e9 * 0.686)));
 }
 
 TEST_CASE("a process driving 8 GPUs (nccl-tests -g 8) cannot beat 8 launches with their channels") {

@@ -80,6 +80,9 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (!(c.intra.nvls_efficiency >= 0 && c.intra.nvls_efficiency <= 1))
     fail({"intra_node.nvls_efficiency"},
          fmt::format("expected a fraction in [0, 1] (0: no NVLink SHARP), got {:g}", c.intra.nvls_efficiency));
+  if (!(c.intra.nvls_tree_efficiency >= 0 && c.intra.nvls_tree_efficiency <= 1))
+    fail({"intra_node.nvls_tree_efficiency"},
+         fmt::format("expected a fraction in [0, 1] (0: as nvls_efficiency), got {:g}", c.intra.nvls_tree_efficiency));
   if (!(c.intra.ll128_efficiency > 0 && c.intra.ll128_efficiency <= 1))
     fail({"intra_node.ll128_efficiency"},
          fmt::format("expected a fraction in (0, 1] (1: LL128 as NCCL's tuner rates it), got {:g}", c.intra.ll128_efficiency));
@@ -357,7 +360,7 @@ Cluster load_cluster(const Input& in) {
   if (!has_preset && c.gpus_per_node > 1) (void)in["intra_node"]["bandwidth"];
   if (auto m = in.find("intra_node")) {
     m->expect_keys({"kind", "generation", "bandwidth", "latency", "step_latency", "efficiency", "nvls_efficiency",
-                    "ll128_efficiency"});
+                    "nvls_tree_efficiency", "ll128_efficiency"});
     r.opt(*m, "kind", "intra_node.kind", [&](const Input& v) {
       c.intra.kind = v.as_choice({"nvswitch", "nvlink", "pcie"});
     });
@@ -370,6 +373,8 @@ Cluster load_cluster(const Input& in) {
           [&](const Input& v) { c.intra.efficiency = v.as_double(); });
     r.opt(*m, "nvls_efficiency", "intra_node.nvls_efficiency",
           [&](const Input& v) { c.intra.nvls_efficiency = v.as_double(); });
+    r.opt(*m, "nvls_tree_efficiency", "intra_node.nvls_tree_efficiency",
+          [&](const Input& v) { c.intra.nvls_tree_efficiency = v.as_double(); });
     r.opt(*m, "ll128_efficiency", "intra_node.ll128_efficiency",
           [&](const Input& v) { c.intra.ll128_efficiency = v.as_double(); });
     // Fitted NVLink efficiencies are shared by generation (calibrate/params.cpp).

@@ -40,6 +40,12 @@ struct IntraNode {
   // NVLink SHARP (NVSwitch multicast and in-switch reduction, H100/H200): the per-GPU rate of an NVLS
   // all-reduce's NVLink traffic / line rate; 0 = no NVLS. An NVLS all-reduce moves S (k+1)/k per GPU.
   double nvls_efficiency = 0;
+  // The same rate inside an NVLS tree (NVLS in each node, a tree of nodes): a node with a parent
+  // splits each channel's warps four ways (scatter, gather, reduce-and-send, receive-and-multicast)
+  // where one node splits them three ways (NCCL's all_reduce.h), and NCCL's tuner caps the NVLS
+  // tree per channel on its own (perChMaxNVLSTreeBws). 0 = as nvls_efficiency.
+  double nvls_tree_efficiency = 0;
+  double nvls_tree_rate_fraction() const { return nvls_tree_efficiency > 0 ? nvls_tree_efficiency : nvls_efficiency; }
   // LL128 rings' delivered NVLink rate / what NCCL's tuner expects of them (its per-channel LL128
   // rate); 1 = as the tuner says.
   double ll128_efficiency = 1;

@@ -55,6 +55,8 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
     in.put("step_latency", yaml_seconds(c.intra.step_latency), "per step, beyond NCCL's table (fitted per generation)");
   in.put("efficiency", yaml_number(c.intra.efficiency), "NCCL ring bus bandwidth / line rate");
   in.put("nvls_efficiency", yaml_number(c.intra.nvls_efficiency), "NVLink SHARP rate / line rate, 0 for none");
+  if (c.intra.nvls_efficiency > 0)
+    in.put("nvls_tree_efficiency", yaml_number(c.intra.nvls_tree_rate_fraction()), "the same inside an NVLS tree");
   in.put("ll128_efficiency", yaml_number(c.intra.ll128_efficiency), "LL128 rate / NCCL's tuner's");
   YamlMap n = k.open("nics", c.nodes > 1 ? fmt::format("{} x {} = {} per node", c.nics.count, gbits(c.nics.bandwidth),
                                                         gbits(c.nics.count * c.nics.bandwidth))
