@@ -12,9 +12,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <thread>
 
 namespace tagcsim::app {
 namespace {
@@ -28,6 +32,7 @@ struct Options {
   std::string transport_out;
   std::string transport_dir;
   std::string op;
+  int jobs = 0;  // validate: folds fitted at once (0: one per hardware thread)
   int nodes = 0;
   int gpus_per_node = 0;
   std::vector<std::string> hold;
@@ -261,22 +266,44 @@ int run_validate(const Options& o) {
     }
     results.push_back(std::move(t));
   }
-  // One fit per unit left out.
+  // One fit per unit left out. The folds share nothing, so they run on every hardware thread; each
+  // lands in its own slot and is printed in the units' order, so the output does not depend on --jobs.
   std::map<std::string, FitResult> folds;
-  if (o.loo != "none")
-    for (const auto& [unit, samples] : by_unit) {
-      std::vector<Sample> train;
-      for (const auto& [other, s] : by_unit)
-        if (other != unit) train.insert(train.end(), s.begin(), s.end());
-      if (train.empty()) continue;
-      FitOptions fo;
-      fo.prior_weight = kPriorWeight;
-      auto r = fit(train, fo);
-      std::vector<Sample> held = samples;
-      for (auto& s : held) s.cluster = with_fit(s.cluster, r);
-      r.points = evaluate(held);
-      folds.emplace(unit, std::move(r));
+  if (o.loo != "none") {
+    std::vector<const std::string*> units;
+    for (const auto& [unit, samples] : by_unit) units.push_back(&unit);
+    std::vector<std::optional<FitResult>> fitted(units.size());
+    std::vector<std::exception_ptr> failed(units.size());
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+      for (std::size_t i; (i = next++) < units.size();) try {
+          const std::string& unit = *units[i];
+          std::vector<Sample> train;
+          for (const auto& [other, s] : by_unit)
+            if (other != unit) train.insert(train.end(), s.begin(), s.end());
+          if (train.empty()) continue;
+          FitOptions fo;
+          fo.prior_weight = kPriorWeight;
+          auto r = fit(train, fo);
+          std::vector<Sample> held = by_unit.at(unit);
+          for (auto& s : held) s.cluster = with_fit(s.cluster, r);
+          r.points = evaluate(held);
+          fitted[i] = std::move(r);
+        } catch (...) {
+          failed[i] = std::current_exception();
+        }
+    };
+    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t n = std::min<std::size_t>(units.size(), o.jobs > 0 ? unsigned(o.jobs) : hw);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 1; t < n; ++t) threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads) t.join();
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      if (failed[i]) std::rethrow_exception(failed[i]);
+      if (fitted[i]) folds.emplace(*units[i], std::move(*fitted[i]));
     }
+  }
   for (auto& t : results) {
     const auto& g = *t.group;
     fmt::print("\n== {}\n", g.name);
@@ -362,6 +389,8 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   auto* val = cal->add_subcommand("validate", "Model vs every published nccl-tests table: presets, and held out");
   val->add_option("--data", o->data, "Published measurements YAML (default: the shipped validation/data/published_measurements.yaml)");
   val->add_option("--loo", o->loo, "Leave one out: source (default: fit on the other sources), table, or none");
+  val->add_option("--jobs,-j", o->jobs, "Held-out fits run at once (default: one per hardware thread; the output is the same)")
+      ->check(CLI::NonNegativeNumber);
   val->callback([o, &exit_code] { exit_code = run_validate(*o); });
 
   add_calibrate_box_commands(cal, exit_code);  // box, check (app/calibrate_box_cmd.cpp)
