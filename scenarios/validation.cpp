@@ -1,4 +1,5 @@
 #include "scenarios/validation.hpp"
+#include "scenarios/validation_folds.hpp"
 
 #include "models/model.hpp"
 #include "scenarios/scenario.hpp"
@@ -378,19 +379,13 @@ ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions&
     std::set<std::string> sources;
     for (const auto& r : R)
       if (r.counted) sources.insert(r.source);
-    for (const auto& s : sources) {
-      std::vector<std::size_t> train;
-      for (std::size_t i = 0; i < R.size(); ++i)
-        if (R[i].source != s) train.push_back(i);
-      for (const auto& [fam, p] : in_force) sim::override_fitted_parameters(fam, p);  // warm start
-      run.fold_fits[s] = fit(R, train);
-      for (std::size_t i = 0; i < R.size(); ++i)
-        if (R[i].source == s) {
-          run.results[i].held_out = predict(R[i]);
-          run.results[i].has_held_out = true;
-        }
+    for (auto& [source, fold] : run_folds(R, sources, in_force, o.jobs)) {
+      run.fold_fits[source] = std::move(fold.fits);
+      for (const auto& [i, p] : fold.held_out) {
+        run.results[i].held_out = p;
+        run.results[i].has_held_out = true;
+      }
     }
-    for (const auto& [fam, p] : in_force) sim::override_fitted_parameters(fam, p);
   }
   return run;
 }

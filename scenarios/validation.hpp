@@ -78,6 +78,7 @@ struct ValidationOptions {
   bool leave_one_source_out = false;
   bool refit = false;  // fit on every counted row first (what `--fit` writes)
   std::string only;    // a regex on row ids
+  int jobs = 0;        // leave-one-source-out folds run at once (0: one per hardware thread)
 };
 
 struct ValidationRun {

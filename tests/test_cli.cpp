@@ -341,7 +341,7 @@ TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without -
   CHECK(at("time_s") - at("tuner_s") == doctest::Approx(28 * 4.969e-6).epsilon(1e-3));
 }
 
-TEST_CASE("tagcsim validate prints predicted against measured, and a row's scenario runs") {
+TEST_CASE("tagcsim validate prints predicted against measured, a row's scenario runs, and its folds run side by side") {
   const auto o = tagcsim("validate --only 'fsdp-mpt7b-a100-40gb-8gpu-seq2048'");
   CHECK(o.code == 0);
   CHECK(o.output.find("| fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT | S31 | MPT-7b | 8 | 2048 | 3679 |") !=
@@ -354,5 +354,14 @@ TEST_CASE("tagcsim validate prints predicted against measured, and a row's scena
   CHECK(r.code == 0);
   CHECK(r.output.find("kernel profile device-a100-40gb") != std::string::npos);
   CHECK(tagcsim("validate --write").code == 2);  // --write only with --fit
+  // Leave one source out: each fold in its own process, side by side; the report is the same byte
+  // for byte as one fold after another in this process.
+  const std::string two = "validate --loso --only 'fsdp-tt-llama3-70b|fsdp-mpt7b-a100-40gb-8gpu-seq2048'";
+  const auto seq = tagcsim(two + " -j 1"), par = tagcsim(two + " -j 2");
+  CHECK(seq.code == 0);
+  CHECK(seq.output.find("| S35 held out | 1 |") != std::string::npos);
+  CHECK(seq.output.find("| S31 held out | 1 |") != std::string::npos);
+  CHECK(par.output == seq.output);
+  CHECK(tagcsim("validate --loso -j -1").code == 2);
   CHECK(tagcsim("validate --scenario nope").output.find("--scenario: no validation row 'nope'") != std::string::npos);
 }
