@@ -118,6 +118,8 @@ topologies::Cluster box_base_cluster(const BoxMeasurements& m, const std::vector
     c.intra = {"nvswitch", g.sm >= 100 ? 900e9 : 150e9, 0.5e-6, 0.8};
     c.intra.name = g.sm >= 100 ? "nvlink5" : "nvlink2";
     c.intra.nvls_efficiency = g.sm >= 100 ? topologies::preset("dgx-h100-ib400").intra.nvls_efficiency : 0;
+    // One box has no NVLS tree to measure: across nodes it takes the preset's.
+    c.intra.nvls_tree_efficiency = g.sm >= 100 ? topologies::preset("dgx-h100-ib400").intra.nvls_tree_efficiency : 0;
     link = g.sm >= 100 ? "NVLink5, 1.8 TB/s bidirectional (B200 datasheet); efficiencies start from NVLink4's"
                        : "NVLink2, 300 GB/s bidirectional (V100 datasheet); efficiency 0.8 assumed";
   } else {
@@ -127,7 +129,7 @@ topologies::Cluster box_base_cluster(const BoxMeasurements& m, const std::vector
                       : "PCIe 4.0 x16, 31.5 GB/s per direction (PCI-SIG); efficiency 0.8 assumed";
   }
   if (nvlink) c.intra.kind = n > 2 ? "nvswitch" : "nvlink";
-  if (c.intra.kind != "nvswitch") c.intra.nvls_efficiency = 0;
+  if (c.intra.kind != "nvswitch") c.intra.nvls_efficiency = c.intra.nvls_tree_efficiency = 0;
   c.source = fmt::format(
       "this box, measured by tagcsim calibrate box ({}): {} x {}, driver {}, CUDA {}, NCCL {}. Intra-node link: {}. "
       "NICs, transport and fabric not measured (one node): those of the {} preset stand in. {}",
@@ -337,6 +339,11 @@ BoxFit fit_box(const BoxMeasurements& m, const std::optional<ScenarioShapes>& sc
       if (auto at = p.why.find(" (--free to fit it)"); at != std::string::npos) p.why.erase(at, 19);
     }
     f.cluster = with_fit(f.base, *f.nccl);
+    // One box measures one node's NVLS, not a tree across nodes: the tree keeps its published share
+    // of one node's rate (NCCL's warp split per channel), now of this box's.
+    if (const auto& bi = f.base.intra; bi.nvls_efficiency > 0 && bi.nvls_tree_efficiency > 0)
+      f.cluster.intra.nvls_tree_efficiency =
+          bi.nvls_tree_efficiency * f.cluster.intra.nvls_efficiency / bi.nvls_efficiency;
   }
   fit_gemm(f);
   fit_memory(f);

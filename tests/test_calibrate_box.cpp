@@ -156,6 +156,10 @@ TEST_CASE("box fit: recovers the host's launch costs, NVLink4's ring and NVLS ef
   CHECK(std::abs(f.cluster.collectives.host_launch_per_channel / 0.7e-6 - 1) < 0.05);
   CHECK(std::abs(f.cluster.intra.efficiency - 0.76) < 0.01);
   CHECK(std::abs(f.cluster.intra.nvls_efficiency - 0.60) < 0.01);
+  // One box has no NVLS tree: the tree keeps the preset's share of one node's NVLS rate (0.916).
+  CHECK(f.cluster.intra.nvls_tree_efficiency / f.cluster.intra.nvls_efficiency ==
+        doctest::Approx(base.intra.nvls_tree_efficiency / base.intra.nvls_efficiency));
+  CHECK(f.cluster.intra.nvls_tree_efficiency < f.cluster.intra.nvls_efficiency);
   CHECK(r.error.median_abs < 0.03);  // the noise is uniform in +-3%
   CHECK(f.cluster.nodes == 1);
   CHECK(f.cluster.gpus_per_node == 8);
