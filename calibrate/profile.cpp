@@ -167,7 +167,8 @@ std::string profile_yaml(const FitResult& fit, const Provenance& how) {
     const std::string entry = fmt::format("{}: {}", short_key(p.id.param), format_param(p.id.param, p.value));
     if (p.id.scope.empty()) coll += (coll.empty() ? "" : ", ") + entry;
     else if (p.id.param == Param::IntraEfficiency || p.id.param == Param::NvlsEfficiency ||
-             p.id.param == Param::Ll128Efficiency || p.id.param == Param::IntraStepLatency)
+             p.id.param == Param::NvlsTreeEfficiency || p.id.param == Param::Ll128Efficiency ||
+             p.id.param == Param::IntraStepLatency)
       intra_by[p.id.scope] += (intra_by[p.id.scope].empty() ? "" : ", ") + entry;
     else if (p.id.param == Param::HostLaunch || p.id.param == Param::HostLaunchPerChannel)
       host_by[p.id.scope] += (host_by[p.id.scope].empty() ? "" : ", ") + entry;
