@@ -24,6 +24,7 @@ struct RunOptions {
   std::string plot;
   std::string plot_metric = "step-time";
   bool resolved = false;
+  bool kernels = false;
 };
 
 void write_file(const std::string& path, const std::string& text, const char* what) {
@@ -97,6 +98,12 @@ int run(const RunOptions& o) {
     else write_file(o.out, yaml, "--out");
     return 0;
   }
+  if (o.kernels) {  // the first point's kernels; a sweep's other points differ only where they sweep it
+    const std::string text = scenarios::kernel_table(scenario.points.front().setup);
+    if (o.out.empty()) fmt::print("{}", text);
+    else write_file(o.out, text, "--out");
+    return 0;
+  }
   const auto results = scenarios::run(scenario);
   const std::string text = scenarios::format_results(scenario, results, format);
   // Drawn first, so that a scenario that cannot be plotted fails before printing a report.
@@ -124,6 +131,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "Draw a metric and the speedup along the first sweep axis into FILE.png, .svg or .pdf (gnuplot)");
   cmd->add_option("--plot-metric", o->plot_metric,
                   "What --plot draws: step-time (default), tokens-per-gpu, cluster-tokens, scaling-efficiency, mfu");
+  cmd->add_flag("--kernels", o->kernels,
+                "Print every kernel of one micro-batch per unit kind, with its shape and profiled time, instead of "
+                "running (a sweep: its first point)");
   cmd->add_flag("--resolved", o->resolved,
                 "Print the scenario with presets expanded and overrides applied, as YAML that runs as is, "
                 "instead of running it");

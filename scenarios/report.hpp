@@ -16,4 +16,8 @@ std::string format_results(const Scenario& s, const std::vector<Result>& results
 // The table's columns after the swept keys, in order (docs/output.md explains each).
 const std::vector<std::string>& table_columns();
 
+// `tagcsim run --kernels`: every kernel of one micro-batch, per unit kind, with its shape and the
+// time the GPU's kernel profile gives it; then the step's kernel time by category.
+std::string kernel_table(const sim::StepSetup& setup);
+
 }  // namespace tagcsim::scenarios

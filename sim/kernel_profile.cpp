@@ -389,20 +389,31 @@ double KernelProfile::gemm_model_seconds(double m, double n, double k, double ba
   return std::max(compute, traffic);
 }
 
-double KernelProfile::gemm_correction(double flops) const {
+double KernelProfile::gemm_correction(double m, double n, double k, double batch) const {
+  // The correction carries what the tile model leaves out of a shape like the query's: the two
+  // measured shapes nearest in log2 (batch x m, n, k), weighted by 1 / distance^2 (exact at a
+  // measured shape). Not by FLOPs alone: a skinny GEMM (802816 x 192 x 768 on A100) has the FLOPs
+  // of a square one and nothing else in common with it.
   const auto& pts = gemm.points;
-  auto f = [](const GemmPoint& q) { return 2 * q.batch * q.m * q.n * q.k; };
-  if (flops <= f(pts.front())) return pts.front().correction;
-  if (flops >= f(pts.back())) return pts.back().correction;
-  std::size_t i = 0;
-  while (i + 1 < pts.size() && f(pts[i + 1]) <= flops) ++i;
-  std::size_t j = i + 1;
-  while (j + 1 < pts.size() && f(pts[j]) == f(pts[i])) ++j;  // equal FLOPs: take the next distinct point
-  return lerp_log(flops, f(pts[i]), f(pts[j]), pts[i].correction, pts[j].correction);
+  auto distance2 = [&](const GemmPoint& q) {
+    const double dm = std::log2(batch * m / (q.batch * q.m)), dn = std::log2(n / q.n), dk = std::log2(k / q.k);
+    return dm * dm + dn * dn + dk * dk;
+  };
+  std::size_t a = pts.size(), b = pts.size();  // the nearest and the next (ties: the file's order)
+  double da = 0, db = 0;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const double d = distance2(pts[i]);
+    if (d == 0) return pts[i].correction;
+    if (a == pts.size() || d < da) b = a, db = da, a = i, da = d;
+    else if (b == pts.size() || d < db) b = i, db = d;
+  }
+  if (b == pts.size()) return pts[a].correction;
+  const double wa = 1 / da, wb = 1 / db;
+  return (wa * pts[a].correction + wb * pts[b].correction) / (wa + wb);
 }
 
 double KernelProfile::gemm_seconds(double m, double n, double k, Dtype dtype, bool tf32) const {
-  const double t = gemm_model_seconds(m, n, k, 1, dtype, tf32) / gemm_correction(2 * m * n * k) / fitted.tensor_scale;
+  const double t = gemm_model_seconds(m, n, k, 1, dtype, tf32) / gemm_correction(m, n, k) / fitted.tensor_scale;
   return std::max(t, min_kernel_seconds);
 }
 

@@ -106,10 +106,10 @@ class KernelProfile {
                         bool tf32 = false) const;
 
   // The pieces of the GEMM time, for tests and docs: the physical model (waves of tiles at peak
-  // with the k overhead, or the bytes at the streaming bandwidth) and the measured correction
-  // interpolated at these FLOPs.
+  // with the k overhead, or the bytes at the streaming bandwidth) and the measured correction for
+  // this shape (from the two measured shapes nearest in log (m, n, k)).
   double gemm_model_seconds(double m, double n, double k, double batch, Dtype dtype, bool tf32) const;
-  double gemm_correction(double flops) const;
+  double gemm_correction(double m, double n, double k, double batch = 1) const;
   // Attention TFLOP/s (flash-attention FLOP convention) before the fitted scale.
   double attention_tflops(models::AttentionKernel kernel, bool backward, double seq, double head_dim,
                           bool causal) const;

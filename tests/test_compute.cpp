@@ -102,34 +102,48 @@ TEST_CASE("a GEMM at a measured point takes the measured time") {
         Approx(2.0 * std::pow(8192.0, 3) / 253.7e12).epsilon(1e-9));
 }
 
-TEST_CASE("between two measured GEMMs the correction is linear in log FLOPs") {
+TEST_CASE("between measured GEMMs the correction comes from the two nearest shapes, weighted by 1/d^2") {
   const auto p = toy();
-  // 8192 x 4096 x 8192 = 2^39 FLOPs, two thirds of the way from 2^37 to 2^40 in log space:
-  // correction 0.25 + (2/3)(0.5 - 0.25) = 0.41667; the model time 2^39 / 400e12 (full waves).
+  // 8192 x 4096 x 8192 is log2-distance sqrt(2) from 4096^3 (correction 0.25) and 1 from 8192^3
+  // (0.5): weights 1/2 and 1, correction (0.125 + 0.5) / 1.5 = 0.41667; the model time 2^39 / 400e12
+  // (full waves).
   const double f = std::pow(2.0, 39);
-  CHECK(p.gemm_correction(f) == Approx(0.25 + 2.0 / 3 * 0.25).epsilon(1e-12));
-  CHECK(p.gemm_seconds(8192, 4096, 8192) == Approx(f / 400e12 / (0.25 + 2.0 / 3 * 0.25)).epsilon(1e-12));
-  // Outside the measured range the nearest point's correction holds.
-  CHECK(p.gemm_correction(1e6) == Approx(0.25));
-  CHECK(p.gemm_correction(1e15) == Approx(0.5));
+  CHECK(p.gemm_correction(8192, 4096, 8192) == Approx(0.625 / 1.5).epsilon(1e-12));
+  CHECK(p.gemm_seconds(8192, 4096, 8192) == Approx(f / 400e12 / (0.625 / 1.5)).epsilon(1e-12));
+  // Far from both, both still count: 64 x 64 x 128 is d^2 = 97 from 4096^3 and 134 from 8192^3.
+  CHECK(p.gemm_correction(64, 64, 128) == Approx((0.25 / 97 + 0.5 / 134) / (1.0 / 97 + 1.0 / 134)).epsilon(1e-12));
+  // A skinny GEMM with the FLOPs of the square ones does not pull them: 802816 x 192 x 768 measured
+  // at 50 TFLOP/s (2.37e11 FLOPs, between 4096^3 and 8192^3) leaves 8192 x 4096 x 8192 as it was,
+  // and a shape like it takes its correction: model 3136 waves x 4 x 128^2 x 2 x 768 / 400e12 =
+  // 0.789 ms against 4.735 ms measured, 1/6.
+  const auto q = sim::parse_kernel_profile(
+      toy_profile("    - {m: 802816, n: 192, k: 768, dtype: bf16, tflops: 50, source: p3}\n"), "toy.yaml");
+  CHECK(q.gemm_correction(8192, 4096, 8192) == Approx(0.625 / 1.5).epsilon(1e-12));
+  CHECK(q.gemm_correction(802816, 192, 768) == Approx(1.0 / 6).epsilon(1e-9));
+  CHECK(q.gemm_correction(802816, 256, 768) < 0.25);
 }
 
 TEST_CASE("a GEMM whose tiles leave the last wave partly empty is slower per FLOP") {
   const auto p = toy();
   // 4 SMs, 128 x 128 tiles. m = 512, n = 128: 4 tiles, one full wave. m = 640: 5 tiles, two
-  // waves, the second with one tile: twice the time for 1.25x the FLOPs. (Both below the smallest
-  // measured FLOPs, so both carry its correction, 0.25: 1 wave = 4 x 128^2 x 2 x 4096 / 400e12 / 0.25.)
+  // waves, the second with one tile: twice the model time for 1.25x the FLOPs. (1 wave = 4 x 128^2 x
+  // 2 x 4096 / 400e12; each shape over its correction, 0.3477 and 0.3473: from the two measured
+  // shapes, d^2 = 34 and 53 for 512 x 128 x 4096.)
+  const double wave = 4.0 * 128 * 128 * 2 * 4096 / 400e12;
+  const double c512 = p.gemm_correction(512, 128, 4096), c640 = p.gemm_correction(640, 128, 4096);
+  CHECK(c512 == Approx((0.25 / 34 + 0.5 / 53) / (1.0 / 34 + 1.0 / 53)).epsilon(1e-12));
   const double full = p.gemm_seconds(512, 128, 4096), partial = p.gemm_seconds(640, 128, 4096);
-  CHECK(full == Approx(4.0 * 128 * 128 * 2 * 4096 / 400e12 / 0.25).epsilon(1e-12));
-  CHECK(partial == Approx(2 * full).epsilon(1e-12));
-  CHECK(partial / (640.0 * 128 * 4096) == Approx(1.6 * full / (512.0 * 128 * 4096)).epsilon(1e-12));
+  CHECK(full == Approx(wave / c512).epsilon(1e-12));
+  CHECK(partial == Approx(2 * wave / c640).epsilon(1e-12));
+  CHECK(partial / (640.0 * 128 * 4096) == Approx(1.6 * c512 / c640 * full / (512.0 * 128 * 4096)).epsilon(1e-12));
+  CHECK(partial / (640.0 * 128 * 4096) > 1.5 * full / (512.0 * 128 * 4096));
   // On the shipped A100 profile (108 SMs): 6912 x 512 fills one wave of 108 tiles of 128 x 256;
   // 7040 x 512 would need a second wave for two more tiles, so the library's best is 440 tiles of
   // 64 x 128 in 5 waves: 5 x 64 x 128 / (128 x 256) = 1.25x the time for 55/54 the FLOPs.
   const auto& a100 = sim::kernel_profile("device-a100-40gb");
   const double one = a100.gemm_seconds(54 * 128, 512, 4096) / (54.0 * 128 * 512 * 4096);
   const double two = a100.gemm_seconds(55 * 128, 512, 4096) / (55.0 * 128 * 512 * 4096);
-  const double c54 = a100.gemm_correction(2.0 * 54 * 128 * 512 * 4096), c55 = a100.gemm_correction(2.0 * 55 * 128 * 512 * 4096);
+  const double c54 = a100.gemm_correction(54 * 128, 512, 4096), c55 = a100.gemm_correction(55 * 128, 512, 4096);
   CHECK(two / one == Approx(1.25 * 54 / 55 * c54 / c55).epsilon(1e-9));
   CHECK(two > 1.2 * one);
 }

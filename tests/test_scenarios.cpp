@@ -3,6 +3,7 @@
 #include "scenarios/report.hpp"
 #include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
+#include "sim/compute.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -498,4 +499,28 @@ TEST_CASE("plots: the metric chosen, y from 0, marked points, one colour per ser
                        "--plot: cannot draw 'out.jpg': expected a file name ending in .png, .svg or .pdf (not .jpg)",
                        InputError);
   CHECK_THROWS_WITH_AS(parse_plot_metric("tokens"), doctest::Contains("(did you mean 'tokens-per-gpu'?)"), InputError);
+}
+
+TEST_CASE("run --kernels: each unit kind's kernels add up to the GPU time the replay uses") {
+  // Llama 2 7B on H100 with 2 x 4096 tokens: the 32 blocks share one kernel list, printed once; its
+  // per-unit total is sim::unit_compute's forward + backward GPU seconds less FSDP1's gradient
+  // concatenation (a copy of the unit's bf16 parameters each way, the schedule's, not the list's).
+  const auto s = parse("");
+  const auto& setup = s.points.front().setup;
+  const std::string text = kernel_table(setup);
+  CHECK(text.find("block.0 (32 units, to block.31)") != std::string::npos);
+  CHECK(text.find("attn.q dgrad") != std::string::npos);
+  int block = -1;
+  for (std::size_t u = 0; u < setup.units.size(); ++u)
+    if (setup.units[u].name == "block.0") block = int(u);
+  REQUIRE(block >= 0);
+  const auto c = sim::unit_compute(setup, block);
+  const double concat = sim::memory_kernel_seconds(2.0 * double(setup.units[std::size_t(block)].params) * 2, setup.cluster.gpu);
+  const auto at = text.find("per unit: ", text.find("block.0 ("));
+  REQUIRE(at != std::string::npos);
+  const double printed_ms = std::stod(text.substr(at + 10));
+  CHECK(printed_ms == doctest::Approx((c.forward_seconds + c.backward_seconds - concat) * 1e3).epsilon(1e-3));
+  // A 4096 x 4096 x 8192 wgrad is timed as the profile times it.
+  const auto& prof = *sim::device_kernel_profile(setup.cluster.gpu);
+  CHECK(text.find(fmt::format("{:>10.1f}", prof.gemm_seconds(4096, 4096, 8192) * 1e6)) != std::string::npos);
 }
