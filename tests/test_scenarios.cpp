@@ -523,4 +523,9 @@ TEST_CASE("run --kernels: each unit kind's kernels add up to the GPU time the re
   // A 4096 x 4096 x 8192 wgrad is timed as the profile times it.
   const auto& prof = *sim::device_kernel_profile(setup.cluster.gpu);
   CHECK(text.find(fmt::format("{:>10.1f}", prof.gemm_seconds(4096, 4096, 8192) * 1e6)) != std::string::npos);
+  // A GPU without a kernel profile is timed unit by unit from its datasheet, and says so.
+  const auto l4 = parse_scenario("name: t\nmodel: gpt2-124m\ncluster: {preset: dgx-a100-ib200, nodes: 1, gpu: l4}\n"
+                                 "training: {micro_batch: 2, seq_len: 1024}\n", "l4.yaml");
+  CHECK(kernel_table(l4.points.front().setup).find("no kernel profile: every unit is timed by the datasheet roofline") !=
+        std::string::npos);
 }
