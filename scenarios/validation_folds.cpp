@@ -1,16 +1,12 @@
 // Leave one source out: one fit per source, each predicting the source it left out. The folds
 // share nothing but their starting point, so they run side by side, each in a child process
-// (SimGrid allows one engine per process, and the replays already fork below them). A child sends
-// its fits and predictions back through a pipe, bit for bit; the parent reads the children in the
-// sources' order, so the result does not depend on how many ran at once.
+// (common/child_process.hpp: SimGrid allows one engine per process). A child sends its fits and
+// predictions back bit for bit; the parent reads the children in the sources' order, so the
+// result does not depend on how many ran at once.
 #include "scenarios/validation_folds.hpp"
 
-#include <fmt/format.h>
+#include "common/child_process.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <stdexcept>
@@ -106,52 +102,6 @@ Fold decode(const std::string& bytes) {
   return f;
 }
 
-struct Child {
-  pid_t pid;
-  int fd;
-};
-
-Child start_fold(const std::vector<ValidationRow>& rows, const std::string& source, const FamilyFits& start) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("validate --loso: pipe() failed");
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("validate --loso: fork() failed");
-  if (pid == 0) {
-    ::close(fds[0]);
-    int rc = 0;
-    std::string out;
-    try {
-      out = encode(run_fold(rows, source, start));
-    } catch (const std::exception& e) {
-      out = e.what();
-      rc = 4;
-    }
-    for (std::size_t at = 0; at < out.size();) {
-      const ssize_t w = ::write(fds[1], out.data() + at, out.size() - at);
-      if (w <= 0) ::_exit(3);
-      at += std::size_t(w);
-    }
-    ::close(fds[1]);
-    ::_exit(rc);  // skip the parent's exit handlers
-  }
-  ::close(fds[1]);
-  return {pid, fds[0]};
-}
-
-Fold finish_fold(const Child& c, const std::string& source) {
-  std::string data;
-  char buf[1 << 16];
-  for (ssize_t r; (r = ::read(c.fd, buf, sizeof buf)) > 0;) data.append(buf, std::size_t(r));
-  ::close(c.fd);
-  int status = 0;
-  ::waitpid(c.pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(fmt::format("validate --loso: the fold without {} failed (status {}): {}", source, status,
-                                         WIFEXITED(status) && WEXITSTATUS(status) == 4 ? data : "no result"));
-  return decode(data);
-}
-
 }  // namespace
 
 std::map<std::string, Fold> run_folds(const std::vector<ValidationRow>& rows, const std::set<std::string>& sources,
@@ -163,16 +113,18 @@ std::map<std::string, Fold> run_folds(const std::vector<ValidationRow>& rows, co
   } else {
     // A window of `n` children; reading them in order cannot deadlock: a child only ever waits
     // for the parent to read its own pipe, and every child before it finishes on its own.
-    std::deque<std::pair<std::string, Child>> running;
+    std::deque<std::pair<std::string, ChildProcess>> running;
     auto next = sources.begin();
     while (next != sources.end() || !running.empty()) {
       while (next != sources.end() && int(running.size()) < n) {
-        running.emplace_back(*next, start_fold(rows, *next, start));
+        const std::string& source = *next;
+        running.emplace_back(source,
+                             start_child([&] { return encode(run_fold(rows, source, start)); }, "validate --loso"));
         ++next;
       }
       auto [source, child] = running.front();
       running.pop_front();
-      out[source] = finish_fold(child, source);
+      out[source] = decode(finish_child(child, "validate --loso: the fold without " + source));
     }
   }
   for (const auto& [fam, p] : start) sim::override_fitted_parameters(fam, p);

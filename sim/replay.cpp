@@ -1,13 +1,12 @@
 #include "sim/replay.hpp"
 
+#include "common/child_process.hpp"
+
 #include "sim/compute.hpp"
 #include "sim/symmetry.hpp"
 #include "topologies/platform.hpp"
 
-#include <fmt/format.h>
 #include <simgrid/s4u.hpp>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -221,60 +220,23 @@ Replay replay_here(const Schedule& schedule, const topologies::Cluster& cluster,
 // What the child sends before the timings: the scalar fields of Replay.
 constexpr int kHeader = 7;
 
-bool write_all(int fd, const void* data, std::size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w <= 0) return false;
-    p += w, n -= std::size_t(w);
-  }
-  return true;
-}
-
-std::string read_all(int fd) {
-  std::string out;
-  char buf[1 << 16];
-  for (ssize_t r; (r = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, std::size_t(r));
-  return out;
-}
-
 }  // namespace
 
 Replay replay(const Schedule& schedule, const topologies::Cluster& cluster, bool exploit_symmetry) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("replay: pipe() failed");
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("replay: fork() failed");
-  if (pid == 0) {
-    ::close(fds[0]);
-    int rc = 0;
-    try {
-      Replay r = replay_here(schedule, cluster, exploit_symmetry);
-      double header[kHeader] = {double(r.flows),       r.platform_wall_s,       r.run_wall_s,
-                                double(r.simulated_nodes), r.nic_bytes_per_node, r.uplink_bytes_per_leaf,
-                                r.uplink_bytes_per_pod};
-      rc = write_all(fds[1], header, sizeof header) &&
-                   write_all(fds[1], r.timings.data(), r.timings.size() * sizeof(TaskTiming))
-               ? 0
-               : 3;
-    } catch (const std::exception& e) {
-      std::string msg = e.what();
-      write_all(fds[1], msg.data(), msg.size());
-      rc = 4;
-    }
-    ::close(fds[1]);
-    ::_exit(rc);  // skip SimGrid's and the parent's exit handlers
-  }
-  ::close(fds[1]);
-  std::string data = read_all(fds[0]);
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  const ChildProcess child = start_child(
+      [&] {
+        const Replay r = replay_here(schedule, cluster, exploit_symmetry);
+        const double header[kHeader] = {double(r.flows),       r.platform_wall_s,       r.run_wall_s,
+                                        double(r.simulated_nodes), r.nic_bytes_per_node, r.uplink_bytes_per_leaf,
+                                        r.uplink_bytes_per_pod};
+        std::string out(reinterpret_cast<const char*>(header), sizeof header);
+        out.append(reinterpret_cast<const char*>(r.timings.data()), r.timings.size() * sizeof(TaskTiming));
+        return out;
+      },
+      "replay");
+  const std::string data = finish_child(child, "replay: the SimGrid run");
   const std::size_t expected = kHeader * sizeof(double) + schedule.tasks.size() * sizeof(TaskTiming);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || data.size() != expected)
-    throw std::runtime_error(fmt::format("replay: the SimGrid run failed (status {}): {}", status,
-                                         WIFEXITED(status) && WEXITSTATUS(status) == 4 ? data : "no result"));
+  if (data.size() != expected) throw std::runtime_error("replay: the SimGrid run failed (status 0): no result");
   Replay r;
   double header[kHeader];
   std::memcpy(header, data.data(), sizeof header);
