@@ -68,6 +68,12 @@ InputError::InputError(std::string file, int line, std::string key, std::string 
       problem_(std::move(problem)),
       line_(line) {}
 
+std::string resolve_alias(const std::string& name, const Aliases& aliases) {
+  for (const auto& [alias, target] : aliases)
+    if (alias == name) return target;
+  return name;
+}
+
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& choices, const Aliases& aliases) {
   auto say = [](std::string_view c) { return fmt::format(" (did you mean '{}'?)", c); };
   const std::string w = lower(word);

@@ -109,6 +109,8 @@ class Input {
 
 // Other names users type for a choice: (alias, the choice it stands for).
 using Aliases = std::vector<std::pair<std::string, std::string>>;
+// The choice `name` stands for: its alias's target, else `name` itself.
+std::string resolve_alias(const std::string& name, const Aliases& aliases);
 
 // " (did you mean 'x'?)" for the choice closest to `word`, or "" when none is close. In order:
 // an alias; a choice that `word` starts (3 letters or more); a choice (or alias) containing

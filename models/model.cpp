@@ -43,9 +43,7 @@ void check(const TransformerConfig& m, const Complain& complain) {
 
 // A preset name, checked where the user wrote it.
 TransformerConfig read_preset(const Input& in) {
-  auto name = in.as_string();
-  for (const auto& [alias, target] : preset_aliases())
-    if (alias == name) name = target;
+  const auto name = resolve_alias(in.as_string(), preset_aliases());
   auto names = preset_names();
   if (std::find(names.begin(), names.end(), name) != names.end()) return preset(name);
   in.fail(unknown_name("model preset", name, names, preset_aliases()));

@@ -198,9 +198,7 @@ const Aliases& preset_aliases() {
 }
 
 TransformerConfig preset(const std::string& name) {
-  std::string n = name;
-  for (const auto& [alias, target] : preset_aliases())
-    if (alias == name) n = target;
+  const std::string n = resolve_alias(name, preset_aliases());
   for (const auto& [key, make] : table())
     if (key == n) return make();
   throw InputError(unknown_name("model preset", name, preset_names(), preset_aliases()));

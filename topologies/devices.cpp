@@ -130,11 +130,7 @@ const Aliases& device_aliases() {
   return aliases;
 }
 
-std::string canonical_device_name(const std::string& name) {
-  for (const auto& [alias, target] : device_aliases())
-    if (alias == name) return target;
-  return name;
-}
+std::string canonical_device_name(const std::string& name) { return resolve_alias(name, device_aliases()); }
 
 DeviceProfile device(const std::string& name) {
   for (const auto& [n, d] : device_table())

@@ -379,11 +379,7 @@ const Aliases& preset_aliases() {
   return aliases;
 }
 
-std::string canonical_preset_name(const std::string& name) {
-  for (const auto& [alias, target] : preset_aliases())
-    if (alias == name) return target;
-  return name;
-}
+std::string canonical_preset_name(const std::string& name) { return resolve_alias(name, preset_aliases()); }
 
 Cluster preset(const std::string& name) {
   for (const auto& c : preset_table())
