@@ -46,14 +46,12 @@ std::string kernel_table(const sim::StepSetup& setup) {
   const auto& t = setup.training;
   const auto& gpu = setup.cluster.gpu;
   const sim::KernelProfile* prof = sim::device_kernel_profile(gpu);
-  auto seconds = [&](const models::Kernel& k) {
-    // The same call sim::unit_compute makes for each kernel of a list.
-    if (prof) return prof->kernel_seconds(k, t.impl.attention, t.param_dtype, t.tf32);
-    return -1.0;
-  };
   std::string out = fmt::format("kernels of one micro-batch ({} x {} tokens) per unit kind, on {}: {}\n", t.micro_batch,
                                 t.seq_len, gpu.name, sim::compute_model_description(gpu));
   if (!prof) return out + "no kernel profile: every unit is timed by the datasheet roofline, kernel by kernel it is not\n";
+  auto seconds = [&](const models::Kernel& k) {  // the call sim::unit_compute makes for each kernel
+    return prof->kernel_seconds(k, t.impl.attention, t.param_dtype, t.tf32);
+  };
 
   // Units of one kind share one kernel list: print each list once, with the units it serves.
   std::map<const models::UnitKernels*, std::vector<const models::FsdpUnit*>> kinds;
