@@ -1,7 +1,6 @@
 #include "sim/replay.hpp"
 
 #include "common/child_process.hpp"
-
 #include "sim/compute.hpp"
 #include "sim/symmetry.hpp"
 #include "topologies/platform.hpp"
