@@ -38,6 +38,10 @@
 // writes its outputs once: a norm with the residual add before it (fwd 4e, bwd 4e + weight
 // grads 2e), rotary 2e per tensor each way, SwiGLU fwd 3e / bwd 5e, the cross-entropy fused.
 // Dropout is not modelled (every validated run has p = 0).
+// Float8 Linears (impl.float8_linears, torchao's tensorwise recipe): the three GEMMs take float8
+// inputs, and each operand is cast first: an amax reduction (e per element) and a cast (e + 1 per
+// element and layout); per Linear forward x and W, backward g in two layouts, W and x again
+// (float8_casts below). With float8 all-gather W's casts become one transposed copy (2 per element).
 //
 // Which unit runs what follows units.cpp: ln_1 with the q (or fused qkv) projection, rotary on q
 // with q and on k with k, the attention core and the first residual with the out projection,
@@ -107,13 +111,13 @@ class Builder {
   }
   Piece k() {
     Piece p;
-    linear(p, "attn.k", m_.hidden, detail::kv_dim(m_));
+    linear(p, "attn.k", m_.hidden, detail::kv_dim(m_), true, /*shares_input=*/true);
     rotary(p, "rotary k", double(detail::kv_dim(m_)));
     return p;
   }
   Piece v() {
     Piece p;
-    linear(p, "attn.v", m_.hidden, detail::kv_dim(m_));
+    linear(p, "attn.v", m_.hidden, detail::kv_dim(m_), true, /*shares_input=*/true);
     return p;
   }
   Piece out() {  // attention core, out projection, first residual
@@ -135,7 +139,7 @@ class Builder {
   }
   Piece up() {  // Llama: up, silu(g) * u
     Piece p;
-    linear(p, "mlp.up", m_.hidden, m_.ffn);
+    linear(p, "mlp.up", m_.hidden, m_.ffn, true, /*shares_input=*/true);
     if (impl_.compiled) {
       mem(p.fwd, "swiglu", 3 * e_ * T_ * f());
       mem(p.bwd, "swiglu bwd", 5 * e_ * T_ * f());
@@ -220,20 +224,62 @@ class Builder {
       to.push_back(std::move(k));
     }
   }
-  void gemm(std::vector<Kernel>& to, std::string op, double m, double n, double k) {
+  void gemm(std::vector<Kernel>& to, std::string op, double m, double n, double k, bool fp8 = false) {
     Kernel g;
     g.kind = KernelKind::Gemm;
     g.op = std::move(op);
     g.m = m, g.n = n, g.k = k;
+    g.fp8 = fp8;
     to.push_back(std::move(g));
   }
 
-  void linear(Piece& p, const std::string& name, std::int64_t in, std::int64_t out, bool bias = true) {
+  // shares_input: the Linear reads the same tensor as the one before it (k and v after q, up after
+  // gate), whose float8 casts a compiled block computes once (common subexpressions are merged).
+  void linear(Piece& p, const std::string& name, std::int64_t in, std::int64_t out, bool bias = true,
+              bool shares_input = false) {
     const double i = double(in), o = double(out);
-    gemm(p.fwd, name, T_, o, i);
-    gemm(p.bwd, name + " dgrad", T_, i, o);
-    gemm(p.bwd, name + " wgrad", o, i, T_);
+    const bool fp8 = impl_.float8_linears && name != "lm_head";
+    const bool cast_input = !(impl_.compiled && shares_input);
+    if (fp8) float8_casts(p.fwd, name, i, o, false, cast_input);
+    gemm(p.fwd, name, T_, o, i, fp8);
+    if (fp8) float8_casts(p.bwd, name, i, o, true, cast_input);
+    gemm(p.bwd, name + " dgrad", T_, i, o, fp8);
+    gemm(p.bwd, name + " wgrad", o, i, T_, fp8);
     if (bias && m_.bias) mem(p.bwd, name + " bias grad", e_ * T_ * o);
+  }
+
+  // torchao's Float8Linear with tensorwise dynamic scaling (torchao/float8/float8_linear.py,
+  // matmul_with_hp_or_float8_args): each float8 operand is a high-precision tensor cast with a
+  // scale from its absolute maximum, one reduction (reads e per element) and one cast (reads e,
+  // writes 1 per element and layout). Forward casts the input x [T x in] and the weight W [out x in];
+  // backward casts the output gradient g [T x out] once for dgrad (row-major) and once for wgrad
+  // (column-major: torch._scaled_mm wants its second operand so), the weight again (transposed for
+  // dgrad) and x again (column-major for wgrad). Under torch.compile a tensor's two layouts come
+  // out of one cast kernel. With float8 all-gather the weight arrives in float8 and only its
+  // transposed copy for dgrad remains (1 byte read, 1 written).
+  void float8_casts(std::vector<Kernel>& to, const std::string& name, double i, double o, bool backward,
+                    bool cast_input) {
+    auto cast = [&](const std::string& what, double elems, int layouts) {
+      mem(to, name + " fp8 amax " + what, e_ * elems);
+      if (impl_.compiled || layouts == 1) {
+        mem(to, name + " fp8 cast " + what, (e_ + layouts) * elems);
+      } else {
+        for (int l = 0; l < layouts; ++l) mem(to, name + " fp8 cast " + what, (e_ + 1) * elems);
+      }
+    };
+    const double weight = o * i;
+    if (!backward) {
+      if (cast_input) cast("input", T_ * i, 1);
+      if (!impl_.float8_all_gather) cast("weight", weight, 1);
+      return;
+    }
+    cast("grad_output", T_ * o, 2);
+    if (impl_.float8_all_gather) {
+      mem(to, name + " fp8 weight transpose", 2 * weight);
+    } else {
+      cast("weight", weight, 1);
+    }
+    if (cast_input) cast("input", T_ * i, 1);
   }
 
   void norm(Piece& p, const std::string& name) {

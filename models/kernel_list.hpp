@@ -22,8 +22,9 @@ struct Kernel {
   KernelKind kind = KernelKind::Memory;
   Pass pass = Pass::Forward;
   std::string op;  // what it is ("attn.qkv dgrad", "layer_norm", "cross_entropy bwd")
-  // Gemm: C[m x n] = A[m x k] B[k x n].
+  // Gemm: C[m x n] = A[m x k] B[k x n]; fp8: float8 inputs (torchao's Float8Linear), bf16 output.
   double m = 0, n = 0, k = 0;
+  bool fp8 = false;
   // Attention: one flash-attention forward or backward call over `batch_heads` (batch x query
   // heads) sequences of `seq` tokens; kv_heads is per sequence (GQA when below the query heads).
   double batch_heads = 0, seq = 0, head_dim = 0;

@@ -111,6 +111,12 @@ struct Implementation {
   // the block's last matmul, the MLP down projection, and the residual after it are not re-run.
   // false: reentrant checkpointing, or PyTorch <= 2.0, re-run the whole block.
   bool checkpoint_early_stop = true;
+  // torchao's Float8Linear (tensorwise dynamic scaling) on every block's Linear (not the output
+  // head, which torchtitan's converter leaves in bf16): its three GEMMs in float8, each operand cast
+  // first (models/kernel_list.cpp). float8_all_gather: FSDP2 all-gathers those weights already in
+  // float8 (torchao's enable_fsdp_float8_all_gather), one byte per parameter, and skips their casts.
+  bool float8_linears = false;
+  bool float8_all_gather = false;
 };
 
 struct TrainingShape {

@@ -116,6 +116,9 @@ std::string heading(const Scenario& s, const Point& p) {
                      sim::to_string(t.api), sim::to_string(t.framework), sim::to_string(t.sharding), st.shard_size(),
                      t.micro_batch, seq, t.grad_accumulation, std::int64_t(t.micro_batch) * t.grad_accumulation * c.gpus(),
                      sim::to_string(t.param_dtype), sim::to_string(t.reduce_dtype));
+  if (t.impl.float8_linears)
+    out += fmt::format("  float8 Linears (torchao tensorwise), their weights all-gathered in {}\n",
+                       t.impl.float8_all_gather ? "float8" : sim::to_string(t.param_dtype));
   out += fmt::format("  compute: {}\n", sim::compute_model_description(c.gpu));
   // Whether gradients travel once per step or once per micro-batch changes the traffic the most.
   if (t.grad_accumulation > 1)

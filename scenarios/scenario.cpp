@@ -23,7 +23,7 @@ const std::vector<std::string> kTrainingKeys = {
     "no_sync",           "param_dtype",   "reduce_dtype", "activation_checkpointing", "checkpoint_early_stop",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
-    "attention",         "compile",       "cross_entropy", "logit_metrics"};
+    "attention",         "compile",       "cross_entropy", "logit_metrics", "float8", "float8_all_gather"};
 
 // The keys of each block, to tell a user whose key slipped out of its block where it belongs.
 // (The blocks' loaders own the real lists; a key missing here only loses that hint.)
@@ -179,9 +179,18 @@ Point load_point(const Input& doc) {
   try {
     sim::check_compute(p.setup);  // the GPU's kernel profile can time this run
   } catch (const InputError& e) {
+    std::string msg = e.what();
     std::optional<Input> at;
-    if (auto tr = doc.find("training")) at = tr->find("attention");
-    (at ? *at : doc["cluster"]).fail(e.what());
+    if (auto tr = doc.find("training")) {
+      const std::string float8 = "training.float8: ";
+      if (msg.rfind(float8, 0) == 0 && tr->find("float8")) {
+        at = tr->find("float8");
+        msg = msg.substr(float8.size());
+      } else {
+        at = tr->find("attention");
+      }
+    }
+    (at ? *at : doc["cluster"]).fail(msg);
   }
   p.policies = load_policies(doc);
   for (const auto& pol : p.policies) {
@@ -363,6 +372,16 @@ sim::Training load_training(const Input& in) {
     t.impl.attention = models::AttentionKernel(it - names.begin());
   }
   if (auto v = in.find("compile")) t.impl.compiled = v->as_bool();
+  // torchao's Float8Linear on the blocks' Linears (torchtitan: model.converters float8), and FSDP2's
+  // float8 all-gather of their weights (enable_fsdp_float8_all_gather).
+  if (auto v = in.find("float8")) t.impl.float8_linears = v->as_bool();
+  if (auto v = in.find("float8_all_gather")) {
+    t.impl.float8_all_gather = v->as_bool();
+    if (t.impl.float8_all_gather && !t.impl.float8_linears)
+      v->fail("float8 all-gather needs float8 Linears: set float8: true as well");
+    if (t.impl.float8_all_gather && fsdp1)
+      v->fail("torchao's float8 all-gather works with FSDP2 (fully_shard) only: set fsdp: 2");
+  }
   if (auto v = in.find("cross_entropy"))
     t.impl.fused_cross_entropy = v->as_choice({"fp32", "fused"}) == "fused";
   // Metrics the training loop computes from the logits after each micro-batch (LLM Foundry's

@@ -28,7 +28,7 @@ struct ValidationRow {
   double published_reserved_gib = 0;  // torchtitan's logged peak memory (max_reserved_gib), 0 when not published
   int seq = 0, gpus = 0;
   double params = 0;        // the scenario model's parameter count
-  bool counted = true;      // float8 rows are listed, not counted (tagcsim has no fp8 GEMMs)
+  bool counted = true;      // false: listed, kept out of the fit and the statistics (`note` says why)
   std::string note;         // why not counted
   std::string scenario_file;  // where the scenario comes from (a file, or the data entry)
   std::string scenario;       // its YAML text

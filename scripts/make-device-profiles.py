@@ -74,6 +74,14 @@ H100_GEMM = [gemm_point(f"gemm-h100-flexgen-fp16-{n}") for n in (1024, 2048, 409
 H200_GEMM = H100_GEMM + [gemm_point(f"gemm-h200-tileops-torchbmm-bfloat16-{s}") for s in (
     "b8-128x128x128", "b16-512x512x512", "b8-1024x1024x1024")]
 
+# Float8 (e4m3) GEMMs: Azure's cuBLASLt sweeps (K16) and mamf-finder's best float8 shape (K12).
+FP8_AZURE = ("1024x1024x1024", "2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "16384x16384x16384",
+             "32768x32768x32768", "1024x2145x1024", "6144x12288x12288", "802816x192x768")
+H100_FP8_GEMM = [gemm_point(f"gemm-h100-azure-cublaslt-fp8-{s}", dtype="fp8") for s in FP8_AZURE] + [
+    gemm_point("gemm-h100-sxm-mamf-fp8_e4m3fn", 1024, 14336, 9216, "fp8", MAMF_NOTE)]
+H200_FP8_GEMM = [gemm_point(f"gemm-h200-azure-cublaslt-fp8-{s}", dtype="fp8") for s in FP8_AZURE] + [
+    gemm_point("gemm-h200-sxm-mamf-fp8_e4m3fn", 1280, 12032, 4096, "fp8", MAMF_NOTE)]
+
 # B200: PyTorch's aten::mm squares (K26, cuBLAS), XLA's measured table where it adds shapes (K25: the
 # small squares and the rectangles; its 1024-4096 squares agree with K26's within 1%), and the best
 # shape of mamf-finder (K24).
@@ -253,9 +261,9 @@ def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None,
 
 A100_PEAK = {"bf16": "312 TFLOP/s", "tf32": "156 TFLOP/s", "fp32": "19.5 TFLOP/s",
              "source": "NVIDIA A100 datasheet (dense)"}
-B200_PEAK = {"bf16": "2250 TFLOP/s", "tf32": "1100 TFLOP/s", "fp32": "80 TFLOP/s",
+B200_PEAK = {"bf16": "2250 TFLOP/s", "tf32": "1100 TFLOP/s", "fp32": "80 TFLOP/s", "fp8": "4500 TFLOP/s",
              "source": "NVIDIA HGX B200 datasheet, 1,000 W (dense)"}
-H100_PEAK = {"bf16": "989.4 TFLOP/s", "tf32": "494.7 TFLOP/s", "fp32": "66.9 TFLOP/s",
+H100_PEAK = {"bf16": "989.4 TFLOP/s", "tf32": "494.7 TFLOP/s", "fp32": "66.9 TFLOP/s", "fp8": "1979 TFLOP/s",
              "source": "NVIDIA H100 SXM5 datasheet (dense)"}
 
 
@@ -289,7 +297,7 @@ PROFILES = {
              "GEMM: FlexGen's square matmuls (host-timed) and the best matmul of mamf-finder; attention: the "
              "FlashAttention-2 figures (K02) and the FlashAttention-3 paper's (K03 forward, K04 backward). "
              "No H100 STREAM in the sources beside BabelStream (K16)."),
-        H100_PEAK, H100_GEMM, H100_ATTN,
+        H100_PEAK, H100_GEMM + H100_FP8_GEMM, H100_ATTN,
         memory_model(gbps("membw-h100-azure-babelstream-mul"), "membw-h100-azure-babelstream-mul")),
     "device-h200-sxm": profile(
         "device-h200-sxm", "H200-SXM-141GB", "hopper",
@@ -298,7 +306,7 @@ PROFILES = {
              "FlashAttention-2 figure agrees: 329.3 TFLOP/s on H200, attn-h200-azure-fa2-hd128-b2-s8192, "
              "against 327.9 on H100, attn-h100-azure-fa2-hd128-b2-s8192), with TileOPs' small H200 batched "
              "GEMMs (K20: CUDA 13.2, PyTorch 2.13). Memory: gpu-benches' small-kernel curve on H200 (K19)."),
-        H100_PEAK, H200_GEMM, H100_ATTN, h200_memory()),
+        H100_PEAK, H200_GEMM + H200_FP8_GEMM, H100_ATTN, h200_memory()),
     "device-b200": profile(
         "device-b200", "B200-SXM-180GB", "blackwell",
         meta("NVIDIA B200 180GB (HGX B200, 1,000 W)", 148, "datasheet boost not published per SM; as measured", ASSEMBLED,

@@ -167,6 +167,12 @@ double kernel_flops_per_token(const StepSetup& setup) {
 
 void check_compute(const StepSetup& setup) {
   const KernelProfile* prof = device_kernel_profile(setup.cluster.gpu);
+  if (setup.training.impl.float8_linears && (!prof || prof->peak.fp8 <= 0))
+    throw InputError(fmt::format(
+        "training.float8: the GPU '{}' has {}, so float8 Linears cannot be timed (float8 tensor cores arrive with "
+        "Hopper; a profile gives their rate as peak.fp8)",
+        setup.cluster.gpu.name,
+        prof ? fmt::format("a kernel profile ({}) without a float8 rate (peak.fp8)", prof->file) : "no kernel profile"));
   if (!prof) return;
   const auto a = setup.training.impl.attention;
   if (!prof->has_attention(a)) {

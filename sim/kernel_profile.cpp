@@ -11,8 +11,10 @@
 //   The library picks the tile, and splits k (up to max_split_k ways, adding the fp32 partial
 //   sums' traffic) when the tiles would leave SMs idle.
 //   Each measured point i has a correction c_i = model_i / measured_i; a query takes
-//   c(F) linear in log F between the two measured points around its FLOPs F (the nearest one
-//   outside them), and its time is model / c(F). So a measured shape returns its measured time.
+//   the corrections of the two measured shapes nearest in log (m, n, k), weighted by 1 / distance^2,
+//   and its time is model / c. So a measured shape returns its measured time.
+//   A float8 GEMM (e4m3 inputs, bf16 output) runs the same model at peak.fp8 with one byte per
+//   input element, corrected by the profile's fp8 points (its 16-bit points where it has none).
 // Attention: TFLOP/s by sequence length and head dim (sim/kernel_profile_attention.cpp).
 // Memory-bound: time by bytes, linear in log-log between points; below the smallest point its
 //   time (a small kernel costs what the smallest one did), above the largest its bandwidth.
@@ -32,6 +34,7 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -87,16 +90,20 @@ void read_gemm(const Input& g, KernelProfile& p) {
     q.n = pt["n"].as_positive();
     q.k = pt["k"].as_positive();
     if (auto b = pt.find("batch")) q.batch = b->as_positive();
-    q.dtype = pt["dtype"].as_choice({"bf16", "fp16"});
+    q.dtype = pt["dtype"].as_choice({"bf16", "fp16", "fp8"});
+    if (q.dtype == "fp8" && p.peak.fp8 <= 0)
+      pt["dtype"].fail("an fp8 point needs the profile's peak.fp8 (the datasheet's dense float8 rate)");
     const double flops = 2 * q.batch * q.m * q.n * q.k;
     if (pt.has("tflops") == pt.has("seconds")) pt.fail("expected exactly one of 'tflops' and 'seconds'");
     q.seconds = pt.has("tflops") ? flops / (pt["tflops"].as_positive() * 1e12) : pt["seconds"].as_positive();
     q.source = required_source(pt);
-    for (const auto& o : p.gemm.points)
+    auto& list = q.dtype == "fp8" ? p.gemm.fp8_points : p.gemm.points;
+    for (const auto& o : list)
       if (o.m == q.m && o.n == q.n && o.k == q.k && o.batch == q.batch)
         pt.fail(fmt::format("the shape {}x{}x{} is measured twice (once from {})", q.m, q.n, q.k, o.source));
-    p.gemm.points.push_back(std::move(q));
+    list.push_back(std::move(q));
   }
+  if (p.gemm.points.empty()) pts.fail("expected at least one 16-bit (bf16 or fp16) GEMM: the fp8 ones do not time the others");
 }
 
 void read_attention(const Input& a, KernelProfile& p) {
@@ -163,11 +170,11 @@ void read_memory(const Input& m, KernelProfile& p) {
 
 // Per point: how far the measured time is from the physical model's (c = model / measured).
 void calibrate_gemm(KernelProfile& p) {
-  auto& pts = p.gemm.points;
-  for (auto& q : pts) q.correction = p.gemm_model_seconds(q.m, q.n, q.k, q.batch, Dtype::BF16, false) / q.seconds;
-  std::stable_sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
-    return a.batch * a.m * a.n * a.k < b.batch * b.m * b.n * b.k;
-  });
+  auto by_flops = [](const auto& a, const auto& b) { return a.batch * a.m * a.n * a.k < b.batch * b.m * b.n * b.k; };
+  for (auto& q : p.gemm.points) q.correction = p.gemm_model_seconds(q.m, q.n, q.k, q.batch, Dtype::BF16, false) / q.seconds;
+  for (auto& q : p.gemm.fp8_points) q.correction = p.fp8_gemm_model_seconds(q.m, q.n, q.k, q.batch) / q.seconds;
+  std::stable_sort(p.gemm.points.begin(), p.gemm.points.end(), by_flops);
+  std::stable_sort(p.gemm.fp8_points.begin(), p.gemm.fp8_points.end(), by_flops);
 }
 
 // ---- the fit file and the process-wide caches ----
@@ -275,8 +282,9 @@ KernelProfile parse_kernel_profile(const std::string& text, const std::string& f
   p.sms = meta["sms"].as_int_between(1, 1 << 16);
 
   const Input peak = doc["peak"];
-  peak.expect_keys({"bf16", "tf32", "fp32", "source"});
+  peak.expect_keys({"bf16", "tf32", "fp32", "fp8", "source"});
   p.peak.bf16 = peak["bf16"].as_flop_rate();
+  if (auto f = peak.find("fp8")) p.peak.fp8 = f->as_flop_rate();
   p.peak.tf32 = peak["tf32"].as_flop_rate();
   p.peak.fp32 = peak["fp32"].as_flop_rate();
   (void)peak["source"].as_string();
@@ -370,31 +378,45 @@ bool KernelProfile::serves(const std::string& device_name) const {
 
 double KernelProfile::stream_bandwidth() const { return memory.back().bytes / memory.back().seconds; }
 
-double KernelProfile::gemm_model_seconds(double m, double n, double k, double batch, Dtype dtype, bool tf32) const {
-  const double peak_rate = dtype != Dtype::FP32 ? peak.bf16 : (tf32 ? peak.tf32 : peak.fp32);
+namespace {
+// Waves of output tiles at `peak_rate`, splitting k while the tiles leave SMs idle, or the operands'
+// traffic at the streaming bandwidth, whichever is longer.
+double tile_model_seconds(const KernelProfile& p, double m, double n, double k, double batch, double peak_rate,
+                          double traffic_bytes) {
   double compute = std::numeric_limits<double>::infinity();
-  for (const auto& [tm, tn] : gemm.tiles) {
+  for (const auto& [tm, tn] : p.gemm.tiles) {
     const double tiles = batch * std::ceil(m / tm) * std::ceil(n / tn);
     // Split k only while the tiles leave SMs idle, and never below a k-slice of 256.
-    const int max_split = tiles >= sms ? 1 : std::min(gemm.max_split_k, std::max(1, int(k / 256)));
+    const int max_split = tiles >= p.sms ? 1 : std::min(p.gemm.max_split_k, std::max(1, int(k / 256)));
     for (int split = 1; split <= max_split; ++split) {
-      const double waves = std::ceil(tiles * split / sms);
-      double t = waves * sms * tm * tn * 2 * (k / split + gemm.k_overhead) / peak_rate;
-      if (split > 1) t += batch * split * m * n * 4 / stream_bandwidth();  // fp32 partial sums, then reduced
+      const double waves = std::ceil(tiles * split / p.sms);
+      double t = waves * p.sms * tm * tn * 2 * (k / split + p.gemm.k_overhead) / peak_rate;
+      if (split > 1) t += batch * split * m * n * 4 / p.stream_bandwidth();  // fp32 partial sums, then reduced
       compute = std::min(compute, t);
     }
   }
+  return std::max(compute, traffic_bytes / p.stream_bandwidth());
+}
+}  // namespace
+
+double KernelProfile::gemm_model_seconds(double m, double n, double k, double batch, Dtype dtype, bool tf32) const {
+  const double peak_rate = dtype != Dtype::FP32 ? peak.bf16 : (tf32 ? peak.tf32 : peak.fp32);
   const double elem = dtype == Dtype::FP32 ? 4 : 2;
-  const double traffic = batch * (m * k + k * n + m * n) * elem / stream_bandwidth();
-  return std::max(compute, traffic);
+  return tile_model_seconds(*this, m, n, k, batch, peak_rate, batch * (m * k + k * n + m * n) * elem);
 }
 
-double KernelProfile::gemm_correction(double m, double n, double k, double batch) const {
+double KernelProfile::fp8_gemm_model_seconds(double m, double n, double k, double batch) const {
+  // One byte per input element, the bf16 output two.
+  return tile_model_seconds(*this, m, n, k, batch, peak.fp8, batch * (m * k + k * n + 2 * m * n));
+}
+
+double KernelProfile::gemm_correction(double m, double n, double k, double batch, bool fp8) const {
   // The correction carries what the tile model leaves out of a shape like the query's: the two
   // measured shapes nearest in log2 (batch x m, n, k), weighted by 1 / distance^2 (exact at a
   // measured shape). Not by FLOPs alone: a skinny GEMM (802816 x 192 x 768 on A100) has the FLOPs
-  // of a square one and nothing else in common with it.
-  const auto& pts = gemm.points;
+  // of a square one and nothing else in common with it. A float8 GEMM takes the float8 points'
+  // corrections, or the 16-bit ones' where the profile has none.
+  const auto& pts = fp8 && !gemm.fp8_points.empty() ? gemm.fp8_points : gemm.points;
   auto distance2 = [&](const GemmPoint& q) {
     const double dm = std::log2(batch * m / (q.batch * q.m)), dn = std::log2(n / q.n), dk = std::log2(k / q.k);
     return dm * dm + dn * dn + dk * dk;
@@ -414,6 +436,15 @@ double KernelProfile::gemm_correction(double m, double n, double k, double batch
 
 double KernelProfile::gemm_seconds(double m, double n, double k, Dtype dtype, bool tf32) const {
   const double t = gemm_model_seconds(m, n, k, 1, dtype, tf32) / gemm_correction(m, n, k) / fitted.tensor_scale;
+  return std::max(t, min_kernel_seconds);
+}
+
+double KernelProfile::fp8_gemm_seconds(double m, double n, double k) const {
+  if (peak.fp8 <= 0)
+    throw InputError(fmt::format("{}: kernel profile '{}' has no float8 rate (peak.fp8): {} has no float8 tensor "
+                                 "cores, or the profile does not give them",
+                                 file, name, gpu));
+  const double t = fp8_gemm_model_seconds(m, n, k, 1) / gemm_correction(m, n, k, 1, true) / fitted.tensor_scale;
   return std::max(t, min_kernel_seconds);
 }
 
@@ -437,7 +468,7 @@ double KernelProfile::memory_seconds(double bytes) const {
 double KernelProfile::kernel_seconds(const models::Kernel& k, models::AttentionKernel attention, Dtype dtype,
                                      bool tf32) const {
   switch (k.kind) {
-    case models::KernelKind::Gemm: return gemm_seconds(k.m, k.n, k.k, dtype, tf32);
+    case models::KernelKind::Gemm: return k.fp8 ? fp8_gemm_seconds(k.m, k.n, k.k) : gemm_seconds(k.m, k.n, k.k, dtype, tf32);
     case models::KernelKind::Attention:
       return attention_seconds(attention, k.backward, k.batch_heads, k.seq, k.head_dim, k.causal);
     case models::KernelKind::Memory: return memory_seconds(k.bytes);

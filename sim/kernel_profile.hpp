@@ -45,11 +45,12 @@ class KernelProfile {
 
   struct Peak {
     double bf16 = 0, tf32 = 0, fp32 = 0;  // FLOP/s, datasheet
+    double fp8 = 0;                       // 0: no float8 tensor cores (before Hopper) or not given
   } peak;
 
   struct GemmPoint {
     double m = 0, n = 0, k = 0, batch = 1;
-    std::string dtype;  // "bf16" or "fp16" (the same tensor-core rate), "tf32", "fp32"
+    std::string dtype;  // "bf16" or "fp16" (the same tensor-core rate), "fp8" (e4m3 inputs, bf16 output)
     double seconds = 0;
     std::string source;
     double correction = 1;  // model time / measured time
@@ -62,6 +63,7 @@ class KernelProfile {
     int max_split_k = 1;
     double k_overhead = 0;              // pipeline fill and drain, in elements of k
     std::vector<GemmPoint> points;      // 16-bit points, sorted by FLOPs
+    std::vector<GemmPoint> fp8_points;  // float8 points (torch._scaled_mm), sorted by FLOPs; may be empty
   } gemm;
 
   struct AttentionPoint {
@@ -98,6 +100,9 @@ class KernelProfile {
 
   // Kernel times on one GPU, fitted parameters applied, never below min_kernel_seconds.
   double gemm_seconds(double m, double n, double k, Dtype dtype = Dtype::BF16, bool tf32 = false) const;
+  // A float8 GEMM (torchao's Float8Linear: e4m3 inputs, bf16 output) at peak.fp8, corrected by the
+  // measured fp8 shapes nearest it (the 16-bit ones where the profile has none). Needs peak.fp8.
+  double fp8_gemm_seconds(double m, double n, double k) const;
   double attention_seconds(models::AttentionKernel kernel, bool backward, double batch_heads, double seq,
                            double head_dim, bool causal) const;
   double memory_seconds(double bytes) const;
@@ -109,7 +114,8 @@ class KernelProfile {
   // with the k overhead, or the bytes at the streaming bandwidth) and the measured correction for
   // this shape (from the two measured shapes nearest in log (m, n, k)).
   double gemm_model_seconds(double m, double n, double k, double batch, Dtype dtype, bool tf32) const;
-  double gemm_correction(double m, double n, double k, double batch = 1) const;
+  double fp8_gemm_model_seconds(double m, double n, double k, double batch) const;
+  double gemm_correction(double m, double n, double k, double batch = 1, bool fp8 = false) const;
   // Attention TFLOP/s (flash-attention FLOP convention) before the fitted scale.
   double attention_tflops(models::AttentionKernel kernel, bool backward, double seq, double head_dim,
                           bool causal) const;

@@ -305,9 +305,17 @@ Task all_gather_task(const StepSetup& setup, int u, const Group& group, const ch
   const auto& unit = setup.units[u];
   Task t{.name = fmt::format("all-gather {} {}", phase, unit.name), .stream = Stream::AllGather,
          .category = Category::AllGather, .unit = u};
-  t.phases = {{plan_collective(setup.cluster, CollectiveOp::AllGather,
-                               double(unit.params) * bytes_of(setup.training.param_dtype), group)}};
+  t.phases = {{plan_collective(setup.cluster, CollectiveOp::AllGather, all_gather_bytes(setup, unit), group)}};
   return t;
+}
+
+double all_gather_bytes(const StepSetup& setup, const models::FsdpUnit& unit) {
+  const double all = double(unit.params) * bytes_of(setup.training.param_dtype);
+  if (!setup.training.impl.float8_all_gather || unit.kind == models::UnitKind::Root) return all;
+  // The blocks' Linear weights travel in float8, one byte each (their biases and the norms stay in
+  // param_dtype; the root's head is not converted).
+  const double linear = double(unit.attention_params + unit.mlp_params);
+  return all - linear * (bytes_of(setup.training.param_dtype) - 1);
 }
 
 Task optimizer_task(const StepSetup& setup) {

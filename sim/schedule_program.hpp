@@ -98,6 +98,9 @@ int optimizer_step(Program& p, const StepSetup& setup, const Costs& cost);
 Task compute_task(const StepSetup& setup, int u, Category c, double seconds);
 Task copy_task(const std::string& name, int u, Stream stream, double bytes, const topologies::DeviceProfile& gpu);
 Task all_gather_task(const StepSetup& setup, int u, const Group& group, const char* phase);
+// The bytes one all-gather of the unit moves: its parameters in param_dtype, the blocks' Linear
+// weights in float8 under float8 all-gather.
+double all_gather_bytes(const StepSetup& setup, const models::FsdpUnit& unit);
 Task optimizer_task(const StepSetup& setup);
 // The unit whose forward and backward compute sit at the ends of the passes
 // although its hooks run first and last: the root wrapper of block and size

@@ -35,9 +35,9 @@ const scenarios::ValidationRow& row(const std::string& id) {
 }  // namespace
 
 TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from validation/data") {
-  // fms-fsdp and torchtitan 30 (+1 on B200), LLM Foundry's A100 40GB table 78, A100 80GB 61, H100
+  // fms-fsdp and torchtitan 31, B200 2, H200 2, LLM Foundry's A100 40GB table 78, A100 80GB 61, H100
   // large-scale 18.
-  REQUIRE(rows().size() == 31 + 78 + 61 + 18);
+  REQUIRE(rows().size() == 35 + 78 + 61 + 18);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -48,15 +48,18 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
     CHECK(r.measured_tps > 0);
     CHECK(r.family != "roofline");  // every row's GPU has a kernel profile
   }
-  CHECK(counted == 186);  // the two float8 rows are listed, not counted
-  CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59"});
+  CHECK(counted == 190);  // float8 rows too; not the two whose memory contradicts their stated setup
+  CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60"});
   CHECK(row("fsdp-tt-llama3-8b-b200-8gpu-compile").family == "blackwell");
   // Values as the data files give them.
   CHECK(row("fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT").measured_tps == 3679);
   CHECK(row("fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT").published_mfu == Approx(0.5092));
   CHECK(row("fsdp-fms-llama2-7b-a100-128gpu-2403").measured_tps == 3700);
   CHECK(row("fsdp-tt-llama31-8b-h100-8gpu-fsdp").seq == 8192);  // "8192 (from the train config)" in the data
-  CHECK(!row("fsdp-tt-llama31-8b-h100-8gpu-fsdp-compile-float8").counted);
+  CHECK(row("fsdp-tt-llama31-8b-h100-8gpu-fsdp-compile-float8").counted);
+  CHECK(row("fsdp-trainy-llama31-8b-h200-64gpu-compile-float8").gpus == 64);
+  CHECK(!row("fsdp-trainy-llama31-8b-h200-64gpu-compile-float8").counted);
+  CHECK(row("fsdp-trainy-llama31-8b-h200-64gpu-compile-float8").note.find("its 47 GiB of peak memory") == 0);
   // No scenario file repeats a measured value: they come from the data by id.
   for (const auto& r : rows())
     if (r.framework != "llm-foundry") CHECK(r.scenario.find("measured_tps") == std::string::npos);
