@@ -44,6 +44,9 @@ struct Fsdp2 {
 
   const std::string& name(int u) const { return setup.units[u].name; }
   double P(int u) const { return double(setup.units[u].params); }
+  // Bytes of the unit's gathered parameters: P(u) in param_dtype, its Linear weights in float8 under
+  // float8 all-gather (they stay float8 once unsharded: torchao's post-all-gather wraps them).
+  double G(int u) const { return all_gather_bytes(setup, setup.units[u]); }
 
   // The root is not resharded after forward (FSDPState._lazy_init sets its
   // post_forward_mesh_info to None), nor is torchtitan's [norm, output] unit
@@ -61,7 +64,7 @@ struct Fsdp2 {
     if (held[u] == Held::Unsharded || pending_ag[u] >= 0 || P(u) <= 0) return;
     const bool small = held[u] == Held::PostForward;
     pending_ag[u] = p.issue(all_gather_task(setup, u, small ? *setup.post_forward_group : setup.shard_group, phase));
-    if (small) p.buffer(MemoryKind::Params, P(u) * pb / setup.post_forward_group->ranks(), kept_from[u],
+    if (small) p.buffer(MemoryKind::Params, G(u) / setup.post_forward_group->ranks(), kept_from[u],
                         pending_ag[u], true, true);
   }
 
@@ -70,7 +73,7 @@ struct Fsdp2 {
   void release_held_output(int until) {
     if (held_ag < 0) return;
     // The all-gather output is allocated on the all-gather stream (foreach_all_gather).
-    p.buffer(MemoryKind::Params, P(s.tasks[std::size_t(held_ag)].unit) * pb, held_ag, until, false, false,
+    p.buffer(MemoryKind::Params, G(s.tasks[std::size_t(held_ag)].unit), held_ag, until, false, false,
              MemoryPool::AllGather);
     ag_state = held_ag = -1;
   }
@@ -84,14 +87,14 @@ struct Fsdp2 {
     const int ag = pending_ag[u];
     if (forward && ag_state >= 0) p.wait(Stream::AllGather, ag_state);
     p.wait(Stream::Compute, ag);
-    const int out = p.issue(copy_task("all-gather copy-out " + name(u), u, Stream::Compute, 2 * P(u) * pb,
+    const int out = p.issue(copy_task("all-gather copy-out " + name(u), u, Stream::Compute, 2 * G(u),
                                       *cost.gpu));
     if (forward) {
       release_held_output(out);
       ag_state = out, held_ag = ag;
     } else {
       p.wait(Stream::AllGather, out);
-      p.buffer(MemoryKind::Params, P(u) * pb, ag, out, false, false, MemoryPool::AllGather);
+      p.buffer(MemoryKind::Params, G(u), ag, out, false, false, MemoryPool::AllGather);
     }
     pending_ag[u] = -1;
     params_from[u] = out;
@@ -102,7 +105,7 @@ struct Fsdp2 {
   void reshard(int u, bool to_post_forward) {
     if (held[u] != Held::Unsharded) return;
     const int last_use = p.last(Stream::Compute);
-    p.buffer(MemoryKind::Params, P(u) * pb, params_from[u], last_use);
+    p.buffer(MemoryKind::Params, G(u), params_from[u], last_use);
     held[u] = to_post_forward ? Held::PostForward : Held::Sharded;
     kept_from[u] = last_use;
   }
