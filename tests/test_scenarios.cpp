@@ -5,11 +5,13 @@
 #include "scenarios/scenario.hpp"
 #include "sim/compute.hpp"
 #include "sim/schedule_program.hpp"
+#include "sim/step.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -543,6 +545,17 @@ TEST_CASE("float8: FSDP2's float8 all-gather moves the blocks' Linear weights in
         doctest::Approx(2.0 * block.params - double(block.attention_params + block.mlp_params)));
   // The root (embedding, final norm, head) is not converted.
   CHECK(sim::detail::all_gather_bytes(f8ag.points[0].setup, setup.units[0]) == doctest::Approx(2.0 * setup.units[0].params));
+  // The all-gathers carry those bytes, and the unsharded weights keep them: the gathered
+  // parameters at the peak shrink by one byte per Linear parameter of the units then gathered.
+  const auto plain = sim::simulate_fsdp(setup), f8 = sim::simulate_fsdp(f8ag.points[0].setup);
+  // 32 blocks gathered in forward and again in backward: 64 all-gathers one byte lighter per
+  // Linear parameter (the root, kept unsharded after forward, once and unchanged).
+  CHECK(f8.collectives.at("all_gather").bytes ==
+        doctest::Approx(plain.collectives.at("all_gather").bytes - 64 * double(block.attention_params + block.mlp_params)));
+  CHECK(f8.memory.gathered_params_bytes < plain.memory.gathered_params_bytes);
+  const double per_block = double(block.attention_params + block.mlp_params);
+  CHECK(std::fmod(plain.memory.gathered_params_bytes - f8.memory.gathered_params_bytes, per_block) ==
+        doctest::Approx(0).epsilon(1e-6).scale(per_block));
 }
 
 TEST_CASE("bad input: float8 where it cannot run") {
