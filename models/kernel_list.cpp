@@ -40,8 +40,9 @@
 // Dropout is not modelled (every validated run has p = 0).
 // Float8 Linears (impl.float8_linears, torchao's tensorwise recipe): the three GEMMs take float8
 // inputs, and each operand is cast first: an amax reduction (e per element) and a cast (e + 1 per
-// element and layout); per Linear forward x and W, backward g in two layouts, W and x again
-// (float8_casts below). With float8 all-gather W's casts become one transposed copy (2 per element).
+// element and layout); eager, per Linear forward x and W, backward g twice, W and x again;
+// compiled, x and g once into both layouts, W forward and transposed backward (float8_casts
+// below). With float8 all-gather W's casts become one transposed copy (2 per element).
 //
 // Which unit runs what follows units.cpp: ln_1 with the q (or fused qkv) projection, rotary on q
 // with q and on k with k, the attention core and the first residual with the out projection,
@@ -251,35 +252,38 @@ class Builder {
   // torchao's Float8Linear with tensorwise dynamic scaling (torchao/float8/float8_linear.py,
   // matmul_with_hp_or_float8_args): each float8 operand is a high-precision tensor cast with a
   // scale from its absolute maximum, one reduction (reads e per element) and one cast (reads e,
-  // writes 1 per element and layout). Forward casts the input x [T x in] and the weight W [out x in];
-  // backward casts the output gradient g [T x out] once for dgrad (row-major) and once for wgrad
-  // (column-major: torch._scaled_mm wants its second operand so), the weight again (transposed for
-  // dgrad) and x again (column-major for wgrad). Under torch.compile a tensor's two layouts come
-  // out of one cast kernel. With float8 all-gather the weight arrives in float8 and only its
-  // transposed copy for dgrad remains (1 byte read, 1 written).
+  // writes 1 per element and layout: torch._scaled_mm wants its second operand column-major, so
+  // wgrad needs x and g column-major, dgrad W transposed). Eager, every use casts again: forward x
+  // and W, backward g twice, W and x again. Compiled, as torchao's own roofline counts it
+  // (torchao/testing/training/roofline_utils.py, tensorwise): x and g are cast once into both
+  // layouts (x in forward, kept for wgrad), W cast forward and again transposed backward, its amax
+  // reused. With float8 all-gather W arrives in float8: its casts become one transposed copy.
   void float8_casts(std::vector<Kernel>& to, const std::string& name, double i, double o, bool backward,
                     bool cast_input) {
+    const bool compiled = impl_.compiled;
+    auto amax = [&](const std::string& what, double elems) { mem(to, name + " fp8 amax " + what, e_ * elems); };
     auto cast = [&](const std::string& what, double elems, int layouts) {
-      mem(to, name + " fp8 amax " + what, e_ * elems);
-      if (impl_.compiled || layouts == 1) {
-        mem(to, name + " fp8 cast " + what, (e_ + layouts) * elems);
-      } else {
-        for (int l = 0; l < layouts; ++l) mem(to, name + " fp8 cast " + what, (e_ + 1) * elems);
-      }
+      mem(to, name + " fp8 cast " + what, (e_ + layouts) * elems);
     };
-    const double weight = o * i;
+    const double weight = o * i, x = T_ * i, g = T_ * o;
     if (!backward) {
-      if (cast_input) cast("input", T_ * i, 1);
-      if (!impl_.float8_all_gather) cast("weight", weight, 1);
+      if (cast_input) amax("input", x), cast("input", x, compiled ? 2 : 1);
+      if (!impl_.float8_all_gather) amax("weight", weight), cast("weight", weight, 1);
       return;
     }
-    cast("grad_output", T_ * o, 2);
+    amax("grad_output", g);
+    if (compiled) {
+      cast("grad_output", g, 2);
+    } else {
+      cast("grad_output", g, 1), cast("grad_output", g, 1);
+    }
     if (impl_.float8_all_gather) {
       mem(to, name + " fp8 weight transpose", 2 * weight);
     } else {
+      if (!compiled) amax("weight", weight);
       cast("weight", weight, 1);
     }
-    if (cast_input) cast("input", T_ * i, 1);
+    if (!compiled) amax("input", x), cast("input", x, 1);
   }
 
   void norm(Piece& p, const std::string& name) {

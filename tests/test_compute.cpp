@@ -543,7 +543,7 @@ TEST_CASE("float8 GEMMs: peak.fp8, one byte per input, corrected by the float8 p
   CHECK(h100.fp8_gemm_seconds(8192, 8192, 8192) * h100.fitted.tensor_scale == Approx(f / 1290.1e12).epsilon(1e-9));
 }
 
-TEST_CASE("float8 Linears: float8 GEMMs, the casts torchao runs, shared inputs cast once when compiled") {
+TEST_CASE("float8 Linears: float8 GEMMs, the casts torchao runs, fewer and shared ones when compiled") {
   const auto m = models::preset("llama3.1-8b");  // hidden 4096, kv 1024, ffn 14336
   models::TrainingShape shape;
   shape.micro_batch = 1;
@@ -570,15 +570,24 @@ TEST_CASE("float8 Linears: float8 GEMMs, the casts torchao runs, shared inputs c
     CHECK(bytes(block->forward, "mlp.down fp8 cast weight").first == Approx((e + 1) * h * f));
     // Backward: the output gradient in two layouts, eagerly two casts of (e + 1) T h each.
     CHECK(bytes(block->backward, "mlp.down fp8 cast grad_output") == std::pair{2 * (e + 1) * T * h, 2});
+    // And x again, column-major for wgrad.
+    CHECK(bytes(block->backward, "mlp.down fp8 cast input").first == Approx((e + 1) * T * f));
     CHECK(bytes(block->forward, "attn.k fp8 cast input").second == 1);
   }
-  {  // compiled, float8 all-gather: k, v and up reuse the cast of q's and gate's input
+  {  // compiled (torchao's roofline): x cast once into both layouts, W forward and again in backward
     shape.impl.compiled = true;
+    const auto block = kernels(shape);
+    CHECK(bytes(block->forward, "mlp.down fp8 cast input").first == Approx((e + 2) * T * f));
+    CHECK(bytes(block->backward, "mlp.down fp8 cast input").second == 0);
+    CHECK(bytes(block->backward, "mlp.down fp8 amax weight").second == 0);  // the forward's amax
+    CHECK(bytes(block->backward, "mlp.down fp8 cast weight").first == Approx((e + 1) * h * f));
+  }
+  {  // compiled, float8 all-gather: k, v and up reuse the cast of q's and gate's input
     shape.impl.float8_all_gather = true;
     const auto block = kernels(shape);
     CHECK(bytes(block->forward, "attn.k fp8 cast input").second == 0);
     CHECK(bytes(block->forward, "mlp.up fp8 amax input").second == 0);
-    CHECK(bytes(block->forward, "mlp.gate fp8 cast input").first == Approx((e + 1) * T * h));
+    CHECK(bytes(block->forward, "mlp.gate fp8 cast input").first == Approx((e + 2) * T * h));
     CHECK(bytes(block->forward, "mlp.gate fp8 cast weight").second == 0);  // all-gathered in float8
     // One cast writes both layouts of the output gradient: e in, 2 x 1 out.
     CHECK(bytes(block->backward, "mlp.gate fp8 cast grad_output") == std::pair{(e + 2) * T * f, 1});
