@@ -191,7 +191,7 @@ BoxMeasurements parse_measurements(const std::string& text, const std::string& f
     const Input s = gemm.at(i);
     s.expect_keys({"m", "n", "k", "dtype", "seconds", "origin"});
     m.gemm.push_back({s["m"].as_positive(), s["n"].as_positive(), s["k"].as_positive(),
-                      s["dtype"].as_choice({"bf16", "fp16", "tf32"}), s["seconds"].as_positive(),
+                      s["dtype"].as_choice({"bf16", "fp16", "tf32", "fp8"}), s["seconds"].as_positive(),
                       opt_string(s, "origin")});
   }
   const Input attn = doc["attention"];

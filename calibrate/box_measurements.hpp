@@ -67,7 +67,7 @@ struct NcclSample {
 
 struct GemmSample {
   double m = 0, n = 0, k = 0;  // C[m x n] = A[m x k] B[k x n]
-  std::string dtype;           // bf16, fp16, tf32
+  std::string dtype;           // bf16, fp16, tf32, fp8 (e4m3 in, bf16 out)
   double seconds = 0;          // median
   std::string origin;          // "scenario: attn.qkv dgrad", "grid"
   double flops() const { return 2 * m * n * k; }

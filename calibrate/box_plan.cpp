@@ -66,7 +66,8 @@ void plan_nccl(BoxPlan& p) {
 }
 
 // GEMMs: every distinct scenario shape in bf16 (the training dtype; fp16 runs at the same tensor-core
-// rate), fp16 and TF32; around each, the token dimension halved and doubled (micro-batch and
+// rate), fp16, TF32 and float8 (e4m3 in, bf16 out: float8 Linears; skipped at run time on a GPU
+// without float8 tensor cores); around each, the token dimension halved and doubled (micro-batch and
 // sequence changes); and square GEMMs from 512 to 16384.
 void plan_gemms(BoxPlan& p, const BoxPlanOptions& o) {
   std::set<std::tuple<double, double, double, std::string>> seen;
@@ -77,7 +78,7 @@ void plan_gemms(BoxPlan& p, const BoxPlanOptions& o) {
     g.m = m, g.n = n, g.k = k;
     p.gemms.push_back({g, dtype, origin});
   };
-  const std::vector<std::string> dtypes = {"bf16", "fp16", "tf32"};
+  const std::vector<std::string> dtypes = {"bf16", "fp16", "tf32", "fp8"};
   if (o.scenario) {
     const auto shapes = distinct_gemms(o.scenario->units);
     for (std::size_t i = 0; i < shapes.size(); ++i) {

@@ -41,7 +41,7 @@ struct NcclSweep {
 
 struct GemmPlan {
   models::Kernel shape;  // a GEMM: m, n, k
-  std::string dtype;   // bf16, fp16, tf32
+  std::string dtype;   // bf16, fp16, tf32, fp8
   std::string origin;  // "scenario: ...", "grid: ..."
 };
 

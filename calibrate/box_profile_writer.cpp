@@ -48,7 +48,7 @@ std::string tflops(double f) { return fmt::format("{:.6g} TFLOP/s", f / 1e12); }
 
 bool has_device_profile(const BoxFit& f) {
   const auto& m = f.measured;
-  const bool gemm = std::any_of(m.gemm.begin(), m.gemm.end(), [](const auto& s) { return s.dtype != "tf32"; });
+  const bool gemm = std::any_of(m.gemm.begin(), m.gemm.end(), [](const auto& s) { return s.dtype == "bf16" || s.dtype == "fp16"; });
   const bool copy = std::any_of(m.memory.begin(), m.memory.end(), [](const auto& s) { return s.kernel == "copy"; });
   return gemm && copy && !m.box.gpus.empty();
 }
@@ -87,8 +87,13 @@ std::string device_profile_yaml(const BoxFit& f) {
       q("attention: math-blocked (cuBLASLt batched GEMMs + softmax, masked key blocks skipped) as the math kernel, "
         "not cuDNN's fused SDPA (needs cudnn-frontend); the fused kernels' curves are the shipped profile's " +
         (f.base.gpu.profile.empty() ? std::string("(none for this GPU)") : f.base.gpu.profile) + "; host: " + b.host));
-  out += fmt::format("peak: {{bf16: {}, tf32: {}, fp32: {}, source: {}}}\n", tflops(f.base.gpu.peak_flops_bf16),
-                     tflops(f.base.gpu.peak_flops_tf32), tflops(f.base.gpu.peak_flops_fp32), q(f.base.gpu.source));
+  // Float8: where the box measured float8 GEMMs, the datasheets' dense float8 rate, twice the bf16 one on
+  // every GPU with float8 tensor cores (Ada, Hopper, Blackwell).
+  const bool fp8 = std::any_of(m.gemm.begin(), m.gemm.end(), [](const auto& s) { return s.dtype == "fp8"; });
+  out += fmt::format("peak: {{bf16: {}, tf32: {}, fp32: {}{}, source: {}}}\n", tflops(f.base.gpu.peak_flops_bf16),
+                     tflops(f.base.gpu.peak_flops_tf32), tflops(f.base.gpu.peak_flops_fp32),
+                     fp8 ? ", fp8: " + tflops(2 * f.base.gpu.peak_flops_bf16) : std::string(),
+                     q(f.base.gpu.source + (fp8 ? "; fp8: twice bf16, as every float8 datasheet rate is" : "")));
 
   // GEMM points: bf16 (fp16 where no bf16 was measured for the shape), one per shape.
   std::map<std::tuple<double, double, double>, const GemmSample*> pts;
@@ -106,9 +111,13 @@ std::string device_profile_yaml(const BoxFit& f) {
       q("not fitted here: the shipped device profiles' value (TileLang fp16 GEMMs 8192 x 8192 x k on H800, "
         "gemm-h800-tilelang-fp16-8192x8192x*)"));
   out += pts.empty() ? "  points: []\n" : "  points:\n";
-  for (const auto& [shape, s] : pts)
-    out += fmt::format("    - {{m: {:g}, n: {:g}, k: {:g}, dtype: {}, seconds: {:.6g}, source: {}}}\n", s->m, s->n,
-                       s->k, s->dtype, s->seconds, q(stamp + ", " + s->origin));
+  std::map<std::tuple<double, double, double>, const GemmSample*> fp8_pts;
+  for (const auto& s : m.gemm)
+    if (s.dtype == "fp8") fp8_pts[{s.m, s.n, s.k}] = &s;
+  for (const auto* list : {&pts, &fp8_pts})
+    for (const auto& [shape, s] : *list)
+      out += fmt::format("    - {{m: {:g}, n: {:g}, k: {:g}, dtype: {}, seconds: {:.6g}, source: {}}}\n", s->m, s->n,
+                         s->k, s->dtype, s->seconds, q(stamp + ", " + s->origin));
 
   // Attention: one curve per (direction, causal, head dim), ascending seq.
   std::map<std::tuple<std::string, bool, double>, std::map<double, const AttentionSample*>> curves;

@@ -390,6 +390,30 @@ TEST_CASE("box fit: the share of an SM an NCCL block takes, from a GEMM alone an
   CHECK_THROWS_WITH_AS(parse_measurements(bad, "bad.yaml"), doctest::Contains("bad.yaml:"), InputError);
 }
 
+TEST_CASE("box profile: float8 GEMMs measured on the box time the simulator's float8 GEMMs") {
+  // An H100 box: a bf16 8192^3 at 600 TFLOP/s and float8 at 1200. The profile takes the float8 point
+  // and the datasheet relation peak.fp8 = 2 x bf16; a float8 GEMM at that shape takes its measured time.
+  auto m = h100_box(1);
+  m.memory = {{"copy", 1e6, 4e-6 + 1e6 / 2.9e12}, {"copy", 1e9, 4e-6 + 1e9 / 2.9e12}};
+  const double flops = 2 * 8192.0 * 8192 * 8192;
+  m.gemm.push_back({8192, 8192, 8192, "bf16", flops / 600e12, "grid: square"});
+  m.gemm.push_back({8192, 8192, 8192, "fp8", flops / 1200e12, "grid: square"});
+  m.empty_kernel_s = 2.5e-6;
+  m.issue_s = 3.1e-6;
+  const auto again = parse_measurements(measurements_yaml(m), "m.yaml");  // the file keeps the dtype
+  REQUIRE(again.gemm.size() == 2);
+  CHECK(again.gemm[1].dtype == "fp8");
+  const auto f = fit_box(again);
+  const auto kp = sim::parse_kernel_profile(device_profile_yaml(f), "device.yaml");
+  CHECK(kp.peak.fp8 == rel(2 * kp.peak.bf16));
+  REQUIRE(kp.gemm.fp8_points.size() == 1);
+  CHECK(kp.fp8_gemm_seconds(8192, 8192, 8192) * kp.fitted.tensor_scale == rel(flops / 1200e12, 1e-5));
+  CHECK(kp.gemm_seconds(8192, 8192, 8192) * kp.fitted.tensor_scale == rel(flops / 600e12, 1e-5));
+  // Without float8 measurements (an A100 box, or a cuBLASLt without float8 kernels) no float8 rate.
+  m.gemm.pop_back();
+  CHECK(sim::parse_kernel_profile(device_profile_yaml(fit_box(m)), "device.yaml").peak.fp8 == 0);
+}
+
 TEST_CASE("box fit: one GPU skips the NCCL fit with a note, and a wrong NCCL result stops the fit") {
   auto m = h100_box(1);
   m.nccl.push_back({"all_reduce", {0}, 1 << 20, 5e-6, 5e-6, 20, 0});
@@ -412,10 +436,11 @@ TEST_CASE("box plan: NCCL over all GPUs and pairs, the scenario's GEMM shapes, o
   CHECK(p.gpus.size() == 8);
   CHECK(p.nccl.size() == 5 + 3 + 27);  // 5 collectives on 8 GPUs, 3 on pair 0-1, all_reduce on the other 27 pairs
   CHECK(p.nccl[0].sizes.size() == 15);  // 8 B .. 2 GiB, x4
-  // 9 scenario shapes x 3 dtypes; 18 token-scaled bf16 neighbours less 2 that coincide (mlp.down
-  // wgrad at half the tokens is mlp.gate at half, attn.out wgrad is attn.q at half); 6 squares x 3
-  // dtypes less the bf16 4096 square (attn.q at half the tokens).
-  CHECK(p.gemms.size() == 27 + 16 + 17);
+  // 9 scenario shapes x 4 dtypes (bf16, fp16, tf32, fp8); 18 token-scaled bf16 neighbours less 2 that
+  // coincide (mlp.down wgrad at half the tokens is mlp.gate at half, attn.out wgrad is attn.q at
+  // half); 6 squares x 4 dtypes less the bf16 4096 square (attn.q at half the tokens).
+  CHECK(p.gemms.size() == 36 + 16 + 23);
+  CHECK(plan_text(p).find("8192 x   4096 x   4096 fp8") != std::string::npos);
   CHECK(p.attention.front().batch_heads == 64);
   CHECK(plan_text(p).find("8192 x   4096 x   4096 bf16") != std::string::npos);
   const auto q = make_box_plan({.gpus = {0}, .visible = 1, .quick = true});

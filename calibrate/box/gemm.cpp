@@ -16,10 +16,12 @@ GemmType parse_gemm_type(const std::string& d) {
   if (d == "bf16") return GemmType::Bf16;
   if (d == "fp16") return GemmType::Fp16;
   if (d == "tf32") return GemmType::Tf32;
+  if (d == "fp8") return GemmType::Fp8;
   throw std::runtime_error("unknown GEMM dtype " + d);
 }
 
-std::size_t element_bytes(GemmType t) { return t == GemmType::Tf32 ? 4 : 2; }
+std::size_t element_bytes(GemmType t) { return t == GemmType::Tf32 ? 4 : t == GemmType::Fp8 ? 1 : 2; }
+std::size_t output_bytes(GemmType t) { return t == GemmType::Tf32 ? 4 : 2; }
 
 struct Gemm::Plan {
   const CublasLt* lib = nullptr;
@@ -47,14 +49,19 @@ Gemm::Plan& Gemm::plan(const GemmCall& g, GemmType t) {
   auto* p = new Plan;
   p->lib = &lib_;
   plans_[key] = p;
-  const cudaDataType_t data = t == GemmType::Bf16 ? CUDA_R_16BF : t == GemmType::Fp16 ? CUDA_R_16F : CUDA_R_32F;
+  const cudaDataType_t data = t == GemmType::Bf16   ? CUDA_R_16BF
+                              : t == GemmType::Fp16 ? CUDA_R_16F
+                              : t == GemmType::Fp8  ? CUDA_R_8F_E4M3
+                                                    : CUDA_R_32F;
+  const cudaDataType_t out = t == GemmType::Fp8 ? CUDA_R_16BF : data;
   const cublasComputeType_t compute = t == GemmType::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   check_cublas(lib_.MatmulDescCreate(&p->desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t opa = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   check_cublas(lib_.MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa), "TRANSA");
   check_cublas(lib_.MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb), "TRANSB");
-  auto layout = [&](cublasLtMatrixLayout_t& l, std::size_t rows, std::size_t cols, std::size_t ld, long long stride) {
-    check_cublas(lib_.MatrixLayoutCreate(&l, data, rows, cols, ld), "cublasLtMatrixLayoutCreate");
+  auto layout = [&](cublasLtMatrixLayout_t& l, std::size_t rows, std::size_t cols, std::size_t ld, long long stride,
+                    cudaDataType_t type) {
+    check_cublas(lib_.MatrixLayoutCreate(&l, type, rows, cols, ld), "cublasLtMatrixLayoutCreate");
     if (g.batch > 1) {
       const int32_t count = g.batch;
       check_cublas(lib_.MatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), "BATCH");
@@ -62,9 +69,9 @@ Gemm::Plan& Gemm::plan(const GemmCall& g, GemmType t) {
                    "STRIDE");
     }
   };
-  layout(p->a, g.ta ? g.k : g.m, g.ta ? g.m : g.k, g.lda, g.stride_a);
-  layout(p->b, g.tb ? g.n : g.k, g.tb ? g.k : g.n, g.ldb, g.stride_b);
-  layout(p->c, g.m, g.n, g.ldc, g.stride_c);
+  layout(p->a, g.ta ? g.k : g.m, g.ta ? g.m : g.k, g.lda, g.stride_a, data);
+  layout(p->b, g.tb ? g.n : g.k, g.tb ? g.k : g.n, g.ldb, g.stride_b, data);
+  layout(p->c, g.m, g.n, g.ldc, g.stride_c, out);
   cublasLtMatmulPreference_t pref = nullptr;
   check_cublas(lib_.MatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const std::size_t ws = kWorkspace;
@@ -90,11 +97,17 @@ void Gemm::run(const GemmCall& g, GemmType t, cudaStream_t s) {
 
 double Gemm::time(std::size_t m, std::size_t n, std::size_t k, GemmType t, int warmup, int iters, cudaStream_t s) {
   const std::size_t e = element_bytes(t);
-  DeviceBuffer a(m * k * e), b(k * n * e), c(m * n * e);
-  const auto fill = t == GemmType::Bf16 ? kern::Fill::Bf16 : t == GemmType::Fp16 ? kern::Fill::Fp16 : kern::Fill::Fp32;
+  DeviceBuffer a(m * k * e), b(k * n * e), c(m * n * output_bytes(t));
+  const auto fill = t == GemmType::Bf16   ? kern::Fill::Bf16
+                    : t == GemmType::Fp16 ? kern::Fill::Fp16
+                    : t == GemmType::Fp8  ? kern::Fill::Fp8E4M3
+                                          : kern::Fill::Fp32;
   kern::fill_uniform(a.get(), m * k, fill, 1, s);
   kern::fill_uniform(b.get(), k * n, fill, 2, s);
-  GemmCall g{.m = m, .n = n, .k = k, .a = a.get(), .lda = m, .b = b.get(), .ldb = k, .c = c.get(), .ldc = m};
+  // cuBLASLt's float8 GEMMs want A transposed (the "TN" layout torch._scaled_mm arranges).
+  const bool ta = t == GemmType::Fp8;
+  GemmCall g{.m = m, .n = n, .k = k, .ta = ta, .a = a.get(), .lda = ta ? k : m, .b = b.get(), .ldb = k, .c = c.get(),
+             .ldc = m};
   for (int i = 0; i < warmup; ++i) run(g, t, s);
   Event start, stop;
   std::vector<double> times;

@@ -11,9 +11,11 @@
 
 namespace tagcsim::calibrate::box {
 
-enum class GemmType { Bf16, Fp16, Tf32 };
-GemmType parse_gemm_type(const std::string& dtype);  // bf16, fp16, tf32
-std::size_t element_bytes(GemmType t);
+// Fp8: e4m3 inputs, bf16 output (torch._scaled_mm's, which torchao's float8 Linears call).
+enum class GemmType { Bf16, Fp16, Tf32, Fp8 };
+GemmType parse_gemm_type(const std::string& dtype);  // bf16, fp16, tf32, fp8
+std::size_t element_bytes(GemmType t);                // of the inputs A and B
+std::size_t output_bytes(GemmType t);                 // of C
 
 // Column-major, as cuBLAS: C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n, `batch` strided copies.
 struct GemmCall {

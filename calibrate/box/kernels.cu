@@ -3,6 +3,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 
@@ -182,6 +183,8 @@ void traffic(void* b, const void* a, double bytes, cudaStream_t s) {
 void fill_uniform(void* x, std::size_t n, Fill type, unsigned seed, cudaStream_t s) {
   if (type == Fill::Bf16) fill_uniform_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<__nv_bfloat16*>(x), n, seed);
   else if (type == Fill::Fp16) fill_uniform_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<__half*>(x), n, seed);
+  else if (type == Fill::Fp8E4M3)
+    fill_uniform_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<__nv_fp8_e4m3*>(x), n, seed);
   else fill_uniform_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<float*>(x), n, seed);
   check_launch();
 }

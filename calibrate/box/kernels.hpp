@@ -28,7 +28,7 @@ void empty(cudaStream_t s);
 // `blocks` blocks of `threads` that spin for `seconds` on the global timer, holding their SMs.
 void spin(int blocks, int threads, double seconds, cudaStream_t s);
 // Uniform values in [-1, 1) (not zeros: a GEMM on zeros draws less power and runs faster).
-enum class Fill { Bf16, Fp16, Fp32 };
+enum class Fill { Bf16, Fp16, Fp32, Fp8E4M3 };
 void fill_uniform(void* x, std::size_t n, Fill type, unsigned seed, cudaStream_t s);
 
 // Softmax over the last dimension of `rows` rows of `cols` bf16 scores, in place, scaled by

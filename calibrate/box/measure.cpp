@@ -127,9 +127,28 @@ BoxMeasurements measure(const BoxPlan& plan, const std::string& out_dir, const P
   std::string why;
   if (const CublasLt* lt = cublaslt(why)) {
     Gemm gemm(*lt);
+    // Float8 tensor cores arrive with compute capability 8.9 (Ada) and 9.0 (Hopper).
+    const int sm = m.box.gpus.front().sm;
+    bool fp8_skipped = false;
     for (const auto& g : plan.gemms) {
-      const double t = gemm.time(std::size_t(g.shape.m), std::size_t(g.shape.n), std::size_t(g.shape.k),
-                                 parse_gemm_type(g.dtype), plan.warmup, plan.iterations, s);
+      const bool fp8 = g.dtype == "fp8";
+      if (fp8 && (sm < 89 || fp8_skipped)) {
+        if (!fp8_skipped) m.notes.push_back(fmt::format("float8 GEMMs not measured: compute capability {}.{} has no "
+                                                        "float8 tensor cores", sm / 10, sm % 10));
+        fp8_skipped = true;
+        continue;
+      }
+      double t = 0;
+      try {
+        t = gemm.time(std::size_t(g.shape.m), std::size_t(g.shape.n), std::size_t(g.shape.k), parse_gemm_type(g.dtype),
+                      plan.warmup, plan.iterations, s);
+      } catch (const std::runtime_error& e) {
+        if (!fp8) throw;
+        // A cuBLASLt without float8 kernels for this GPU: the 16-bit measurements still stand.
+        m.notes.push_back(std::string("float8 GEMMs not measured: ") + e.what());
+        fp8_skipped = true;
+        continue;
+      }
       m.gemm.push_back({g.shape.m, g.shape.n, g.shape.k, g.dtype, t, g.origin});
       if (progress)
         progress(fmt::format("GEMM {:>6g} x {:>6g} x {:>6g} {:<5} {:>10.2f} us {:>7.1f} TFLOP/s", g.shape.m, g.shape.n,
