@@ -9,6 +9,8 @@
 #include "calibrate/box/measure_parts.hpp"
 #include "calibrate/box/runtime.hpp"
 #include "common/input.hpp"
+
+#include <algorithm>
 #include "kernels/bench.hpp"
 #include "kernels/tagc.hpp"
 
@@ -129,24 +131,23 @@ BoxMeasurements measure(const BoxPlan& plan, const std::string& out_dir, const P
     Gemm gemm(*lt);
     // Float8 tensor cores arrive with compute capability 8.9 (Ada) and 9.0 (Hopper).
     const int sm = m.box.gpus.front().sm;
-    bool fp8_skipped = false;
+    int fp8_failed = 0;
+    std::string fp8_error;
+    if (sm < 89 && std::any_of(plan.gemms.begin(), plan.gemms.end(), [](const auto& g) { return g.dtype == "fp8"; }))
+      m.notes.push_back(fmt::format("float8 GEMMs not measured: compute capability {}.{} has no float8 tensor cores",
+                                    sm / 10, sm % 10));
     for (const auto& g : plan.gemms) {
       const bool fp8 = g.dtype == "fp8";
-      if (fp8 && (sm < 89 || fp8_skipped)) {
-        if (!fp8_skipped) m.notes.push_back(fmt::format("float8 GEMMs not measured: compute capability {}.{} has no "
-                                                        "float8 tensor cores", sm / 10, sm % 10));
-        fp8_skipped = true;
-        continue;
-      }
+      if (fp8 && sm < 89) continue;
       double t = 0;
       try {
         t = gemm.time(std::size_t(g.shape.m), std::size_t(g.shape.n), std::size_t(g.shape.k), parse_gemm_type(g.dtype),
                       plan.warmup, plan.iterations, s);
       } catch (const std::runtime_error& e) {
         if (!fp8) throw;
-        // A cuBLASLt without float8 kernels for this GPU: the 16-bit measurements still stand.
-        m.notes.push_back(std::string("float8 GEMMs not measured: ") + e.what());
-        fp8_skipped = true;
+        // cuBLASLt's float8 kernels want dimensions in multiples of 16, and an old cuBLASLt has none:
+        // the shape is left out, the 16-bit measurements stand.
+        if (!fp8_failed++) fp8_error = e.what();
         continue;
       }
       m.gemm.push_back({g.shape.m, g.shape.n, g.shape.k, g.dtype, t, g.origin});
@@ -154,6 +155,9 @@ BoxMeasurements measure(const BoxPlan& plan, const std::string& out_dir, const P
         progress(fmt::format("GEMM {:>6g} x {:>6g} x {:>6g} {:<5} {:>10.2f} us {:>7.1f} TFLOP/s", g.shape.m, g.shape.n,
                              g.shape.k, g.dtype, t * 1e6, g.shape.flops() / t / 1e12));
     }
+    if (fp8_failed)
+      m.notes.push_back(fmt::format("float8 GEMMs: {} shape(s) not measured, cuBLASLt refused them ({})", fp8_failed,
+                                    fp8_error));
     for (const auto& a : plan.attention)
       for (bool bwd : {false, true}) {
         AttentionSample x;
