@@ -9,13 +9,12 @@
 #include "calibrate/box/measure_parts.hpp"
 #include "calibrate/box/runtime.hpp"
 #include "common/input.hpp"
-
-#include <algorithm>
 #include "kernels/bench.hpp"
 #include "kernels/tagc.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
