@@ -178,6 +178,15 @@ std::string llm_foundry_scenario(const Input& e) {
 namespace {
 
 // One LLM Foundry entry as a row: its measurement, and its scenario from the mapping above.
+// Ours, not the source's: why a published row cannot stand for the configuration it states, or
+// what the model cannot time in it (`not_counted`: listed, kept out of the fit and the statistics).
+void not_counted(const Input& e, ValidationRow& r) {
+  if (auto nc = e.find("not_counted")) {
+    r.counted = false;
+    r.note = nc->as_string();
+  }
+}
+
 ValidationRow foundry_row(const Input& e, const std::string& file) {
   ValidationRow r;
   r.id = e["id"].as_string();
@@ -192,6 +201,7 @@ ValidationRow foundry_row(const Input& e, const std::string& file) {
   r.scenario_file =
       fmt::format("validation/data/{}:{} (entry {}, mapped by scenarios/validation.cpp)", file, e.line(), r.id);
   r.scenario = llm_foundry_scenario(e);
+  not_counted(e, r);
   resolve(r);
   // The mapping must rebuild the published model exactly.
   const double published = double(e["setup"]["num_params"].as_int());
@@ -228,11 +238,7 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
     if (auto v = m.find("mfu")) r.published_mfu = v->as_double();
     if (auto v = m.find("mfu_pct")) r.published_mfu = v->as_double() / 100;
     if (auto v = m.find("peak_memory_GiB")) r.published_reserved_gib = v->as_positive();
-    // Ours, not the source's: why a published row cannot stand for the configuration it states.
-    if (auto nc = e.find("not_counted")) {
-      r.counted = false;
-      r.note = nc->as_string();
-    }
+    not_counted(e, r);
     r.scenario_file = "scenarios/validation/" + r.id + ".yaml";  // as the repository names it
     const auto path = dir / (r.id + ".yaml");
     if (!fs::exists(path)) e["id"].fail(fmt::format("no scenario for this entry (expected {})", r.scenario_file));
