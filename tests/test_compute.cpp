@@ -7,6 +7,7 @@
 #include "sim/compute.hpp"
 #include "sim/kernel_profile.hpp"
 #include "topologies/cluster.hpp"
+#include "toy_profile.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -21,61 +22,12 @@
 using namespace tagcsim;
 using doctest::Approx;
 using doctest::Contains;
+using test::error_of;
+using test::replace;
+using test::toy;
+using test::toy_profile;
 
 namespace {
-
-// A profile small enough to compute by hand: 4 SMs, 128 x 128 tiles, no k overhead, so a GEMM
-// whose m and n are multiples of 128 models at exactly 2mnk / peak per wave-filled tile set.
-// Peak 400 TFLOP/s; 4096^3 measured at 100 TFLOP/s and 8192^3 at 200 (corrections 0.25, 0.5).
-// Memory: 1 MB in 0.1 us (10 TB/s), 1 GB in 10 us (100 TB/s, so that GEMMs are compute-bound);
-// kernels take at least 2 us.
-std::string toy_profile(const std::string& extra_gemm = "", const std::string& curve_points =
-                        "{seq: 1024, tflops: 100, source: a}, {seq: 4096, tflops: 200, source: b}") {
-  return "format: tagcsim-device-profile/1\n"
-         "name: toy\n"
-         "gpu: TOY\n"
-         "family: toyfamily\n"
-         "metadata: {gpu_name: toy, sms: 4, clocks: c, driver: d, cuda: c, cublas: c, cudnn: c, measured_by: hand}\n"
-         "peak: {bf16: 400 TFLOP/s, tf32: 200 TFLOP/s, fp32: 50 TFLOP/s, source: hand}\n"
-         "gemm:\n"
-         "  tiles: [[128, 128]]\n"
-         "  max_split_k: 1\n"
-         "  tiles_source: hand\n"
-         "  k_overhead: 0\n"
-         "  k_overhead_source: hand\n"
-         "  points:\n"
-         "    - {m: 4096, n: 4096, k: 4096, dtype: bf16, tflops: 100, source: p1}\n"
-         "    - {m: 8192, n: 8192, k: 8192, dtype: bf16, tflops: 200, source: p2}\n" +
-         extra_gemm +
-         "attention:\n"
-         "  bwd_fwd_rate_ratio: 0.5\n"
-         "  bwd_fwd_source: hand\n"
-         "  curves:\n"
-         "    - {kernel: flash2, direction: fwd+bwd, causal: true, head_dim: 128, points: [" + curve_points + "]}\n"
-         "memory:\n"
-         "  points:\n"
-         "    - {bytes: 1000000, GBps: 10000, source: m1}\n"
-         "    - {bytes: 1000000000, GBps: 100000, source: m2}\n"
-         "launch: {min_kernel_seconds: 2 us, source: l}\n"
-         "host: {issue_seconds: 10 us, hook_seconds: 0 us, source: h}\n";
-}
-
-sim::KernelProfile toy() { return sim::parse_kernel_profile(toy_profile(), "toy.yaml"); }
-
-std::string error_of(const std::string& text) {
-  try {
-    sim::parse_kernel_profile(text, "bad.yaml");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-  const auto at = s.find(from);
-  REQUIRE(at != std::string::npos);
-  return s.replace(at, from.size(), to);
-}
 
 // Every id in validation/data's entry lists.
 std::set<std::string> published_ids() {
@@ -511,89 +463,4 @@ TEST_CASE("every shipped profile loads, names its GPU and cites published entrie
   CHECK(topologies::device("a100-40gb").profile == "device-a100-40gb");
   CHECK(topologies::device("h200-sxm").profile == "device-h200-sxm");
   CHECK(sim::device_kernel_profile(topologies::device("v100-32gb")) == nullptr);  // no published kernels
-}
-
-TEST_CASE("float8 GEMMs: peak.fp8, one byte per input, corrected by the float8 points") {
-  // The toy at peak.fp8 800 TFLOP/s with 8192^3 measured in float8 at 600 (correction 0.75).
-  const auto text = replace(toy_profile("    - {m: 8192, n: 8192, k: 8192, dtype: fp8, tflops: 600, source: p3}\n"),
-                            "fp32: 50 TFLOP/s,", "fp32: 50 TFLOP/s, fp8: 800 TFLOP/s,");
-  const auto p = sim::parse_kernel_profile(text, "toy.yaml");
-  const double f = 2.0 * std::pow(8192.0, 3);
-  // At its measured point the measured time; the bf16 GEMM of that shape keeps its own (200).
-  CHECK(p.fp8_gemm_seconds(8192, 8192, 8192) == Approx(f / 600e12).epsilon(1e-12));
-  CHECK(p.gemm_seconds(8192, 8192, 8192) == Approx(f / 200e12).epsilon(1e-12));
-  // Anywhere else the only float8 point's correction: 4096^3 models at 2 * 4096^3 / 800e12.
-  CHECK(p.fp8_gemm_seconds(4096, 4096, 4096) == Approx(2.0 * std::pow(4096.0, 3) / 800e12 / 0.75).epsilon(1e-12));
-  // A float8 kernel in a list is timed as float8.
-  models::Kernel k;
-  k.kind = models::KernelKind::Gemm;
-  k.m = k.n = k.k = 8192;
-  k.fp8 = true;
-  CHECK(p.kernel_seconds(k, models::AttentionKernel::Flash2) == Approx(f / 600e12).epsilon(1e-12));
-  // Without float8 points the 16-bit corrections apply: 0.5 at 8192^3.
-  const auto no_points = sim::parse_kernel_profile(
-      replace(toy_profile(), "fp32: 50 TFLOP/s,", "fp32: 50 TFLOP/s, fp8: 800 TFLOP/s,"), "toy.yaml");
-  CHECK(no_points.fp8_gemm_seconds(8192, 8192, 8192) == Approx(f / 800e12 / 0.5).epsilon(1e-12));
-  // A profile without peak.fp8 cannot time one, and says so; a float8 point needs the peak.
-  CHECK_THROWS_WITH(toy().fp8_gemm_seconds(8192, 8192, 8192), Contains("no float8 rate (peak.fp8)"));
-  CHECK(error_of(toy_profile("    - {m: 8192, n: 8192, k: 8192, dtype: fp8, tflops: 600, source: p3}\n")) ==
-        "bad.yaml:16: gemm.points[2].dtype: an fp8 point needs the profile's peak.fp8 (the datasheet's dense float8 rate)");
-  // The shipped H100 profile: Azure's cuBLASLt float8 8192^3 at 1290.1 TFLOP/s, before the fitted scale.
-  const auto& h100 = sim::kernel_profile("device-h100-sxm");
-  CHECK(h100.fp8_gemm_seconds(8192, 8192, 8192) * h100.fitted.tensor_scale == Approx(f / 1290.1e12).epsilon(1e-9));
-}
-
-TEST_CASE("float8 Linears: float8 GEMMs, the casts torchao runs, fewer and shared ones when compiled") {
-  const auto m = models::preset("llama3.1-8b");  // hidden 4096, kv 1024, ffn 14336
-  models::TrainingShape shape;
-  shape.micro_batch = 1;
-  shape.seq_len = 1024;  // T = 1024 tokens, e = 2 bytes
-  shape.impl.float8_linears = true;
-  auto kernels = [&](const models::TrainingShape& s) {
-    return models::fsdp_units(m, models::WrapPolicy::Block, s)[1].kernels;  // a block
-  };
-  auto bytes = [](const std::vector<models::Kernel>& list, const std::string& op) {
-    double b = 0;
-    int n = 0;
-    for (const auto& k : list)
-      if (k.op == op) b += k.bytes, ++n;
-    return std::pair{b, n};
-  };
-  const double T = 1024, h = 4096, f = 14336, e = 2;
-  {  // eager: every Linear casts its own input
-    const auto block = kernels(shape);
-    for (const auto& k : block->forward)
-      if (k.kind == models::KernelKind::Gemm) CHECK(k.fp8);
-    // mlp.down (in f, out h) forward: amax of x (e T f), cast of x (e + 1) T f, amax and cast of W.
-    CHECK(bytes(block->forward, "mlp.down fp8 amax input").first == Approx(e * T * f));
-    CHECK(bytes(block->forward, "mlp.down fp8 cast input").first == Approx((e + 1) * T * f));
-    CHECK(bytes(block->forward, "mlp.down fp8 cast weight").first == Approx((e + 1) * h * f));
-    // Backward: the output gradient in two layouts, eagerly two casts of (e + 1) T h each.
-    CHECK(bytes(block->backward, "mlp.down fp8 cast grad_output") == std::pair{2 * (e + 1) * T * h, 2});
-    // And x again, column-major for wgrad.
-    CHECK(bytes(block->backward, "mlp.down fp8 cast input").first == Approx((e + 1) * T * f));
-    CHECK(bytes(block->forward, "attn.k fp8 cast input").second == 1);
-  }
-  {  // compiled (torchao's roofline): x cast once into both layouts, W forward and again in backward
-    shape.impl.compiled = true;
-    const auto block = kernels(shape);
-    CHECK(bytes(block->forward, "mlp.down fp8 cast input").first == Approx((e + 2) * T * f));
-    CHECK(bytes(block->backward, "mlp.down fp8 cast input").second == 0);
-    CHECK(bytes(block->backward, "mlp.down fp8 amax weight").second == 0);  // the forward's amax
-    CHECK(bytes(block->backward, "mlp.down fp8 cast weight").first == Approx((e + 1) * h * f));
-  }
-  {  // compiled, float8 all-gather: k, v and up reuse the cast of q's and gate's input
-    shape.impl.float8_all_gather = true;
-    const auto block = kernels(shape);
-    CHECK(bytes(block->forward, "attn.k fp8 cast input").second == 0);
-    CHECK(bytes(block->forward, "mlp.up fp8 amax input").second == 0);
-    CHECK(bytes(block->forward, "mlp.gate fp8 cast input").first == Approx((e + 2) * T * h));
-    CHECK(bytes(block->forward, "mlp.gate fp8 cast weight").second == 0);  // all-gathered in float8
-    // One cast writes both layouts of the output gradient: e in, 2 x 1 out.
-    CHECK(bytes(block->backward, "mlp.gate fp8 cast grad_output") == std::pair{(e + 2) * T * f, 1});
-    CHECK(bytes(block->backward, "mlp.gate fp8 weight transpose").first == Approx(2 * f * h));
-  }
-  // The output head stays in bf16 (torchtitan's filter_fqns: ["output"]).
-  for (const auto& k : models::fsdp_units(m, models::WrapPolicy::Block, shape)[0].kernels->forward)
-    if (k.op == "lm_head") CHECK(!k.fp8);
 }

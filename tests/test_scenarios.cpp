@@ -4,14 +4,11 @@
 #include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/compute.hpp"
-#include "sim/schedule_program.hpp"
-#include "sim/step.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -531,42 +528,4 @@ TEST_CASE("run --kernels: each unit kind's kernels add up to the GPU time the re
                                  "training: {micro_batch: 2, seq_len: 1024}\n", "l4.yaml");
   CHECK(kernel_table(l4.points.front().setup).find("no kernel profile: every unit is timed by the datasheet roofline") !=
         std::string::npos);
-}
-
-TEST_CASE("float8: FSDP2's float8 all-gather moves the blocks' Linear weights in one byte each") {
-  const auto base = parse("  fsdp: 2\n  compile: true\n  float8: true\n");
-  const auto f8ag = parse("  fsdp: 2\n  compile: true\n  float8: true\n  float8_all_gather: true\n");
-  const auto& setup = base.points[0].setup;
-  const auto& block = setup.units[1];  // Llama 2 7B: 4 x 4096^2 attention, 3 x 4096 x 11008 MLP, 2 norms
-  CHECK(block.attention_params == 4LL * 4096 * 4096);
-  CHECK(block.mlp_params == 3LL * 4096 * 11008);
-  CHECK(sim::detail::all_gather_bytes(setup, block) == doctest::Approx(2.0 * block.params));
-  CHECK(sim::detail::all_gather_bytes(f8ag.points[0].setup, block) ==
-        doctest::Approx(2.0 * block.params - double(block.attention_params + block.mlp_params)));
-  // The root (embedding, final norm, head) is not converted.
-  CHECK(sim::detail::all_gather_bytes(f8ag.points[0].setup, setup.units[0]) == doctest::Approx(2.0 * setup.units[0].params));
-  // The all-gathers carry those bytes, and the unsharded weights keep them: the gathered
-  // parameters at the peak shrink by one byte per Linear parameter of the units then gathered.
-  const auto plain = sim::simulate_fsdp(setup), f8 = sim::simulate_fsdp(f8ag.points[0].setup);
-  // 32 blocks gathered in forward and again in backward: 64 all-gathers one byte lighter per
-  // Linear parameter (the root, kept unsharded after forward, once and unchanged).
-  CHECK(f8.collectives.at("all_gather").bytes ==
-        doctest::Approx(plain.collectives.at("all_gather").bytes - 64 * double(block.attention_params + block.mlp_params)));
-  CHECK(f8.memory.gathered_params_bytes < plain.memory.gathered_params_bytes);
-  const double per_block = double(block.attention_params + block.mlp_params);
-  CHECK(std::fmod(plain.memory.gathered_params_bytes - f8.memory.gathered_params_bytes, per_block) ==
-        doctest::Approx(0).epsilon(1e-6).scale(per_block));
-}
-
-TEST_CASE("bad input: float8 where it cannot run") {
-  CHECK_THROWS_WITH_AS(parse("  float8_all_gather: true\n"),
-                       doctest::Contains("t.yaml:7: training.float8_all_gather: float8 all-gather needs float8 Linears"),
-                       InputError);
-  CHECK_THROWS_WITH_AS(parse("  fsdp: 1\n  float8: true\n  float8_all_gather: true\n"),
-                       doctest::Contains("t.yaml:9: training.float8_all_gather: torchao's float8 all-gather works with "
-                                         "FSDP2 (fully_shard) only"),
-                       InputError);
-  CHECK_THROWS_WITH_AS(
-      parse_scenario("model: llama2-7b\ncluster: {preset: dgx-a100-ib200, nodes: 1}\ntraining:\n  float8: true\n", "t.yaml"),
-      doctest::Contains("t.yaml:4: training.float8: the GPU 'A100-SXM4-80GB' has a kernel profile"), InputError);
 }
