@@ -166,31 +166,27 @@ Point load_point(const Input& doc) {
                           "units of their own (use wrap: block)",
                           p.setup.model.name));
   }
-  try {
-    p.setup = sim::make_setup(p.setup.model, c, t);
-  } catch (const InputError& e) {
-    // "training.<key>: ..." from the setup: point at the key's line.
-    const std::string msg = e.what(), prefix = "training.";
+  // A "training.<key>: ..." error from the setup or the compute check points at the key's line.
+  auto fail_at_training_key = [&](const std::string& msg) {
+    const std::string prefix = "training.";
     const auto colon = msg.find(": ");
     if (auto tr = doc.find("training"); tr && msg.rfind(prefix, 0) == 0 && colon != std::string::npos)
       if (auto key = tr->find(msg.substr(prefix.size(), colon - prefix.size()))) key->fail(msg.substr(colon + 2));
+  };
+  try {
+    p.setup = sim::make_setup(p.setup.model, c, t);
+  } catch (const InputError& e) {
+    fail_at_training_key(e.what());
     throw;
   }
   try {
     sim::check_compute(p.setup);  // the GPU's kernel profile can time this run
   } catch (const InputError& e) {
-    std::string msg = e.what();
+    fail_at_training_key(e.what());
+    // The profile cannot serve the attention kernel asked for (or the GPU at all).
     std::optional<Input> at;
-    if (auto tr = doc.find("training")) {
-      const std::string float8 = "training.float8: ";
-      if (msg.rfind(float8, 0) == 0 && tr->find("float8")) {
-        at = tr->find("float8");
-        msg = msg.substr(float8.size());
-      } else {
-        at = tr->find("attention");
-      }
-    }
-    (at ? *at : doc["cluster"]).fail(msg);
+    if (auto tr = doc.find("training")) at = tr->find("attention");
+    (at ? *at : doc["cluster"]).fail(e.what());
   }
   p.policies = load_policies(doc);
   for (const auto& pol : p.policies) {
