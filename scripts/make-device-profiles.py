@@ -140,55 +140,47 @@ FLASH_TRITON_NOTE = ("FlashAttention-1 (CUDA) bars standing in for Tri Dao's fla
 # TFLOP/s causal), the Triton kernels do not (K01's triton.ops: 80 vs 80; the FA3 paper's Triton
 # forward on H100, K03: 378 vs 363). So head dim 128 takes FlashAttention-1's head-dim-64 rate times
 # the Triton lineage's head-dim-128 / head-dim-64 ratio at the same sequence length.
-def triton_hd128_from_fa1(causal):
+def triton_hd128_from_fa1(causal, fa1, triton, note):
+    """Head dim 128: the `fa1` entries' head-dim-64 rate times the `triton` entries' hd128 / hd64 ratio (id prefixes)."""
     c = "causal" if causal else "noncausal"
     pts = []
     for s in (512, 1024, 2048, 4096, 8192, 16384):
-        fa1, t128, t64 = (f"attn-a100-k01-fa1-fwdbwd-{c}-hd64-s{s}", f"attn-a100-k01-fatriton-fwdbwd-{c}-hd128-s{s}",
-                          f"attn-a100-k01-fatriton-fwdbwd-{c}-hd64-s{s}")
-        if not all(i in entries for i in (fa1, t128, t64)):
+        a, t128, t64 = f"{fa1}-{c}-hd64-s{s}", f"{triton}-{c}-hd128-s{s}", f"{triton}-{c}-hd64-s{s}"
+        if not all(i in entries for i in (a, t128, t64)):
             continue
-        pts.append({"seq": s, "tflops": round(tflops(fa1) * tflops(t128) / tflops(t64), 1),
-                    "source": f"model: {fa1} x {t128} / {t64}"})
+        pts.append({"seq": s, "tflops": round(tflops(a) * tflops(t128) / tflops(t64), 1),
+                    "source": f"model: {a} x {t128} / {t64}"})
     return {"kernel": "flash-triton", "direction": "fwd+bwd", "causal": causal, "head_dim": 128, "points": pts,
-            "note": FLASH_TRITON_NOTE + "; head dim 128: the head-dim-64 rate times the Triton lineage's hd128/hd64 ratio"}
+            "note": note}
 
 
 A100_ATTN = [c for c in attention_curves("attn-a100-k01", {"K01"},
                                          {"fa2": "flash2", "fa1": "flash-triton", "pytorch": "math"},
                                          notes={"flash-triton": FLASH_TRITON_NOTE})
              if not (c["kernel"] == "flash-triton" and c["head_dim"] == 128)]
-A100_ATTN += [triton_hd128_from_fa1(False), triton_hd128_from_fa1(True)]
+A100_ATTN += [triton_hd128_from_fa1(causal, "attn-a100-k01-fa1-fwdbwd", "attn-a100-k01-fatriton-fwdbwd",
+                                    FLASH_TRITON_NOTE + "; head dim 128: the head-dim-64 rate times the Triton "
+                                    "lineage's hd128/hd64 ratio") for causal in (False, True)]
 A100_ATTN.sort(key=lambda c: (c["kernel"], c["direction"], c["causal"], c["head_dim"]))
 # H100: Tri Dao's Triton kernel the same way, from the FlashAttention-2 figures' FlashAttention-1 bars on H100
 # (K02, head dim 64) and, at head dim 128, that rate times the FA3 paper's Triton forward hd128 / hd64 ratio
 # on H100 (K03: the only Triton lineage measured there, forward only).
-def h100_triton(causal, head_dim):
-    c = "causal" if causal else "noncausal"
-    pts = []
-    for s in (512, 1024, 2048, 4096, 8192, 16384):
-        fa1 = f"attn-h100-k02-fa1-fwdbwd-{c}-hd64-s{s}"
-        if fa1 not in entries:
-            continue
-        if head_dim == 64:
-            pts.append({"seq": s, "tflops": tflops(fa1), "source": fa1})
-            continue
-        t128, t64 = f"attn-h100-k03-triton-fwd-{c}-hd128-s{s}", f"attn-h100-k03-triton-fwd-{c}-hd64-s{s}"
-        if t128 in entries and t64 in entries:
-            pts.append({"seq": s, "tflops": round(tflops(fa1) * tflops(t128) / tflops(t64), 1),
-                        "source": f"model: {fa1} x {t128} / {t64}"})
-    note = FLASH_TRITON_NOTE.replace("K01's Triton bars are OpenAI's triton.ops kernel", "on H100 from K02's FlashAttention-1 bars")
-    if head_dim == 128:
-        note += "; head dim 128: the head-dim-64 rate times K03's Triton forward hd128/hd64 ratio"
-    return {"kernel": "flash-triton", "direction": "fwd+bwd", "causal": causal, "head_dim": head_dim, "points": pts,
-            "note": note}
+H100_TRITON_NOTE = FLASH_TRITON_NOTE.replace("K01's Triton bars are OpenAI's triton.ops kernel",
+                                             "on H100 from K02's FlashAttention-1 bars")
+H100_TRITON = sorted(
+    [c for c in attention_curves("attn-h100-k02", {"K02"}, {"fa1": "flash-triton"}, notes={"flash-triton": H100_TRITON_NOTE})
+     if c["head_dim"] == 64] +
+    [triton_hd128_from_fa1(causal, "attn-h100-k02-fa1-fwdbwd", "attn-h100-k03-triton-fwd",
+                           H100_TRITON_NOTE + "; head dim 128: the head-dim-64 rate times K03's Triton forward "
+                           "hd128/hd64 ratio") for causal in (False, True)],
+    key=lambda c: (c["causal"], c["head_dim"]))
 
 
 H100_ATTN = (attention_curves("attn-h100-k02", {"K02"}, {"fa2": "flash2", "pytorch": "math"}) +
              attention_curves("attn-h100-k03", {"K03"}, {"fa2": "flash2", "fa3": "flash3", "cudnn": "cudnn"}) +
              attention_curves("attn-h100-k04", {"K04"}, {"fa2": "flash2", "fa3": "flash3", "cudnn": "cudnn"},
                               causal_override=False) +
-             [h100_triton(causal, hd) for causal in (False, True) for hd in (64, 128)])
+             H100_TRITON)
 # B200: FlashAttention-2 (2.7.4, built for SM80: no Blackwell path) from K28 (head dim 64, forward, backward
 # and both) and K29 (head dim 128, forward), and eager attention from K28. FlashAttention-4 (K27) has no
 # kernel kind here yet; no causal FlashAttention-2 curve was published, so the non-causal ones stand in.
