@@ -91,6 +91,9 @@ bool has_device_profile(const BoxFit& f);
 // above. Its gpu.profile names `profile_file` (beside it) when given, else the datasheet roofline.
 std::string box_cluster_yaml(const BoxFit& f, const std::string& profile_file);
 std::string box_report(const BoxFit& f);
+// The dense datasheet rate of a measured GEMM's dtype (bf16, fp16, tf32, fp8). Float8: twice bf16,
+// as every float8 datasheet rate is (Ada, Hopper, Blackwell).
+double gemm_peak_flops(const topologies::DeviceProfile& gpu, const std::string& dtype);
 
 // Writes the plan's files under `dir` (the TAGC bench JSON is written by the measuring side).
 // InputError "--out: cannot write ..." when the folder cannot be written.

@@ -17,6 +17,7 @@
 
 #include "common/input.hpp"
 #include "common/json.hpp"
+#include "sim/compute.hpp"
 #include "sim/kernel_profile.hpp"
 #include "sim/training.hpp"
 
@@ -45,6 +46,11 @@ std::string us(double s) { return fmt::format("{:.4g} us", s * 1e6); }
 std::string tflops(double f) { return fmt::format("{:.6g} TFLOP/s", f / 1e12); }
 
 }  // namespace
+
+double gemm_peak_flops(const topologies::DeviceProfile& gpu, const std::string& dtype) {
+  if (dtype == "tf32") return sim::peak_flops(gpu, sim::Dtype::FP32, true);
+  return sim::peak_flops(gpu, sim::Dtype::BF16, false) * (dtype == "fp8" ? 2 : 1);
+}
 
 bool has_device_profile(const BoxFit& f) {
   const auto& m = f.measured;
@@ -87,12 +93,11 @@ std::string device_profile_yaml(const BoxFit& f) {
       q("attention: math-blocked (cuBLASLt batched GEMMs + softmax, masked key blocks skipped) as the math kernel, "
         "not cuDNN's fused SDPA (needs cudnn-frontend); the fused kernels' curves are the shipped profile's " +
         (f.base.gpu.profile.empty() ? std::string("(none for this GPU)") : f.base.gpu.profile) + "; host: " + b.host));
-  // Float8: where the box measured float8 GEMMs, the datasheets' dense float8 rate, twice the bf16 one on
-  // every GPU with float8 tensor cores (Ada, Hopper, Blackwell).
+  // Float8: where the box measured float8 GEMMs.
   const bool fp8 = std::any_of(m.gemm.begin(), m.gemm.end(), [](const auto& s) { return s.dtype == "fp8"; });
   out += fmt::format("peak: {{bf16: {}, tf32: {}, fp32: {}{}, source: {}}}\n", tflops(f.base.gpu.peak_flops_bf16),
                      tflops(f.base.gpu.peak_flops_tf32), tflops(f.base.gpu.peak_flops_fp32),
-                     fp8 ? ", fp8: " + tflops(2 * f.base.gpu.peak_flops_bf16) : std::string(),
+                     fp8 ? ", fp8: " + tflops(gemm_peak_flops(f.base.gpu, "fp8")) : std::string(),
                      q(f.base.gpu.source + (fp8 ? "; fp8: twice bf16, as every float8 datasheet rate is" : "")));
 
   // GEMM points: bf16 (fp16 where no bf16 was measured for the shape), one per shape.

@@ -65,7 +65,7 @@ std::string box_report(const BoxFit& f) {
   out += fmt::format("  {:>7} {:>7} {:>7} {:<5} {:>11} {:>9} {:>8}  {}\n", "m", "n", "k", "dtype", "seconds",
                      "TFLOP/s", "of peak", "origin");
   for (const auto& s : m.gemm) {
-    const double peak = s.dtype == "tf32" ? gpu.peak_flops_tf32 : gpu.peak_flops_bf16 * (s.dtype == "fp8" ? 2 : 1);
+    const double peak = gemm_peak_flops(gpu, s.dtype);
     const double rate = s.flops() / s.seconds;
     out += fmt::format("  {:>7g} {:>7g} {:>7g} {:<5} {:>11.4g} {:>9.1f} {:>7.1f}%  {}\n", s.m, s.n, s.k, s.dtype,
                        s.seconds, rate / 1e12, 100 * rate / peak, s.origin);
