@@ -387,18 +387,38 @@ void tag(std::vector<Kernel>& list, Pass pass) {
   for (auto& k : list) k.pass = pass;
 }
 
+// What torchtitan's op-level selective checkpointing keeps from a block's forward instead of
+// re-running it (_save_list and _custom_policy in torchtitan/parallelisms/parallelize_llama.py
+// @9dec370): every matmul's output but every second one's (the 1st, 3rd, ... of the block are
+// kept: one Linear per piece, so the pieces at even positions), the SDPA flash kernel's, and
+// aten.abs / aten.max (float8's amax reductions). The rest of the forward runs again: the other
+// matmuls, norms, rotary, activations, residuals, float8 casts.
+bool kept_by_selective_op(const Kernel& k, std::size_t piece_in_block) {
+  if (k.kind == KernelKind::Attention) return true;
+  if (k.kind == KernelKind::Gemm) return piece_in_block % 2 == 0;
+  return k.op.find(" fp8 amax ") != std::string::npos;
+}
+
+// How a unit's backward re-runs its forward under activation checkpointing.
+struct Recompute {
+  bool on = false;
+  bool early_stop = false;   // not the block's last piece (checkpoint_early_stop)
+  bool by_op = false;        // torchtitan's selective_op: not what kept_by_selective_op keeps
+  std::size_t first = 0;     // the position in its block of the unit's first piece
+};
+
 // One unit's lists from its pieces: forward in order, backward in reverse piece order, and
 // under checkpointing the forward again at the start of backward; with early stop, without the
 // last piece (the down projection: nothing the backward needs comes after its saved input).
-std::shared_ptr<const UnitKernels> assemble(const std::vector<Piece>& pieces, bool recompute,
-                                            bool early_stop = false) {
+std::shared_ptr<const UnitKernels> assemble(const std::vector<Piece>& pieces, Recompute recompute = {}) {
   auto u = std::make_shared<UnitKernels>();
   for (const auto& p : pieces) u->forward.insert(u->forward.end(), p.fwd.begin(), p.fwd.end());
   tag(u->forward, Pass::Forward);
-  if (recompute) {
-    const std::size_t rerun = pieces.size() - (early_stop && !pieces.empty() ? 1 : 0);
+  if (recompute.on) {
+    const std::size_t rerun = pieces.size() - (recompute.early_stop && !pieces.empty() ? 1 : 0);
     for (std::size_t i = 0; i < rerun; ++i)
-      u->backward.insert(u->backward.end(), pieces[i].fwd.begin(), pieces[i].fwd.end());
+      for (const auto& k : pieces[i].fwd)
+        if (!recompute.by_op || !kept_by_selective_op(k, recompute.first + i)) u->backward.push_back(k);
     tag(u->backward, Pass::Recompute);
     u->recomputes = true;
   }
@@ -433,17 +453,17 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
                                                             const TrainingShape& shape) {
   Builder b(m, shape);
   const auto layer = layer_pieces(b, m);
-  const bool early_stop = shape.impl.checkpoint_early_stop;
+  const Recompute block_recompute{true, shape.impl.checkpoint_early_stop, shape.impl.selective_op, 0};
   std::vector<std::shared_ptr<const UnitKernels>> out;
 
   if (policy == WrapPolicy::Torchtitan) {
     // torchtitan's fully_shard layout: the token embedding, each block, then [norm, output].
     std::vector<Piece> emb = {b.token_embedding()};
     if (m.learned_positions > 0) emb.push_back(b.position_embedding());
-    out.push_back(assemble(emb, false));
-    const auto plain = assemble(layer, false), recomputed = assemble(layer, true, early_stop);
+    out.push_back(assemble(emb));
+    const auto plain = assemble(layer), recomputed = assemble(layer, block_recompute);
     for (int i = 0; i < m.layers; ++i) out.push_back(checkpointed(shape, i) ? recomputed : plain);
-    out.push_back(assemble({b.head()}, false));
+    out.push_back(assemble({b.head()}));
     return out;
   }
 
@@ -451,43 +471,32 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
     std::vector<Piece> root = {b.token_embedding()};
     if (m.learned_positions > 0) root.push_back(b.position_embedding());
     root.push_back(b.head());
-    out.push_back(assemble(root, false));
-    const auto plain = assemble(layer, false), recomputed = assemble(layer, true, early_stop);
+    out.push_back(assemble(root));
+    const auto plain = assemble(layer), recomputed = assemble(layer, block_recompute);
     for (int i = 0; i < m.layers; ++i) out.push_back(checkpointed(shape, i) ? recomputed : plain);
     return out;
   }
 
   // Size policy: the root holds only norms, whose work runs with their neighbours.
-  out.push_back(assemble({}, false));
+  out.push_back(assemble({}));
   std::vector<Piece> wte = {b.token_embedding()};
   if (m.tied_embeddings) wte.push_back(b.head());
-  out.push_back(assemble(wte, false));
-  if (m.learned_positions > 0) out.push_back(assemble({b.position_embedding()}, false));
+  out.push_back(assemble(wte));
+  if (m.learned_positions > 0) out.push_back(assemble({b.position_embedding()}));
   std::vector<std::shared_ptr<const UnitKernels>> plain, recomputed;
   for (std::size_t i = 0; i < layer.size(); ++i) {
-    plain.push_back(assemble({layer[i]}, false));
+    plain.push_back(assemble({layer[i]}));
     // Each Linear's unit re-runs its own piece; with early stop the down projection's is not re-run.
-    recomputed.push_back(assemble({layer[i]}, !(early_stop && i + 1 == layer.size())));
+    const bool last = i + 1 == layer.size();
+    recomputed.push_back(
+        assemble({layer[i]}, {!(block_recompute.early_stop && last), false, block_recompute.by_op, i}));
   }
   for (int i = 0; i < m.layers; ++i) {
     const auto& kind = checkpointed(shape, i) ? recomputed : plain;
     out.insert(out.end(), kind.begin(), kind.end());
   }
-  if (!m.tied_embeddings) out.push_back(assemble({b.head()}, false));
+  if (!m.tied_embeddings) out.push_back(assemble({b.head()}));
   return out;
 }
-
-const char* to_string(AttentionKernel k) {
-  switch (k) {
-    case AttentionKernel::Flash2: return "flash2";
-    case AttentionKernel::Flash3: return "flash3";
-    case AttentionKernel::FlashTriton: return "flash-triton";
-    case AttentionKernel::Cudnn: return "cudnn";
-    case AttentionKernel::Math: return "math";
-  }
-  return "?";
-}
-
-std::vector<std::string> attention_kernel_names() { return {"flash2", "flash3", "flash-triton", "cudnn", "math"}; }
 
 }  // namespace tagcsim::models

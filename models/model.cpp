@@ -160,4 +160,17 @@ const char* to_string(UnitKind k) {
   return "?";
 }
 
+const char* to_string(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::Flash2: return "flash2";
+    case AttentionKernel::Flash3: return "flash3";
+    case AttentionKernel::FlashTriton: return "flash-triton";
+    case AttentionKernel::Cudnn: return "cudnn";
+    case AttentionKernel::Math: return "math";
+  }
+  return "?";
+}
+
+std::vector<std::string> attention_kernel_names() { return {"flash2", "flash3", "flash-triton", "cudnn", "math"}; }
+
 }  // namespace tagcsim::models

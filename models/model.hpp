@@ -102,9 +102,9 @@ struct Implementation {
   int logit_metrics = 0;             // training metrics computed from the logits after each micro-batch (eager, no grad)
   double checkpoint_fraction = 1;    // of the blocks, under activation checkpointing (1: every block)
   // torchtitan's op-level selective checkpointing (activation_checkpointing: selective_op): every
-  // block keeps its input, the outputs of its odd-numbered matmuls and the attention kernel's, and
-  // recomputes the rest in backward. Its recompute is timed as checkpoint_fraction 0.5's (about
-  // half of full checkpointing's); its memory follows the saved tensors (models/units.cpp).
+  // block keeps its input, the outputs of its odd-numbered matmuls and the attention kernel's (and
+  // float8's amax), and re-runs the rest of its forward in backward: the even-numbered matmuls and
+  // the element-wise kernels (kernel_list.cpp); its memory follows the saved tensors (units.cpp).
   bool selective_op = false;
   // PyTorch >= 2.1's non-reentrant checkpoint stops re-running a block once every tensor its
   // backward saved is back (torch.utils.checkpoint early stop, on by default since pytorch#96866):

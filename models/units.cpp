@@ -136,6 +136,14 @@ struct Piece {
   double re_gemm = 0, re_core = 0, re_mem = 0;
   int re_k = 0;
   void rerun() { re_gemm = gemm, re_core = core, re_mem = mem_fwd, re_k = kf; }
+  // torchtitan's selective_op keeps the attention kernel's output and every second matmul's (the
+  // pieces at even positions of a block hold those): their re-run is not paid.
+  void keep_for_selective_op(std::size_t position) {
+    if (re_k == 0) return;
+    re_k -= (core > 0 ? 1 : 0) + (position % 2 == 0 && gemm > 0 ? 1 : 0);
+    re_core = 0;
+    if (position % 2 == 0) re_gemm = 0;
+  }
 
   Piece& operator+=(const Piece& o) {
     u.params += o.u.params;
@@ -385,8 +393,12 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       }
       pieces.front().act = saved;
       recomputed[i] = std::max(0.0, full - saved);
-      // Timed as half the blocks recomputed (Implementation::selective_op).
-      if (checkpointed(shape, i)) rerun_block(pieces, shape.impl.checkpoint_early_stop);
+      // The backward re-runs what it did not keep: the even-numbered matmuls and the element-wise
+      // work around them, not the attention kernel (kernel_list.cpp, kept_by_selective_op).
+      if (checkpointed(shape, i)) {
+        rerun_block(pieces, shape.impl.checkpoint_early_stop);
+        for (std::size_t j = 0; j < pieces.size(); ++j) pieces[j].keep_for_selective_op(j);
+      }
     } else if (checkpointed(shape, i)) {
       for (auto& p : pieces) recomputed[i] += p.act, p.act = 0;
       pieces.front().act = m.hidden * c.elem;  // the block input, kept by the checkpoint

@@ -354,7 +354,7 @@ sim::Training load_training(const Input& in) {
       v->fail(fmt::format("expected true, false, selective_op or the share of the blocks checkpointed, in [0, 1]; "
                           "got '{}'",
                           text));
-    const double p = op ? 0.5 : text == "true" ? 1 : text == "false" ? 0 : number;
+    const double p = op || text == "true" ? 1 : text == "false" ? 0 : number;
     t.activation_checkpointing = p > 0;
     t.impl.checkpoint_fraction = p > 0 ? p : 1;
     t.impl.selective_op = op;

@@ -181,7 +181,7 @@ TEST_CASE("box fit: floor and rate of memory-bound kernels, from t = 3 us + byte
                        "memory: expected at least 2 measurements to fit a floor and a rate, got 1", InputError);
 }
 
-TEST_CASE("unit_work: the kernel lists' GEMM and attention FLOPs add up to the units' (block, size, torchtitan, checkpointing)") {
+TEST_CASE("unit_work: the kernel lists' GEMM and attention FLOPs add up to the units' (block, size, torchtitan, checkpointing, by operator)") {
   struct Case {
     const char* model;
     const char* training;
@@ -190,6 +190,7 @@ TEST_CASE("unit_work: the kernel lists' GEMM and attention FLOPs add up to the u
       {"gpt2-124m", "{wrap: size, micro_batch: 4, seq_len: 1024}"},
       {"llama3.1-8b", "{framework: torchtitan, micro_batch: 1, seq_len: 8192}"},
       {"llama2-13b", "{wrap: block, micro_batch: 1, seq_len: 4096, activation_checkpointing: true}"},
+      {"llama3.1-8b", "{wrap: block, micro_batch: 1, seq_len: 8192, activation_checkpointing: selective_op}"},
   };
   for (const auto& c : cases) {
     const auto s = shapes(fmt::format("name: x\nmodel: {}\ncluster: {{preset: dgx-h100-ib400, nodes: 1}}\ntraining: {}\n"

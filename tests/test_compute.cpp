@@ -316,6 +316,43 @@ TEST_CASE("under activation checkpointing the backward runs the forward's kernel
   CHECK(!half[3].kernels->recomputes);
 }
 
+TEST_CASE("selective_op: the backward re-runs the even matmuls and the element-wise work, not attention") {
+  // torchtitan's op-level policy on Llama 3.1 8B (q, k, v, attention, out, gate, up, down): it keeps
+  // the 1st, 3rd, 5th and 7th matmul of a block (q, v, gate, down) and the attention kernel's output,
+  // so every block re-runs k, out and up, with the norms, rotary, silu, mul and residual around them.
+  const auto m = models::preset("llama3.1-8b");
+  models::TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 8192;
+  shape.activation_checkpointing = true;
+  shape.impl.selective_op = true;
+  shape.impl.checkpoint_early_stop = false;
+  const auto units = models::fsdp_units(m, models::WrapPolicy::Torchtitan, shape);
+  for (int block : {1, 2}) {  // every block, not every second one
+    CAPTURE(block);
+    const auto& u = *units[std::size_t(block)].kernels;
+    REQUIRE(u.recomputes);
+    std::vector<std::string> gemms;
+    int attention = 0, element_wise = 0, element_wise_fwd = 0;
+    for (const auto& k : u.backward) {
+      if (k.pass != models::Pass::Recompute) continue;
+      if (k.kind == models::KernelKind::Gemm) gemms.push_back(k.op);
+      attention += k.kind == models::KernelKind::Attention;
+      element_wise += k.kind == models::KernelKind::Memory;
+    }
+    for (const auto& k : u.forward) element_wise_fwd += k.kind == models::KernelKind::Memory;
+    CHECK(gemms == std::vector<std::string>{"attn.k", "attn.out", "mlp.up"});
+    CHECK(attention == 0);
+    CHECK(element_wise == element_wise_fwd);
+  }
+  // In FLOPs: T (2 h kv + 2 h h + 2 h f) re-run, per token 2 * 4096 * (1024 + 4096 + 14336).
+  shape.activation_checkpointing = false;
+  shape.impl.selective_op = false;
+  const auto plain = models::fsdp_units(m, models::WrapPolicy::Torchtitan, shape);
+  const double T = 2 * 8192;
+  CHECK(units[1].backward_flops - plain[1].backward_flops == Approx(T * 2 * 4096.0 * (1024 + 4096 + 14336)));
+}
+
 TEST_CASE("a toy model of tiny kernels is bound by the host, a large one by the GPU") {
   const auto gpu = topologies::device("h100-sxm");
   const auto& prof = sim::kernel_profile("device-h100-sxm");

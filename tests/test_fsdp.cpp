@@ -224,7 +224,7 @@ TEST_CASE("activation_checkpointing: selective_op loads, resolves to itself and 
   const auto& t = op.points.at(0).setup.training;
   CHECK(t.activation_checkpointing);
   CHECK(t.impl.selective_op);
-  CHECK(t.impl.checkpoint_fraction == 0.5);
+  CHECK(t.impl.checkpoint_fraction == 1);  // every block, each by operator
   const std::string yaml = scenarios::resolved_yaml(op);
   CHECK(yaml.find("activation_checkpointing: selective_op") != std::string::npos);
   CHECK(scenarios::parse_scenario(yaml, "resolved.yaml").points.at(0).setup.training.impl.selective_op);
