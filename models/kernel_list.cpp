@@ -1,48 +1,12 @@
 // The kernels of each FSDP unit, as eager PyTorch (or torch.compile) launches them.
 //
 // Per micro-batch of T = micro_batch * seq tokens, hidden h, KV width kv, FFN width f, vocab V,
-// heads a, head dim d, e bytes per activation element (2 in bf16). Bytes are reads plus writes.
-//
-// Every Linear in -> out (with or without bias; the bias add is fused into the GEMM's epilogue):
-//   forward  GEMM  m = T,   n = out, k = in
-//   backward GEMM  m = T,   n = in,  k = out   (dgrad: the input's gradient)
-//            GEMM  m = out, n = in,  k = T     (wgrad: the weight's gradient)
-//            bias gradient: a reduction over the tokens, T*out*e bytes
-// Attention core (the out-projection's unit): one flash-attention call forward, one backward
-// (plus its two helper kernels: dO.O row sums and the fp32 dQ cast, T*h*(2e) and T*h*(4+e); the
-// Triton kernel also zeroes its fp32 dQ accumulator first, 4*T*h).
-// A fused q/k/v Linear (GPT-2, MPT) is split into q, k, v; the split's backward concatenates their
-// gradients: 2e*T*(h + 2kv).
-// SDPA-based kernels (flash2, flash3, cudnn, math) take q/k/v as [b, a, s, d] views and return
-// the output in that layout, so the output is copied back to [b, s, h] (2e*T*h each way); with
-// GQA, eager code repeats K and V to every query head first (torchtitan's repeat_kv: T*(kv + h)*e
-// each, summed back in backward). MosaicML's Triton kernel works in place on [b, s, a, d].
-// Memory-bound kernels, eager (per element of the tensor named):
-//   LayerNorm (native)   fwd 1 kernel 2e;  bwd 2 kernels 3e (dx) + 2e (weight/bias grads)
-//   RMSNorm (Python ops: to fp32, pow, mean, +eps, rsqrt, mul, to bf16, * weight)
-//                        fwd 8 kernels 28+4e;  bwd 14 kernels 68+8e (autograd of each op)
-//   residual add         fwd 1 kernel 3e;  bwd 1 kernel 3e (the two gradients summed)
-//   rotary on q and k (complex fp32: to fp32, complex multiply, back)
-//                        fwd 3 kernels 16+2e per tensor; bwd the same
-//   SwiGLU silu(g) * u   fwd silu 2e, mul 3e (per f);  bwd mul 2 x 3e, silu 3e
-//   GELU                 fwd 2e;  bwd 3e (per f)
-//   token embedding      fwd gather 2e*T*h;  bwd zero V*h*e, sort the ids (3 small kernels),
-//                        scatter-add 2e*T*h; a tied matrix adds the head's gradient (3e*V*h)
-//   learned positions    fwd gather 2e*s*h, add 3e*T*h;  bwd sum over the batch (T+s)*h*e,
-//                        zero and scatter into the table (positions*h*e + 2e*s*h)
-//   cross-entropy eager fp32 (per T*V): fwd cast e+4, log_softmax 8, nll (small), mean (small);
-//                        bwd zero 4 + scatter (small), log_softmax backward 12, cast 4+e
-//   cross-entropy fused (flash-attn's xentropy, or compiled): fwd e, bwd 2e
-//   training metrics on the logits (impl.logit_metrics, after backward): log_softmax 2e, NLL (small)
-// Under torch.compile each chain of element-wise ops is one kernel that reads its inputs and
-// writes its outputs once: a norm with the residual add before it (fwd 4e, bwd 4e + weight
-// grads 2e), rotary 2e per tensor each way, SwiGLU fwd 3e / bwd 5e, the cross-entropy fused.
-// Dropout is not modelled (every validated run has p = 0).
-// Float8 Linears (impl.float8_linears, torchao's tensorwise recipe): the three GEMMs take float8
-// inputs, and each operand is cast first: an amax reduction (e per element) and a cast (e + 1 per
-// element and layout); eager, per Linear forward x and W, backward g twice, W and x again;
-// compiled, x and g once into both layouts, W forward and transposed backward (float8_casts
-// below). With float8 all-gather W's casts become one transposed copy (2 per element).
+// heads a, head dim d, e bytes per activation element (2 in bf16); bytes are reads plus writes.
+// Every Linear is a forward GEMM (T, out, in), a dgrad (T, in, out) and a wgrad (out, in, T);
+// the attention core one flash-attention call each way with its helper kernels; the rest are
+// memory-bound kernels by the bytes they move, eager (one kernel per PyTorch op) or compiled (one
+// per element-wise chain). docs/compute-model.md, "The kernels of a unit", is the table of every
+// kernel and its bytes, with the PyTorch code each follows; the methods below write it down.
 //
 // Which unit runs what follows units.cpp: ln_1 with the q (or fused qkv) projection, rotary on q
 // with q and on k with k, the attention core and the first residual with the out projection,
@@ -362,9 +326,17 @@ class Builder {
     a.head_dim = double(detail::head_dim(m_));
     a.kv_heads = m_.kv_heads;
     a.causal = true;
+    const bool unpad = impl_.unpadded_attention;
+    if (unpad) unpad_qkv(p, kv);
     p.fwd.push_back(a);
-    if (sdpa) mem(p.fwd, "attention out transpose", 2 * e_ * T_ * h());
-    if (sdpa) mem(p.bwd, "attention grad transpose", 2 * e_ * T_ * h());
+    if (unpad) {  // pad_input: zeros, then index_put of the unpadded rows; backward gathers them
+      mem(p.fwd, "pad output zeros", e_ * T_ * h());
+      mem(p.fwd, "pad output index_put", 2 * e_ * T_ * h());
+      mem(p.bwd, "pad output bwd gather", 2 * e_ * T_ * h());
+    } else if (sdpa) {
+      mem(p.fwd, "attention out transpose", 2 * e_ * T_ * h());
+      mem(p.bwd, "attention grad transpose", 2 * e_ * T_ * h());
+    }
     if (impl_.attention != AttentionKernel::Math) {
       // flash_attn_triton.py zeroes its fp32 dQ accumulator (the autotuner's init_to_zero('DQ') hook).
       if (impl_.attention == AttentionKernel::FlashTriton) mem(p.bwd, "attention bwd dQ zero", 4 * T_ * h());
@@ -374,6 +346,25 @@ class Builder {
     a.backward = true;
     a.op = "attention bwd";
     p.bwd.push_back(a);
+  }
+
+  // flash-attn's unpad_input for q, k and v (bert_padding.py): the mask's row sums, torch.nonzero
+  // (the host reads its size back), the longest row's .item() (read back again), the cumulative
+  // sums and their padding, then a gather of the rows (IndexFirstAxis); backward zeroes the padded
+  // gradient and scatters the rows into it.
+  void unpad_qkv(Piece& p, double kv) {
+    for (const auto& [what, width] : {std::pair{"q", h()}, std::pair{"k", kv}, std::pair{"v", kv}}) {
+      const std::string name = std::string("unpad ") + what;
+      mem(p.fwd, name + " mask sum", T_);
+      mem(p.fwd, name + " nonzero", 9 * T_);
+      p.fwd.back().host_sync = true;
+      mem(p.fwd, name + " max", 4.0 * b_);
+      p.fwd.back().host_sync = true;
+      mem(p.fwd, name + " cumsum", 8.0 * b_, 2);
+      mem(p.fwd, name + " gather", 2 * e_ * T_ * width);
+      mem(p.bwd, name + " bwd zeros", e_ * T_ * width);
+      mem(p.bwd, name + " bwd scatter", 2 * e_ * T_ * width);
+    }
   }
 
   const TransformerConfig& m_;

@@ -33,6 +33,9 @@ struct Kernel {
   bool backward = false;
   // Memory: bytes read plus bytes written.
   double bytes = 0;
+  // The host reads its result back (torch.nonzero's size, .item()) and issues nothing until it is
+  // done: the kernels after it start only as the host issues them (sim/compute.cpp).
+  bool host_sync = false;
 
   // FLOPs the kernel performs: 2mnk for a GEMM; for attention the flash-attention convention,
   // 4 * batch_heads * seq^2 * head_dim forward, halved when causal (the masked tiles are

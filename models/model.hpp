@@ -111,6 +111,11 @@ struct Implementation {
   // the block's last matmul, the MLP down projection, and the residual after it are not re-run.
   // false: reentrant checkpointing, or PyTorch <= 2.0, re-run the whole block.
   bool checkpoint_early_stop = true;
+  // flash-attn's varlen kernels behind its bert_padding helpers (LLM Foundry's attn_impl: flash,
+  // llmfoundry/models/layers/attention.py @5e85bd6): every layer gathers q, k and v into unpadded
+  // rows (each unpad_input reads the mask back to the host twice: torch.nonzero and .item()) and
+  // scatters the output back, instead of SDPA's layout copies.
+  bool unpadded_attention = false;
   // torchao's Float8Linear (tensorwise dynamic scaling) on every block's Linear (not the output
   // head, which torchtitan's converter leaves in bf16): its three GEMMs in float8, each operand cast
   // first (models/kernel_list.cpp). float8_all_gather: FSDP2 all-gathers those weights already in

@@ -23,7 +23,8 @@ const std::vector<std::string> kTrainingKeys = {
     "no_sync",           "param_dtype",   "reduce_dtype", "activation_checkpointing", "checkpoint_early_stop",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
-    "attention",         "compile",       "cross_entropy", "logit_metrics", "float8", "float8_all_gather"};
+    "attention",         "unpadded_attention", "compile", "cross_entropy", "logit_metrics", "float8",
+    "float8_all_gather"};
 
 // The keys of each block, to tell a user whose key slipped out of its block where it belongs.
 // (The blocks' loaders own the real lists; a key missing here only loses that hint.)
@@ -366,6 +367,14 @@ sim::Training load_training(const Input& in) {
     const auto it = std::find(names.begin(), names.end(), s);
     if (it == names.end()) v->fail(unknown_name("attention kernel", s, names));
     t.impl.attention = models::AttentionKernel(it - names.begin());
+  }
+  if (auto v = in.find("unpadded_attention")) {
+    t.impl.unpadded_attention = v->as_bool();
+    const auto a = t.impl.attention;
+    if (t.impl.unpadded_attention && a != models::AttentionKernel::Flash2 && a != models::AttentionKernel::Flash3)
+      v->fail(fmt::format("flash-attn's unpadded (varlen) path runs its own kernels: set attention: flash2 or flash3 "
+                          "(attention is {})",
+                          models::to_string(a)));
   }
   if (auto v = in.find("compile")) t.impl.compiled = v->as_bool();
   // torchao's Float8Linear on the blocks' Linears (torchtitan: model.converters float8), and FSDP2's

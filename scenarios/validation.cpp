@@ -95,7 +95,8 @@ std::string ValidationRow::size_bucket() const {
 // BACKWARD_POST (Composer's default) unless the entry names another; a reduce-scatter every
 // micro-batch (Composer does not use no_sync under FSDP); activation checkpointing as the row says.
 // Kernels: the attention the benchmark scripts of the time ran (attn_impl triton: Tri Dao's Triton
-// FlashAttention; flash: FlashAttention-2), flash-attn's fused cross-entropy (loss_fn:
+// FlashAttention; flash: FlashAttention-2's varlen kernel behind flash-attn's unpad / pad helpers,
+// llmfoundry/models/layers/attention.py @5e85bd6), flash-attn's fused cross-entropy (loss_fn:
 // fused_crossentropy), low-precision LayerNorm, and the two training metrics (cross-entropy and
 // perplexity) Composer evaluates on the logits every micro-batch. Cluster: 8 GPUs per node; A100
 // nodes with 1600 Gb/s RoCE (8 x 200 Gb/s, the DGX A100 preset's NICs, as the tables say); H100
@@ -162,7 +163,8 @@ std::string llm_foundry_scenario(const Input& e) {
       "  sharding: {}\n  micro_batch: {}\n  seq_len: {}\n  grad_accumulation: {}\n  no_sync: false\n"
       "  param_dtype: bf16\n  reduce_dtype: {}\n  activation_checkpointing: {}\n  checkpoint_early_stop: {}\n"
       "  limit_all_gathers: true\n"
-      "  backward_prefetch: {}\n  attention: {}\n  cross_entropy: fused\n  logit_metrics: 2\n"
+      "  backward_prefetch: {}\n  attention: {}\n  unpadded_attention: {}\n  cross_entropy: fused\n"
+      "  logit_metrics: 2\n"
       "policies: [fsdp]\n",
       e["id"].as_string(), setup["model"].as_string(), gpus, gpu_label, seq, setup["micro_batch_size"].as_int(),
       setup["grad_accum"].as_int(), setup["activation_checkpointing"].as_bool() ? "on" : "off", model, seq, seq,
@@ -171,7 +173,7 @@ std::string llm_foundry_scenario(const Input& e) {
       gpn, gpu, nics, sharding == "FULL_SHARD" ? "full_shard" : "shard_grad_op", setup["micro_batch_size"].as_int(),
       seq, setup["grad_accum"].as_int(), mp == "PURE" ? "bf16" : "fp32",
       setup["activation_checkpointing"].as_bool() ? "true" : "false", early_stop ? "true" : "false", prefetch,
-      attention);
+      attention, attention == "flash2" ? "true" : "false");
   return text;
 }
 

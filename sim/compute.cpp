@@ -109,9 +109,17 @@ UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceP
     c.forward_kernels = unit.forward_kernels;
     c.backward_kernels = unit.backward_kernels;
   } else {
+    // After a kernel the host reads back (Kernel::host_sync) the GPU's queue is empty: the host
+    // resumes once the copy back lands (one more launch) and issues the kernels that follow one
+    // by one, each kernel_issue_s after the last, and the GPU idles wherever it outruns it.
+    const double read_back = prof ? prof->min_kernel_seconds : 0;
     auto time = [&](const std::vector<models::Kernel>& list, double& gpu_s, int& count) {
-      for (const auto& k : list)
+      double host = -1;  // < 0: the host is ahead of the GPU
+      for (const auto& k : list) {
+        if (host >= 0) host += kernel_issue_s, gpu_s = std::max(gpu_s, host);
         gpu_s += prof ? prof->kernel_seconds(k, attention, compute, tf32) : roofline_kernel(k, gpu, compute, tf32);
+        if (k.host_sync) host = gpu_s + read_back;
+      }
       count = int(list.size());
     };
     time(unit.kernels->forward, c.forward_seconds, c.forward_kernels);

@@ -1,0 +1,135 @@
+// The issuing thread's reads back: a kernel whose result the host waits for empties the GPU's
+// queue, and flash-attn's unpadded attention path (LLM Foundry's attn_impl: flash) does that six
+// times a layer. Times computed by hand from the H100 profile's launch floor and issue cost.
+#include "models/kernel_list.hpp"
+#include "models/model.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/compute.hpp"
+#include "sim/kernel_profile.hpp"
+#include "topologies/cluster.hpp"
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace tagcsim;
+using doctest::Approx;
+
+namespace {
+
+models::Kernel memory_kernel(const std::string& op, double bytes, bool host_sync = false) {
+  models::Kernel k;
+  k.kind = models::KernelKind::Memory;
+  k.op = op;
+  k.bytes = bytes;
+  k.host_sync = host_sync;
+  return k;
+}
+
+int count_if(const std::vector<models::Kernel>& list, const std::string& text) {
+  int n = 0;
+  for (const auto& k : list) n += k.op.find(text) != std::string::npos;
+  return n;
+}
+
+const models::Kernel* find(const std::vector<models::Kernel>& list, const std::string& op) {
+  for (const auto& k : list)
+    if (k.op == op) return &k;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("after a read back the GPU waits for the host to issue each kernel again") {
+  const auto gpu = topologies::device("h100-sxm");
+  const auto& prof = sim::kernel_profile("device-h100-sxm");
+  const double issue = prof.issue_seconds, floor = prof.min_kernel_seconds;  // 6.8 us, 2.52 us
+  REQUIRE(issue > floor);
+  const double a = prof.memory_seconds(1e9);
+  // A (1 GB, read back), B and C (launch floors), D (1 GB). A ends at a; the host resumes when
+  // the copy back lands (a + floor) and issues B at a + floor + issue, C one issue later, D one
+  // more: D starts at a + floor + 3 issue, so the unit takes 2a + floor + 3 issue, where the same
+  // kernels without the read back take 2a + 2 floor.
+  auto unit_of = [&](bool sync) {
+    auto kernels = std::make_shared<models::UnitKernels>();
+    kernels->forward = {memory_kernel("A", 1e9, sync), memory_kernel("B", 8), memory_kernel("C", 8),
+                        memory_kernel("D", 1e9)};
+    models::FsdpUnit u;
+    u.kernels = kernels;
+    return u;
+  };
+  const auto synced = sim::unit_compute(unit_of(true), gpu, sim::Dtype::BF16, false,
+                                        models::AttentionKernel::Flash2, issue);
+  const auto free_running = sim::unit_compute(unit_of(false), gpu, sim::Dtype::BF16, false,
+                                              models::AttentionKernel::Flash2, issue);
+  CHECK(free_running.forward_seconds == Approx(2 * a + 2 * floor));
+  CHECK(synced.forward_seconds == Approx(2 * a + floor + 3 * issue));
+  CHECK(synced.forward_kernels == 4);
+  CHECK(synced.forward_issue_seconds == Approx(4 * issue));  // the host's issuing is the same
+}
+
+TEST_CASE("unpadded attention: q, k, v gathered and the output scattered back, six reads back a layer") {
+  // MPT-7B (h 4096, 32 heads, MHA), 2 x 2048 tokens in bf16: each unpad gathers T x h rows
+  // (2 e T h bytes), backward zeroes and scatters them (e T h, 2 e T h); pad_input zeroes and
+  // index_puts the output (e T h, 2 e T h) and backward gathers it (2 e T h). SDPA's layout copies
+  // are gone.
+  models::TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 2048;
+  const double T = 4096, h = 4096, e = 2;
+  const auto m = models::preset("mpt-7b");
+  const auto sdpa = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  shape.impl.unpadded_attention = true;
+  const auto unpadded = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& f = unpadded[1].kernels->forward;
+  const auto& b = unpadded[1].kernels->backward;
+  int syncs = 0;
+  for (const auto& k : f) syncs += k.host_sync;
+  CHECK(syncs == 6);  // torch.nonzero and .item() in each of q's, k's and v's unpad_input
+  for (const char* what : {"q", "k", "v"}) {
+    CAPTURE(what);
+    const std::string name = std::string("unpad ") + what;
+    REQUIRE(find(f, name + " gather"));
+    CHECK(find(f, name + " gather")->bytes == Approx(2 * e * T * h));
+    REQUIRE(find(b, name + " bwd scatter"));
+    CHECK(find(b, name + " bwd zeros")->bytes == Approx(e * T * h));
+    CHECK(find(b, name + " bwd scatter")->bytes == Approx(2 * e * T * h));
+  }
+  CHECK(find(f, "pad output index_put")->bytes == Approx(2 * e * T * h));
+  CHECK(find(b, "pad output bwd gather")->bytes == Approx(2 * e * T * h));
+  CHECK(count_if(f, "transpose") == 0);
+  CHECK(count_if(b, "transpose") == 0);
+  CHECK(count_if(sdpa[1].kernels->forward, "unpad") == 0);
+  // In time, on H100: at least the six reads back's idle (each a copy back and one issue before
+  // the next kernel) beyond what the extra bytes cost.
+  const auto gpu = topologies::device("h100-sxm");
+  const auto& prof = sim::kernel_profile("device-h100-sxm");
+  const auto with = sim::unit_compute(unpadded[1], gpu, sim::Dtype::BF16, false, models::AttentionKernel::Flash2,
+                                      prof.issue_seconds);
+  const auto without = sim::unit_compute(sdpa[1], gpu, sim::Dtype::BF16, false, models::AttentionKernel::Flash2,
+                                         prof.issue_seconds);
+  double extra_kernels = 0;
+  for (const auto& k : f)
+    if (k.op.find("pad") != std::string::npos) extra_kernels += prof.memory_seconds(k.bytes);
+  extra_kernels -= prof.memory_seconds(2 * e * T * h);  // the transpose it replaces
+  CHECK(with.forward_seconds - without.forward_seconds >=
+        extra_kernels + 6 * (prof.min_kernel_seconds + prof.issue_seconds) - 1e-9);
+}
+
+TEST_CASE("bad input: unpadded_attention without flash-attn's kernels") {
+  auto training = [](const std::string& t) {
+    return scenarios::parse_scenario("model: llama2-7b\ncluster: {preset: dgx-a100-ib200, nodes: 1}\ntraining:\n" + t +
+                                         "policies: [fsdp]\n",
+                                     "u.yaml");
+  };
+  CHECK_THROWS_WITH_AS(training("  attention: flash-triton\n  unpadded_attention: true\n"),
+                       doctest::Contains("u.yaml:5: training.unpadded_attention: flash-attn's unpadded (varlen) path "
+                                         "runs its own kernels: set attention: flash2 or flash3 (attention is "
+                                         "flash-triton)"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(training("  unpadded_attention: yes please\n"), doctest::Contains("u.yaml:4: training.unpadded_attention"),
+                       InputError);
+  CHECK(training("  unpadded_attention: true\n").points.at(0).setup.training.impl.unpadded_attention);
+}
