@@ -1,99 +1,26 @@
-// `tagcsim calibrate box` and `calibrate check` on the CPU: the plan, the fits (on measurements the
-// model itself generated, with noise), the files they write and that the simulator loads, the
-// check's comparison from a synthetic measured step, the TAGC stages behind compression tasks, and
-// every kind of bad input.
-#include "command_testing.hpp"
-#include "calibrate/box/runtime.hpp"
+// `tagcsim calibrate box` on the CPU, its fits and its plan. Each fit runs on measurements the
+// model itself generated at known parameters, with noise, so what it recovers is checked against
+// the truth it came from; the plan is what a box of GPUs would be asked to measure. The files the
+// box writes and its bad input are in test_calibrate_box_files.cpp, `calibrate check` in
+// test_calibrate_check.cpp.
+#include "box_testing.hpp"
 #include "calibrate/box_fit.hpp"
-#include "calibrate/check_compare.hpp"
-#include "calibrate/check_stages.hpp"
-#include "calibrate/check_walk.hpp"
 #include "calibrate/unit_work.hpp"
 #include "common/input.hpp"
 #include "scenarios/scenario.hpp"
-#include "sim/compute.hpp"
-
 #include "sim/kernel_profile.hpp"
-#include "topologies/cluster_yaml.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 using namespace tagcsim;
 using namespace tagcsim::calibrate;
-namespace fs = std::filesystem;
+using namespace tagcsim::test;  // synthetic box measurements, rel
 
 namespace {
-
-// Deterministic noise in [-amp, amp].
-struct Noise {
-  std::uint64_t s = 12345;
-  double operator()(double amp) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return amp * (double((s >> 11) & 0xfffff) / double(0xfffff) * 2 - 1);
-  }
-};
-
-// doctest::Approx is absolute for values below 1 (its scale is 1): seconds and bytes/s need a relative one.
-doctest::Approx rel(double v, double epsilon = 1e-6) { return doctest::Approx(v).epsilon(epsilon).scale(1e-300); }
-
-fs::path temp_dir(const std::string& name) {
-  const auto p = fs::temp_directory_path() / fmt::format("tagcsim-box-{}-{}", name, ::getpid());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// A box of `n` H100s on an NVSwitch board, as the CUDA side would describe it.
-BoxMeasurements h100_box(int n) {
-  BoxMeasurements m;
-  m.command = "tagcsim calibrate box (synthetic)";
-  m.box.driver = "580.159.03";
-  m.box.cuda_driver = "13.0";
-  m.box.cuda_runtime = "13.0";
-  m.box.nccl = "2.28.9";
-  m.box.cublaslt = "13.0.0";
-  m.box.cudnn = "9.19.0";
-  m.box.host = "synthetic";
-  m.box.date = "2026-01-01T00:00:00Z";
-  for (int i = 0; i < n; ++i)
-    m.box.gpus.push_back({i, "NVIDIA H100 80GB HBM3", 90, 132, 85e9, 1980, 2619, 5120, fmt::format("0000:{:02x}:00.0", i)});
-  for (int a = 0; a < n; ++a)
-    for (int b = a + 1; b < n; ++b) m.box.links.push_back({a, b, true, 18, 0});
-  return m;
-}
-
-// NCCL times from the collective model itself at known parameters, with +-3% noise: the
-// collectives over all GPUs and over GPUs 0-1, every GPU's kernels launched by one thread (as the
-// box runs them).
-void add_nccl(BoxMeasurements& m, const topologies::Cluster& truth, Noise& noise) {
-  const int n = int(m.box.gpus.size());
-  std::vector<std::vector<int>> groups = {{}, {0, 1}};
-  for (int i = 0; i < n; ++i) groups[0].push_back(i);
-  for (const auto& g : groups)
-    for (const char* op : {"all_gather", "reduce_scatter", "all_reduce"})
-      for (double s = 8; s <= 2.2e9; s *= 4) {
-        auto c = truth;
-        c.gpus_per_node = int(g.size());
-        const double t = sim::plan_collective(c, sim::parse_collective_op(op), s, sim::whole_cluster(c),
-                                              sim::PlanOptions{.gpus_per_process = int(g.size())})
-                             .seconds();
-        m.nccl.push_back({op, g, s, t * (1 + noise(0.03)), t, 20, 0});
-      }
-}
 
 const ParamFit& param(const FitResult& r, Param p) {
   for (const auto& f : r.params)
@@ -107,14 +34,6 @@ ScenarioShapes shapes(const std::string& yaml) {
   const auto& p = sc.points.front();
   return {"inline.yaml", p.setup.model, p.setup.units, p.setup.training};
 }
-
-const char* kSmall = R"(
-name: small
-model: {layers: 2, hidden: 256, heads: 4, kv_heads: 4, ffn: 1024, vocab: 1024, seq_len: 128, norm: rmsnorm, gated_mlp: true}
-cluster: {preset: dgx-h100-ib400, nodes: 1, gpus_per_node: 2}
-training: {micro_batch: 1, seq_len: 128}
-policies: [fsdp, tagc, tagc-batched, lhc]
-)";
 
 }  // namespace
 
@@ -263,100 +182,6 @@ TEST_CASE("box fit: the GEMM efficiency makes the simulator's roofline reproduce
   CHECK(f.cluster.gpu.gemm_efficiency == f.device.gemm_efficiency);
 }
 
-TEST_CASE("box files: a recorded box loads and drives a scenario through cluster: {file: ...}") {
-  auto m = h100_box(2);
-  auto truth = box_base_cluster(m, {0, 1});
-  truth.intra.efficiency = 0.7;
-  Noise noise;
-  add_nccl(m, truth, noise);
-  for (double b = 65536; b <= 1.1e9; b *= 4) {
-    m.memory.push_back({"copy", b, 4e-6 + b / 2.9e12});
-    m.memory.push_back({"add", b, 4e-6 + b / 2.9e12});
-  }
-  for (double s : {8192.0, 16384.0}) m.gemm.push_back({s, s, s, "bf16", 2 * s * s * s / 600e12, "grid: square"});
-  m.gemm.push_back({8192, 8192, 8192, "tf32", 2 * 8192.0 * 8192 * 8192 / 300e12, "grid: square"});
-  for (double seq : {1024.0, 4096.0})
-    for (const char* dir : {"fwd", "bwd"}) {
-      AttentionSample a{"math-blocked", dir, true, 131072 / seq, seq, 128, 0, "sweep"};
-      a.seconds = a.flops() / (dir[0] == 'f' ? 300e12 : 250e12);
-      m.attention.push_back(a);
-    }
-  m.empty_kernel_s = 2.5e-6;
-  m.issue_s = 3.1e-6;
-
-  // measurements.yaml round trip: what the CUDA side writes is what the fit reads.
-  const auto again = parse_measurements(measurements_yaml(m), "m.yaml");
-  CHECK(measurements_yaml(again) == measurements_yaml(m));
-
-  const auto dir = temp_dir("files");
-  const auto f = fit_box(again);
-  BoxPlanOptions po{.visible = 2, .out_dir = dir.string(), .gpu_name = m.box.gpus[0].name};
-  const auto plan = make_box_plan(po);
-  write_box_files(f, plan, dir.string());
-  for (const char* name : {"measurements.yaml", "device-h100-80gb-hbm3.yaml", "cluster-h100-80gb-hbm3-2gpu.yaml",
-                           "report.txt"})
-    CHECK(fs::exists(dir / name));
-  CHECK(f.device.memory_efficiency == rel(2.9e12 / 3.35e12, 1e-6));
-
-  // The device profile, read by the simulator's own loader: a measured shape takes its measured time.
-  const std::string profile = read(dir / "device-h100-80gb-hbm3.yaml");
-  const auto kp = sim::parse_kernel_profile(profile, "device.yaml");
-  CHECK(kp.gpu == "H100-SXM5-80GB");
-  CHECK(kp.family == "hopper");
-  CHECK(kp.metadata.at("driver") == "580.159.03");
-  CHECK(kp.gemm.points.size() == 2);  // bf16 only; the TF32 GEMM is in the header comment
-  CHECK(profile.find("# TF32 GEMMs") != std::string::npos);
-  CHECK(kp.gemm_seconds(8192, 8192, 8192) == rel(2 * 8192.0 * 8192 * 8192 / 600e12, 1e-5));
-  CHECK(kp.gemm_seconds(16384, 16384, 16384) == rel(2 * 16384.0 * 16384 * 16384 / 600e12, 1e-5));
-  CHECK(kp.memory_seconds(4194304) == rel(4e-6 + 4194304 / 2.9e12, 1e-5));
-  // Attention at 1024 tokens forward: 300 TFLOP/s as measured (the math kernel: math-blocked).
-  CHECK(kp.attention_tflops(models::AttentionKernel::Math, false, 1024, 128, true) == rel(300, 1e-6));
-  CHECK(kp.attention_tflops(models::AttentionKernel::Math, true, 4096, 128, true) == rel(250, 1e-6));
-  // The fused kernels the box cannot run keep the shipped H100 profile's published curves.
-  CHECK(kp.has_attention(models::AttentionKernel::Flash2));
-  const auto& shipped = sim::kernel_profile("device-h100-sxm");
-  CHECK(kp.attention_tflops(models::AttentionKernel::Flash2, false, 4096, 128, true) ==
-        rel(shipped.attention_tflops(models::AttentionKernel::Flash2, false, 4096, 128, true)));
-  CHECK(kp.min_kernel_seconds == rel(2.5e-6));
-  CHECK(kp.issue_seconds == rel(3.1e-6 + sim::HostCost{}.kernel_issue_s));
-
-  // The cluster file: every key the loader knows, as the box was fitted; it names the profile beside it.
-  const std::string cluster_text = read(dir / "cluster-h100-80gb-hbm3-2gpu.yaml");
-  for (const char* key : {"transport:", "rail_optimized:", "nvls_efficiency:", "generation: nvlink4",
-                          "compute_capability: 9.0", "host_launch_per_channel:", "nvls_chunk_overhead:",
-                          "profile: device-h100-80gb-hbm3.yaml"})
-    CHECK_MESSAGE(cluster_text.find(key) != std::string::npos, key);
-  const auto loaded = topologies::load_cluster(Input::load_file((dir / "cluster-h100-80gb-hbm3-2gpu.yaml").string())["cluster"]);
-  CHECK(loaded.gpu.profile == (dir / "device-h100-80gb-hbm3.yaml").lexically_normal().string());
-  auto expected = f.cluster;
-  expected.gpu.profile = loaded.gpu.profile;
-  CHECK(topologies::cluster_yaml(loaded) == topologies::cluster_yaml(expected));  // the same cluster, key for key
-
-  // The cluster file drives a scenario; keys beside `file` override it.
-  std::ofstream(dir / "s.yaml") << "name: s\nmodel: gpt2-124m\ncluster: {file: cluster-h100-80gb-hbm3-2gpu.yaml}\n"
-                                   "training: {micro_batch: 4, seq_len: 1024}\npolicies: [fsdp]\n";
-  const auto sc = scenarios::load_scenario((dir / "s.yaml").string());
-  const auto& c = sc.points[0].setup.cluster;
-  CHECK(c.gpus() == 2);
-  CHECK(c.intra.efficiency == f.cluster.intra.efficiency);
-  CHECK(c.collectives.host_launch == f.cluster.collectives.host_launch);
-  CHECK(c.gpu.memory_efficiency == f.device.memory_efficiency);
-  CHECK(c.gpu.gemm_efficiency == rel(600e12 / 989.4e12, 1e-3));
-  CHECK(sim::compute_model_description(c.gpu).find("kernel profile device-h100-80gb-hbm3-box") != std::string::npos);
-  const auto r = scenarios::run(sc);
-  REQUIRE(r.size() == 1);
-  CHECK(r[0].step.step_time_s > 0);
-  std::ofstream(dir / "t.yaml") << "name: t\nmodel: gpt2-124m\ncluster: {file: cluster-h100-80gb-hbm3-2gpu.yaml, "
-                                   "gpus_per_node: 1}\ntraining: {micro_batch: 4, seq_len: 1024}\npolicies: [fsdp]\n";
-  CHECK(scenarios::load_scenario((dir / "t.yaml").string()).points[0].setup.cluster.gpus() == 1);
-
-  const std::string report = read(dir / "report.txt");
-  CHECK(report.find("== NCCL") != std::string::npos);
-  CHECK(report.find("residuals: median |error|") != std::string::npos);
-  CHECK(report.find("intra_node.efficiency@nvlink4") != std::string::npos);
-  fs::remove_all(dir);
-}
-
 TEST_CASE("box fit: the share of an SM an NCCL block takes, from a GEMM alone and beside spinning blocks") {
   // 132 SMs. 33 blocks that each take a whole SM take a quarter of the GPU: the GEMM goes from 1 s to
   // 1 / 0.75 s. Taking half an SM each, an eighth: 1 / 0.875 s. A GEMM that did not slow, none.
@@ -447,206 +272,4 @@ TEST_CASE("box plan: NCCL over all GPUs and pairs, the scenario's GEMM shapes, o
   const auto q = make_box_plan({.gpus = {0}, .visible = 1, .quick = true});
   CHECK(q.nccl.size() == 5);
   CHECK(plan_text(q).find("one GPU: no pairs") != std::string::npos);
-}
-
-TEST_CASE("check: the report compares a synthetic measured step with the prediction task by task") {
-  const auto sc = scenarios::parse_scenario(kSmall, "small.yaml");
-  const auto& setup = sc.points[0].setup;
-  const auto pred = sim::simulate(setup, sc.points[0].policies[0]);
-  // Measured: every compute-stream task 25% longer than predicted, the rest as predicted.
-  MeasuredRun m;
-  m.policy = "fsdp";
-  m.gpus = 2;
-  m.box = "synthetic";
-  double compute_pred = 0;
-  for (std::size_t i = 0; i < pred.schedule.tasks.size(); ++i) {
-    auto t = pred.replay.timings[i];
-    if (pred.schedule.tasks[i].stream == sim::Stream::Compute) {
-      compute_pred += t.end - t.start;
-      t.end = t.start + 1.25 * (t.end - t.start);
-    }
-    m.timings.push_back(t);
-  }
-  m.step_times = {1.30 * pred.step_time_s, 1.20 * pred.step_time_s, 1.25 * pred.step_time_s};
-  // Written and read back as the executor's file.
-  const auto back = parse_measured_run(measured_run_json(m, pred.schedule), "measured-fsdp.json", pred.schedule);
-  const auto c = compare(pred, back);
-  CHECK(c.measured_step == rel(1.25 * pred.step_time_s));  // the median step
-  CHECK(c.error() == rel(1 / 1.25 - 1));
-  const auto& cs = c.streams[std::size_t(sim::Stream::Compute)];
-  CHECK(cs.predicted_busy == rel(compute_pred));
-  CHECK(cs.measured_busy == rel(1.25 * compute_pred));
-  const auto& fwd = c.categories[std::size_t(sim::Category::Forward)];
-  CHECK(fwd.measured == rel(1.25 * fwd.predicted));
-  const auto& ag = c.categories[std::size_t(sim::Category::AllGather)];
-  CHECK(ag.measured == rel(ag.predicted));
-  for (const auto& t : c.tasks)
-    if (pred.schedule.tasks[std::size_t(t.task)].stream == sim::Stream::Compute)
-      CHECK(t.measured_s == rel(1.25 * t.predicted_s));
-  const std::string report = comparison_report({c}, {pred});
-  CHECK(report.find("-20.0%") != std::string::npos);
-  CHECK(report.find("tasks furthest from their prediction") != std::string::npos);
-  const std::string trace = measured_trace(pred, back, "measured");
-  CHECK(trace.find(pred.schedule.tasks[0].name) != std::string::npos);
-  // A trace of another schedule (another policy's) is refused.
-  const auto tagc = sim::simulate(setup, sc.points[0].policies[1]);
-  CHECK_THROWS_WITH_AS(parse_measured_run(measured_run_json(m, pred.schedule), "measured-fsdp.json", tagc.schedule),
-                       doctest::Contains("belongs to another schedule"), InputError);
-}
-
-TEST_CASE("check: the executor's host walk gives back the replay's times on every stream FSDP1 and FSDP2 use") {
-  // The walk the executor runs on the GPUs, on ideal streams with the replay's task durations:
-  // if it issues, waits and spends host time as the simulator does, every task starts when the
-  // replay started it. One node: the replay's collectives have no contention to add.
-  struct Case {
-    const char* training;
-    std::vector<sim::Stream> streams;  // each must carry tasks
-  } cases[] = {
-      // FSDP1: the rate limiter's syncs, backward prefetch, the post-backward stream's casts.
-      {"{micro_batch: 1, seq_len: 128, reduce_dtype: fp32}",
-       {sim::Stream::Host, sim::Stream::Compute, sim::Stream::AllGather, sim::Stream::PostBackward}},
-      // FSDP2, HYBRID_SHARD inside the node, reduce-scatters on their own process group.
-      {"{fsdp: 2, sharding: hybrid_shard, hybrid_shard_gpus: 2, micro_batch: 1, seq_len: 128, "
-       "reduce_scatter_group: separate, grad_accumulation: 2}",
-       {sim::Stream::Host, sim::Stream::Compute, sim::Stream::AllGather, sim::Stream::ReduceScatter,
-        sim::Stream::AllReduce}},
-  };
-  for (const auto& c : cases) {
-    const std::string training = c.training;
-    CAPTURE(training);
-    const std::string yaml = fmt::format(
-        "name: walk\nmodel: {{layers: 3, hidden: 256, heads: 4, kv_heads: 4, ffn: 1024, vocab: 1024, seq_len: 128, "
-        "norm: rmsnorm, gated_mlp: true}}\ncluster: {{preset: dgx-h100-ib400, nodes: 1, gpus_per_node: 4}}\n"
-        "training: {}\npolicies: [fsdp, tagc]\n",
-        c.training);
-    const auto sc = scenarios::parse_scenario(yaml, "walk.yaml");
-    for (const auto& policy : sc.points[0].policies) {
-      CAPTURE(policy.label);
-      const auto pred = sim::simulate(sc.points[0].setup, policy);
-      const auto& tasks = pred.schedule.tasks;
-      std::vector<double> seconds;
-      std::array<int, sim::kStreams> per_stream{};
-      int delayed = 0;
-      for (std::size_t i = 0; i < tasks.size(); ++i) {
-        seconds.push_back(pred.replay.timings[i].end - pred.replay.timings[i].start);
-        ++per_stream[std::size_t(tasks[i].stream)];
-        delayed += tasks[i].issue_delay > 0;
-      }
-      if (policy.kind == sim::PolicyKind::Fsdp)
-        for (auto st : c.streams) CHECK_MESSAGE(per_stream[std::size_t(st)] > 0, sim::to_string(st));
-      CHECK(delayed > 0);  // tasks issued partway into a host segment
-      const auto walked = emulate_step(pred.schedule, seconds);
-      int off = 0;
-      for (std::size_t i = 0; i < tasks.size(); ++i)
-        if (std::abs(walked[i].start - pred.replay.timings[i].start) > 1e-12 ||
-            std::abs(walked[i].end - pred.replay.timings[i].end) > 1e-12) {
-          if (off++ < 3)
-            CHECK_MESSAGE(false, fmt::format("task {} '{}' on {}: walked {:.9f}-{:.9f}, replayed {:.9f}-{:.9f}", i,
-                                             tasks[i].name, sim::to_string(tasks[i].stream), walked[i].start,
-                                             walked[i].end, pred.replay.timings[i].start, pred.replay.timings[i].end));
-        }
-      CHECK(off == 0);
-    }
-  }
-  // A walk that ignored issue_delay would start the first GPU task at 0: the walk does not.
-  const auto sc = scenarios::parse_scenario(kSmall, "small.yaml");
-  const auto pred = sim::simulate(sc.points[0].setup, sc.points[0].policies[0]);
-  std::vector<double> zero(pred.schedule.tasks.size(), 0.0);
-  const auto walked = emulate_step(pred.schedule, zero);
-  for (std::size_t i = 0; i < pred.schedule.tasks.size(); ++i)
-    if (pred.schedule.tasks[i].stream != sim::Stream::Host && pred.schedule.tasks[i].issued_after.empty()) {
-      CHECK(walked[i].start == rel(pred.schedule.tasks[i].issue_delay));
-      break;
-    }
-}
-
-TEST_CASE("check: every compression-kernel task maps to TAGC stages, and they run on the CPU engine") {
-  const auto sc = scenarios::parse_scenario(kSmall, "small.yaml");
-  const auto& setup = sc.points[0].setup;
-  auto engine = kernels::make_engine(kernels::Backend::Cpu);
-  std::size_t biggest = 0;
-  for (const auto& u : setup.units) biggest = std::max(biggest, std::size_t(u.params));
-  StageBuffers buffers(*engine, biggest, setup.shard_size());
-  for (const auto& p : sc.points[0].policies) {
-    if (p.kind == sim::PolicyKind::Fsdp) continue;
-    const auto s = sim::build_policy_step(setup, p, sim::kernel_profile_for(setup.cluster.gpu));
-    int seen = 0;
-    for (const auto& t : s.tasks) {
-      if (t.category != sim::Category::CompressionKernel) continue;
-      CAPTURE(t.name);
-      CHECK_FALSE(compression_stages(setup, p, t).empty());
-      if (seen++ < 3) CHECK(run_compression_task(*engine, buffers, setup, p, t));
-    }
-    CHECK(seen > 0);
-  }
-  // TAGC as published, N = 2 shards: the second task runs 1 more sparsify+index and 2 read+compress.
-  const auto tagc = sim::build_policy_step(setup, sc.points[0].policies[1], sim::kernel_profile_for(setup.cluster.gpu));
-  for (const auto& t : tagc.tasks)
-    if (t.name.rfind("tagc kernels x2 shards", 0) == 0) {
-      const auto calls = compression_stages(setup, sc.points[0].policies[1], t);
-      REQUIRE(calls.size() == 4);
-      CHECK(calls[0].kind == StageCall::Kind::Sparsify);
-      CHECK(calls[0].repeat == 1);
-      CHECK(calls[3].kind == StageCall::Kind::Compress);
-      CHECK(calls[3].repeat == 2);
-      CHECK(calls[3].elements == double(setup.units[std::size_t(t.unit)].params) / 2);
-      break;
-    }
-}
-
-TEST_CASE("bad input: a GPU index out of range, an unwritable output folder, a scenario larger than the box") {
-  CHECK_THROWS_WITH_AS(make_box_plan({.gpus = {0, 5}, .visible = 2}),
-                       "--gpus: GPU 5 is out of range: this box has 2 GPU(s), indices 0..1", InputError);
-  CHECK_THROWS_WITH_AS(make_box_plan({.gpus = {1, 1}, .visible = 2}), "--gpus: GPU 1 is listed twice", InputError);
-  CHECK_THROWS_WITH_AS(check_writable_dir("/proc/tagcsim-no-such-dir", "--out"),
-                       doctest::Contains("--out: cannot create the output folder '/proc/tagcsim-no-such-dir'"),
-                       InputError);
-  const auto dir = temp_dir("bad");
-  std::ofstream(dir / "file") << "x";
-  CHECK_THROWS_WITH_AS(check_writable_dir((dir / "file").string(), "--out"),
-                       doctest::Contains("cannot create the output folder"), InputError);
-  const auto q = scenarios::load_scenario("scenarios/quickstart.yaml");
-  CHECK_THROWS_WITH_AS(check_fits_box(q.points[0].setup, 1, "scenarios/quickstart.yaml"),
-                       doctest::Contains("scenarios/quickstart.yaml: the scenario needs 4 node(s) x 8 GPUs, this box "
-                                         "has 1 GPU(s) in one node; run it on the box with --cluster"),
-                       InputError);
-  // Malformed measurements and a missing cluster file name file, line and key.
-  CHECK_THROWS_WITH_AS(parse_measurements("format: tagcsim-box-measurements/1\ncommand: x\nquick: false\n", "m.yaml"),
-                       doctest::Contains("m.yaml:1: missing required key 'box'"), InputError);
-  std::ofstream(dir / "s.yaml") << "name: s\nmodel: gpt2-124m\ncluster: {file: nowhere.yaml}\npolicies: [fsdp]\n";
-  CHECK_THROWS_WITH_AS(scenarios::load_scenario((dir / "s.yaml").string()),
-                       doctest::Contains("s.yaml:3: cluster.file: no such cluster file 'nowhere.yaml'"), InputError);
-  fs::remove_all(dir);
-}
-
-TEST_CASE("bad input on the command line: no GPU and an unwritable folder exit 2 with one line") {
-  std::string why;
-  if (calibrate::box::visible_gpus(why) > 0) {
-    MESSAGE("SKIPPED: this machine has a GPU; the no-GPU error cannot be shown here");
-    return;
-  }
-  auto run = [](const std::string& args) {
-    const auto o = run_command(std::string(TAGCSIM_BINARY) + " " + args);
-    return std::make_pair(o.code, o.output);
-  };
-  const auto dir = temp_dir("cli");
-  auto [rc, out] = run("calibrate box --quick --out " + (dir / "out").string());
-  CHECK(rc == 2);
-  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
-  CHECK(out.find("calibrate box: no GPU to measure: ") != std::string::npos);
-  std::tie(rc, out) = run("calibrate box --out /proc/tagcsim-nope");
-  CHECK(rc == 2);
-  CHECK(out.find("--out: cannot create the output folder '/proc/tagcsim-nope'") != std::string::npos);
-  std::tie(rc, out) = run("calibrate check scenarios/quickstart.yaml --policies fsdp --out " + (dir / "c").string());
-  CHECK(rc == 2);
-  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
-  CHECK(out.find("calibrate check: no GPU to run the step on: ") != std::string::npos);
-  std::tie(rc, out) = run("calibrate check scenarios/quickstart.yaml --policies nope --dry-run");
-  CHECK(rc == 2);
-  CHECK(out.find("--policies: 'nope' is not a policy of scenarios/quickstart.yaml (it has: fsdp, tagc, tagc-batched)") !=
-        std::string::npos);
-  std::tie(rc, out) = run("calibrate box --dry-run --gpus 0,1");
-  CHECK(rc == 0);
-  CHECK(out.find("GPUs: 0,1 (2)") != std::string::npos);
-  fs::remove_all(dir);
 }
