@@ -26,7 +26,8 @@ std::string shape_of(const models::Kernel& k) {
     case models::KernelKind::Attention:
       return fmt::format("{:g} seqs x {:g} x d{:g}{}{}", k.batch_heads, k.seq, k.head_dim, k.causal ? " causal" : "",
                          k.kv_heads > 0 && k.kv_heads * 1.0 < k.batch_heads ? fmt::format(" kv{}", k.kv_heads) : "");
-    case models::KernelKind::Memory: return fmt::format("{:.3g} MB", k.bytes / 1e6);
+    case models::KernelKind::Memory:
+      return fmt::format("{:.3g} MB{}", k.bytes / 1e6, k.host_sync ? ", the host reads back" : "");
   }
   return "";
 }
