@@ -1,6 +1,7 @@
-// The issuing thread's reads back: a kernel whose result the host waits for empties the GPU's
-// queue, and flash-attn's unpadded attention path (LLM Foundry's attn_impl: flash) does that six
-// times a layer. Times computed by hand from the H100 profile's launch floor and issue cost.
+// The issuing thread: eager PyTorch issues every kernel from one CPU thread, so a model of tiny
+// kernels waits for it; and a kernel whose result the host reads back empties the GPU's queue,
+// which flash-attn's unpadded attention path (LLM Foundry's attn_impl: flash) does six times a
+// layer. Times computed by hand from the H100 profile's launch floor and issue cost.
 #include "models/kernel_list.hpp"
 #include "models/model.hpp"
 #include "scenarios/scenario.hpp"
@@ -9,6 +10,7 @@
 #include "topologies/cluster.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <memory>
 #include <string>
@@ -132,4 +134,57 @@ TEST_CASE("bad input: unpadded_attention without flash-attn's kernels") {
   CHECK_THROWS_WITH_AS(training("  unpadded_attention: yes please\n"), doctest::Contains("u.yaml:4: training.unpadded_attention"),
                        InputError);
   CHECK(training("  unpadded_attention: true\n").points.at(0).setup.training.impl.unpadded_attention);
+}
+
+TEST_CASE("a toy model of tiny kernels is bound by the host, a large one by the GPU") {
+  const auto gpu = topologies::device("h100-sxm");
+  const auto& prof = sim::kernel_profile("device-h100-sxm");
+  // 2 layers of hidden 64, 64 tokens: every kernel is a launch floor, far shorter than the
+  // CPU's issue cost per kernel.
+  models::TransformerConfig toy;
+  toy.name = "toy";
+  toy.layers = 2, toy.hidden = 64, toy.heads = 2, toy.kv_heads = 2, toy.ffn = 256, toy.vocab = 128,
+  toy.seq_len = 64;
+  models::TrainingShape shape;
+  const auto tiny = models::fsdp_units(toy, models::WrapPolicy::Block, shape);
+  const auto t = sim::unit_compute(tiny[1], gpu, sim::Dtype::BF16, false, models::AttentionKernel::Flash2,
+                                   prof.issue_seconds);
+  CHECK(t.forward_issue_seconds == Approx(t.forward_kernels * prof.issue_seconds));
+  CHECK(t.forward_seconds == Approx(t.forward_kernels * prof.min_kernel_seconds).epsilon(0.05));
+  CHECK(t.forward_issue_seconds > 2 * t.forward_seconds);
+  CHECK(t.backward_issue_seconds > 2 * t.backward_seconds);
+  // Llama-2 70B, 4096 tokens: the GPU's work dwarfs the issuing.
+  shape.seq_len = 4096;
+  const auto big = models::fsdp_units(models::preset("llama2-70b"), models::WrapPolicy::Block, shape);
+  const auto g = sim::unit_compute(big[1], gpu, sim::Dtype::BF16, false, models::AttentionKernel::Flash2,
+                                   prof.issue_seconds);
+  CHECK(g.forward_seconds > 20 * g.forward_issue_seconds);
+  CHECK(g.backward_seconds > 20 * g.backward_issue_seconds);
+}
+
+TEST_CASE("in the replayed step, the host stream bounds a toy model and the GPU a large one") {
+  // One H100, so that no collective hides anything: the step is the host stream or the compute
+  // stream, whichever is longer.
+  auto step = [](const std::string& model, int seq) {
+    const auto s = scenarios::parse_scenario(
+        fmt::format("model: {}\ncluster: {{preset: dgx-h100-ib400, nodes: 1, gpus_per_node: 1}}\n"
+                    "training: {{micro_batch: 1, seq_len: {}}}\npolicies: [fsdp]\n",
+                    model, seq),
+        "host.yaml");
+    return sim::simulate_fsdp(s.points[0].setup);
+  };
+  // A toy of hidden 64 at 64 tokens: every kernel is a launch floor, far shorter than its issue cost.
+  const auto toy = step("{layers: 4, hidden: 64, heads: 2, ffn: 256, vocab: 128, seq_len: 64}", 64);
+  double issue = 0, kernels = 0;
+  for (int u = 0; u < int(toy.schedule.tasks.size()); ++u)
+    if (toy.schedule.tasks[u].stream == sim::Stream::Host) issue += toy.replay.timings[u].end - toy.replay.timings[u].start;
+  kernels = toy.breakdown.compute_s + toy.breakdown.optimizer_s;
+  CHECK(toy.breakdown.host_s == Approx(issue));
+  CHECK(issue > 2 * kernels);                             // the GPU idles most of the step
+  CHECK(toy.step_time_s >= issue);                        // and the step is the host's
+  CHECK(toy.step_time_s < issue + kernels);
+  // Llama-2 7B at 4096 tokens: the GPU's work dwarfs the issuing, and the step is the GPU's.
+  const auto big = step("llama2-7b", 4096);
+  CHECK(big.breakdown.host_s < 0.05 * big.step_time_s);
+  CHECK(big.step_time_s == Approx(big.breakdown.compute_s + big.breakdown.optimizer_s).epsilon(0.02));
 }

@@ -1,0 +1,231 @@
+// The kernels PyTorch runs for each unit, as models/kernel_list.cpp lists them: a Linear's three
+// GEMMs with their real shapes, what FSDP1 adds, and what activation checkpointing runs again
+// (whole blocks, PyTorch >= 2.1's early stop, torchtitan's op-level policy). Numbers by hand from
+// the model's dimensions (docs/compute-model.md, "The kernels of a unit").
+#include "models/kernel_list.hpp"
+#include "models/model.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/compute.hpp"
+#include "sim/kernel_profile.hpp"
+#include "topologies/cluster.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace tagcsim;
+using doctest::Approx;
+using doctest::Contains;
+
+TEST_CASE("kernel lists: a Linear's three GEMMs with their real shapes") {
+  const auto m = models::preset("mpt-1b");  // hidden 2048, 16 heads, ffn 8192, vocab 50368
+  models::TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 1024;  // T = 2048 tokens
+  const auto units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& block = *units[1].kernels;
+  auto find = [](const std::vector<models::Kernel>& list, const std::string& op) {
+    for (const auto& k : list)
+      if (k.op == op) return k;
+    FAIL("no kernel " << op);
+    return models::Kernel{};
+  };
+  const auto fwd = find(block.forward, "attn.qkv"), dgrad = find(block.backward, "attn.qkv dgrad"),
+             wgrad = find(block.backward, "attn.qkv wgrad");
+  CHECK(fwd.m == 2048);
+  CHECK(fwd.n == 3 * 2048);
+  CHECK(fwd.k == 2048);
+  CHECK(dgrad.m == 2048);
+  CHECK(dgrad.n == 2048);
+  CHECK(dgrad.k == 3 * 2048);
+  CHECK(wgrad.m == 3 * 2048);
+  CHECK(wgrad.n == 2048);
+  CHECK(wgrad.k == 2048);
+  const auto attn = find(block.forward, "attention");
+  CHECK(attn.batch_heads == 2 * 16);
+  CHECK(attn.seq == 1024);
+  CHECK(attn.head_dim == 128);
+  CHECK(attn.causal);
+  // The GELU reads and writes T x ffn bf16 elements: 2 * 2 * 2048 * 8192 bytes.
+  CHECK(find(block.forward, "gelu").bytes == Approx(2.0 * 2 * 2048 * 8192));
+  // The root: the head's GEMM over the vocabulary and the eager fp32 cross-entropy's first pass
+  // (logits bf16 in, fp32 out: 6 bytes per logit).
+  const auto& root = *units[0].kernels;
+  CHECK(find(root.forward, "lm_head").n == 50368);
+  CHECK(find(root.forward, "logits to fp32").bytes == Approx(6.0 * 2048 * 50368));
+  // Every block shares one list: built once per model, not per unit.
+  CHECK(units[1].kernels == units[7].kernels);
+}
+
+TEST_CASE("kernel lists: the q/k/v split, the Triton dQ accumulator, metrics on the logits, torchtitan's units") {
+  const auto m = models::preset("mpt-1b");  // hidden 2048, fused q/k/v, vocab 50368
+  models::TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 1024;  // T = 2048 tokens, bf16
+  auto bytes_of = [](const std::vector<models::Kernel>& list, const std::string& op) {
+    double b = 0;
+    int n = 0;
+    for (const auto& k : list)
+      if (k.op == op) b += k.bytes, ++n;
+    return std::make_pair(b, n);
+  };
+  auto units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  // The split's backward concatenates dq, dk, dv (T x 3h bf16) into the fused Linear's gradient:
+  // read and write 2 * 2048 * 6144 * 2 bytes.
+  CHECK(bytes_of(units[1].kernels->backward, "attn.qkv split bwd").first == Approx(2.0 * 2 * 2048 * 6144));
+  CHECK(bytes_of(units[1].kernels->forward, "attn.qkv split bwd").second == 0);
+  // flash2 has no fp32 dQ accumulator to zero; the Triton kernel zeroes T x h fp32 (4 bytes each).
+  CHECK(bytes_of(units[1].kernels->backward, "attention bwd dQ zero").second == 0);
+  shape.impl.attention = models::AttentionKernel::FlashTriton;
+  units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  CHECK(bytes_of(units[1].kernels->backward, "attention bwd dQ zero").first == Approx(4.0 * 2048 * 2048));
+  // Two metrics on the logits (LLM Foundry's cross-entropy and perplexity): each a log_softmax
+  // that reads and writes the T x V bf16 logits, after backward.
+  CHECK(bytes_of(units[0].kernels->backward, "metric log_softmax").second == 0);
+  shape.impl.logit_metrics = 2;
+  units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto metrics = bytes_of(units[0].kernels->backward, "metric log_softmax");
+  CHECK(metrics.second == 2);
+  CHECK(metrics.first == Approx(2 * 2.0 * 2 * 2048 * 50368));
+  // torchtitan's layout has kernel lists too: the embedding, each block, the norm and head.
+  models::TrainingShape tt;
+  tt.seq_len = 1024;
+  const auto llama = models::fsdp_units(models::preset("llama3.1-8b"), models::WrapPolicy::Torchtitan, tt);
+  REQUIRE(llama.size() == 32 + 2);
+  for (const auto& u : llama) CHECK(u.kernels != nullptr);
+  CHECK(bytes_of(llama[0].kernels->forward, "embedding").second == 1);
+  CHECK(std::any_of(llama.back().kernels->forward.begin(), llama.back().kernels->forward.end(),
+                    [](const models::Kernel& k) { return k.op == "lm_head" && k.n == 128256; }));
+  CHECK(llama[1].kernels == llama[32].kernels);
+}
+
+TEST_CASE("FSDP1 concatenates a unit's parameter gradients into its flat gradient, FSDP2 does not") {
+  auto s = scenarios::parse_scenario(
+      "model: mpt-1b\n"
+      "cluster: {preset: dgx-a100-ib200, nodes: 1, gpu: a100-40gb}\n"
+      "training: {fsdp: 1, micro_batch: 2, seq_len: 1024, param_dtype: bf16, reduce_dtype: bf16}\n"
+      "policies: [fsdp]\n",
+      "fsdp1.yaml");
+  const auto& setup = s.points.at(0).setup;
+  const auto& gpu = setup.cluster.gpu;
+  const auto& block = setup.units[1];
+  const auto own = sim::unit_compute(block, gpu, sim::Dtype::BF16, false, setup.training.impl.attention,
+                                     sim::host_cost(setup).kernel_issue_s);
+  const auto with_fsdp = sim::unit_compute(setup, 1);
+  // SplitWithSizesBackward: read and write the unit's parameters in bf16, one kernel.
+  CHECK(with_fsdp.backward_seconds - own.backward_seconds ==
+        Approx(sim::memory_kernel_seconds(2.0 * 2 * double(block.params), gpu)).epsilon(1e-12));
+  CHECK(with_fsdp.backward_kernels == own.backward_kernels + 1);
+  CHECK(with_fsdp.forward_seconds == own.forward_seconds);
+}
+
+TEST_CASE("under activation checkpointing the backward runs the forward's kernels again") {
+  const auto m = models::preset("llama2-7b");
+  models::TrainingShape shape;
+  shape.seq_len = 4096;
+  const auto plain = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  shape.activation_checkpointing = true;
+  shape.impl.checkpoint_early_stop = false;  // reentrant, or PyTorch <= 2.0: the whole block again
+  const auto ckpt = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& f = ckpt[3].kernels->forward;
+  const auto& b = ckpt[3].kernels->backward;
+  REQUIRE(b.size() == f.size() + plain[3].kernels->backward.size());
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    CAPTURE(f[i].op);
+    CHECK(b[i].op == f[i].op);
+    CHECK(b[i].pass == models::Pass::Recompute);
+    CHECK(b[i].flops() == f[i].flops());
+    CHECK(b[i].bytes == f[i].bytes);
+  }
+  CHECK(ckpt[3].kernels->recomputes);
+  CHECK(!plain[3].kernels->recomputes);
+  // In time: the checkpointed backward is the plain backward plus the forward, exactly.
+  const auto gpu = topologies::device("a100-80gb");
+  const auto cp = sim::unit_compute(ckpt[3], gpu, sim::Dtype::BF16);
+  const auto pl = sim::unit_compute(plain[3], gpu, sim::Dtype::BF16);
+  CHECK(cp.backward_seconds == Approx(pl.backward_seconds + pl.forward_seconds).epsilon(1e-12));
+  CHECK(cp.backward_kernels == pl.backward_kernels + pl.forward_kernels);
+  // PyTorch >= 2.1's early stop: the recompute ends at the down projection's saved input, so the
+  // down GEMM and the residual after it run once. The difference is that piece's forward, which the
+  // size policy times as a unit of its own.
+  shape.impl.checkpoint_early_stop = true;
+  const auto early = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& eb = early[3].kernels->backward;
+  REQUIRE(eb.size() == f.size() - 2 + plain[3].kernels->backward.size());
+  CHECK(eb[f.size() - 3].op == f[f.size() - 3].op);
+  CHECK(eb[f.size() - 3].pass == models::Pass::Recompute);
+  CHECK(eb[f.size() - 2].pass == models::Pass::Backward);
+  CHECK(f[f.size() - 2].op == "mlp.down");
+  shape.activation_checkpointing = false;
+  const auto by_linear = models::fsdp_units(m, models::WrapPolicy::Size, shape);
+  const auto down = std::find_if(by_linear.begin(), by_linear.end(), [](const models::FsdpUnit& u) {
+    return u.layer == 2 && u.name.find("mlp.down") != std::string::npos;
+  });
+  REQUIRE(down != by_linear.end());
+  const auto es = sim::unit_compute(early[3], gpu, sim::Dtype::BF16);
+  const auto down_fwd = sim::unit_compute(*down, gpu, sim::Dtype::BF16).forward_seconds;
+  CHECK(down_fwd > 0);
+  CHECK(cp.backward_seconds - es.backward_seconds == Approx(down_fwd).epsilon(1e-9));
+  shape.activation_checkpointing = true;
+  // Half the blocks under selective checkpointing: every second one recomputes.
+  shape.impl.checkpoint_fraction = 0.5;
+  const auto half = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  CHECK(!half[1].kernels->recomputes);  // block 0
+  CHECK(half[2].kernels->recomputes);   // block 1
+  CHECK(!half[3].kernels->recomputes);
+}
+
+TEST_CASE("selective_op: the backward re-runs the even matmuls and the element-wise work, not attention") {
+  // torchtitan's op-level policy on Llama 3.1 8B (q, k, v, attention, out, gate, up, down): it keeps
+  // the 1st, 3rd, 5th and 7th matmul of a block (q, v, gate, down) and the attention kernel's output,
+  // so every block re-runs k, out and up, with the norms, rotary, silu, mul and residual around them.
+  const auto m = models::preset("llama3.1-8b");
+  models::TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 8192;
+  shape.activation_checkpointing = true;
+  shape.impl.selective_op = true;
+  shape.impl.checkpoint_early_stop = false;
+  const auto units = models::fsdp_units(m, models::WrapPolicy::Torchtitan, shape);
+  for (int block : {1, 2}) {  // every block, not every second one
+    CAPTURE(block);
+    const auto& u = *units[std::size_t(block)].kernels;
+    REQUIRE(u.recomputes);
+    std::vector<std::string> gemms;
+    int attention = 0, element_wise = 0, element_wise_fwd = 0;
+    for (const auto& k : u.backward) {
+      if (k.pass != models::Pass::Recompute) continue;
+      if (k.kind == models::KernelKind::Gemm) gemms.push_back(k.op);
+      attention += k.kind == models::KernelKind::Attention;
+      element_wise += k.kind == models::KernelKind::Memory;
+    }
+    for (const auto& k : u.forward) element_wise_fwd += k.kind == models::KernelKind::Memory;
+    CHECK(gemms == std::vector<std::string>{"attn.k", "attn.out", "mlp.up"});
+    CHECK(attention == 0);
+    CHECK(element_wise == element_wise_fwd);
+  }
+  // In FLOPs: T (2 h kv + 2 h h + 2 h f) re-run, per token 2 * 4096 * (1024 + 4096 + 14336).
+  shape.activation_checkpointing = false;
+  shape.impl.selective_op = false;
+  const auto plain = models::fsdp_units(m, models::WrapPolicy::Torchtitan, shape);
+  const double T = 2 * 8192;
+  CHECK(units[1].backward_flops - plain[1].backward_flops == Approx(T * 2 * 4096.0 * (1024 + 4096 + 14336)));
+  // With float8 Linears the policy also keeps aten.max (the amax reductions); their casts run again.
+  shape.activation_checkpointing = true;
+  shape.impl.selective_op = true;
+  shape.impl.float8_linears = true;
+  const auto fp8 = models::fsdp_units(m, models::WrapPolicy::Torchtitan, shape);
+  int amax = 0, casts = 0, fp8_gemms = 0;
+  for (const auto& k : fp8[1].kernels->backward) {
+    if (k.pass != models::Pass::Recompute) continue;
+    amax += k.op.find(" fp8 amax ") != std::string::npos;
+    casts += k.op.find(" fp8 cast ") != std::string::npos;
+    fp8_gemms += k.kind == models::KernelKind::Gemm && k.fp8;
+  }
+  CHECK(amax == 0);
+  CHECK(casts > 0);
+  CHECK(fp8_gemms == 3);
+}
