@@ -8,6 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
 
 namespace tagcsim::sim {
 namespace {
@@ -63,6 +67,19 @@ double peak_flops(const topologies::DeviceProfile& gpu, Dtype compute, bool tf32
   return tf32 && gpu.peak_flops_tf32 > 0 ? gpu.peak_flops_tf32 : gpu.peak_flops_fp32;
 }
 
+namespace {
+
+// The HBM bandwidth of the GPU a profile measured: its preset's (0: no preset of that name).
+double measured_memory_bandwidth(const KernelProfile& p) {
+  for (const auto& name : topologies::device_names()) {
+    const auto d = topologies::device(name);
+    if (d.name == p.gpu) return d.memory_bandwidth;
+  }
+  return 0;
+}
+
+}  // namespace
+
 const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu) {
   if (gpu.profile.empty()) return nullptr;
   const KernelProfile& p = kernel_profile(gpu.profile);
@@ -70,7 +87,22 @@ const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu)
     throw InputError(fmt::format("{}: kernel profile '{}' is for {}, it cannot serve the GPU '{}' (set gpu.profile "
                                  "to a profile of that GPU, or '' for the datasheet roofline)",
                                  p.gpu_where, p.name, p.gpu, gpu.name));
-  return &p;
+  // A GPU that is not the one measured (another peak or HBM bandwidth than the profile's) gets a
+  // copy of the profile scaled to it, made once per process for each such GPU.
+  const double measured_bw = measured_memory_bandwidth(p);
+  KernelProfile::DeviceScale s;
+  if (p.peak.bf16 > 0 && gpu.peak_flops_bf16 > 0) s.tensor = gpu.peak_flops_bf16 / p.peak.bf16;
+  if (measured_bw > 0 && gpu.memory_bandwidth > 0) s.memory = gpu.memory_bandwidth / measured_bw;
+  if (std::abs(s.tensor - 1) < 1e-9 && std::abs(s.memory - 1) < 1e-9) return &p;
+  static std::mutex lock;
+  static std::map<std::tuple<std::string, double, double>, std::unique_ptr<KernelProfile>> scaled;
+  const std::lock_guard<std::mutex> hold(lock);
+  auto& copy = scaled[{p.name, s.tensor, s.memory}];
+  if (!copy) {
+    copy = std::make_unique<KernelProfile>(p);
+    copy->device = s;
+  }
+  return copy.get();
 }
 
 std::string compute_model_description(const topologies::DeviceProfile& gpu) {
@@ -82,9 +114,17 @@ std::string compute_model_description(const topologies::DeviceProfile& gpu) {
   // A shipped profile is named as the repository has it, so reports do not depend on where it lives.
   const std::string dir = kernels::data_dir() + "/";
   const std::string file = p->file.rfind(dir, 0) == 0 ? "calibrate/profiles/" + p->file.substr(dir.size()) : p->file;
-  return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}", p->name, file,
+  std::string scaled;
+  if (p->device.tensor != 1)
+    scaled += fmt::format("; tensor-core kernels x{:.3f} ({:g} TFLOP/s bf16 against the profile's {:g})",
+                          p->device.tensor, gpu.peak_flops_bf16 / 1e12, p->peak.bf16 / 1e12);
+  if (p->device.memory != 1)
+    scaled += fmt::format("; memory-bound kernels x{:.3f} ({:g} TB/s HBM against the measured {}'s)",
+                          p->device.memory, gpu.memory_bandwidth / 1e12, p->gpu);
+  return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}{}", p->name, file,
                      p->family, f.tensor_scale, f.memory_scale,
-                     f.basis.empty() ? fmt::format(" (not fitted: tensor scale {}, memory scale shared)", f.borrowed) : "");
+                     f.basis.empty() ? fmt::format(" (not fitted: tensor scale {}, memory scale shared)", f.borrowed) : "",
+                     scaled);
 }
 
 HostCost host_cost(const StepSetup& setup) {

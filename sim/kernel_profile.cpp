@@ -435,7 +435,8 @@ double KernelProfile::gemm_correction(double m, double n, double k, double batch
 }
 
 double KernelProfile::gemm_seconds(double m, double n, double k, Dtype dtype, bool tf32) const {
-  const double t = gemm_model_seconds(m, n, k, 1, dtype, tf32) / gemm_correction(m, n, k) / fitted.tensor_scale;
+  const double t =
+      gemm_model_seconds(m, n, k, 1, dtype, tf32) / gemm_correction(m, n, k) / fitted.tensor_scale / device.tensor;
   return std::max(t, min_kernel_seconds);
 }
 
@@ -444,7 +445,8 @@ double KernelProfile::fp8_gemm_seconds(double m, double n, double k) const {
     throw InputError(fmt::format("{}: kernel profile '{}' has no float8 rate (peak.fp8): {} has no float8 tensor "
                                  "cores, or the profile does not give them",
                                  file, name, gpu));
-  const double t = fp8_gemm_model_seconds(m, n, k, 1) / gemm_correction(m, n, k, 1, true) / fitted.tensor_scale;
+  const double t =
+      fp8_gemm_model_seconds(m, n, k, 1) / gemm_correction(m, n, k, 1, true) / fitted.tensor_scale / device.tensor;
   return std::max(t, min_kernel_seconds);
 }
 
@@ -461,7 +463,7 @@ double KernelProfile::memory_seconds(double bytes) const {
     t = std::exp(lerp_log(bytes, p[i].bytes, p[i + 1].bytes, std::log(p[i].seconds), std::log(p[i + 1].seconds)));
   }
   // The fitted scale slows the bandwidth-bound part, not the launch floor a small kernel costs.
-  t = min_kernel_seconds + std::max(0.0, t - min_kernel_seconds) / fitted.memory_scale;
+  t = min_kernel_seconds + std::max(0.0, t - min_kernel_seconds) / fitted.memory_scale / device.memory;
   return std::max(t, min_kernel_seconds);
 }
 

@@ -97,6 +97,14 @@ class KernelProfile {
   double nccl_block_share = 1;
 
   FittedParameters fitted;
+  // The GPU a scenario describes against the one the profile measured, when they differ (a what-if
+  // `gpu: {peak_flops_bf16: ..., memory_bandwidth: ...}`, or a variant of the chip): tensor-core
+  // kernels run at its datasheet peak over the profile's, memory-bound kernels above the launch
+  // floor at its HBM bandwidth over the measured GPU's preset. 1: as measured (compute.cpp,
+  // device_kernel_profile).
+  struct DeviceScale {
+    double tensor = 1, memory = 1;
+  } device;
 
   // Kernel times on one GPU, fitted parameters applied, never below min_kernel_seconds.
   double gemm_seconds(double m, double n, double k, Dtype dtype = Dtype::BF16, bool tf32 = false) const;

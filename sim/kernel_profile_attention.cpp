@@ -129,7 +129,8 @@ double KernelProfile::attention_seconds(models::AttentionKernel kernel, bool bac
   models::Kernel k;
   k.kind = models::KernelKind::Attention;
   k.batch_heads = batch_heads, k.seq = seq, k.head_dim = head_dim, k.causal = causal, k.backward = backward;
-  const double rate = attention_tflops(kernel, backward, seq, head_dim, causal) * 1e12 * fitted.tensor_scale;
+  const double rate =
+      attention_tflops(kernel, backward, seq, head_dim, causal) * 1e12 * fitted.tensor_scale * device.tensor;
   return std::max(k.flops() / rate, min_kernel_seconds);
 }
 

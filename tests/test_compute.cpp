@@ -158,6 +158,34 @@ TEST_CASE("attention: past its last point a causal curve keeps closing its gap t
         Approx(alone.attention_tflops(models::AttentionKernel::Flash2, false, 16384, 128, true)));
 }
 
+TEST_CASE("a GPU that is not the one measured runs the profile's kernels scaled to its peak and HBM") {
+  // An H100 described with twice the bf16 peak and 2.4 TB/s of HBM (a what-if, or a variant of
+  // the chip): GEMMs and attention take 989.4 / 1978.8 of the measured time, a memory-bound
+  // kernel's time above the launch floor 3.35 / 2.4 of it; the floor stays.
+  const auto h100 = topologies::device("h100-sxm");
+  auto variant = h100;
+  variant.peak_flops_bf16 = 2 * h100.peak_flops_bf16;
+  variant.memory_bandwidth = 2.4e12;
+  const auto* measured = sim::device_kernel_profile(h100);
+  const auto* scaled = sim::device_kernel_profile(variant);
+  REQUIRE(measured);
+  REQUIRE(scaled);
+  CHECK(measured == &sim::kernel_profile("device-h100-sxm"));  // the measured GPU shares the loaded profile
+  CHECK(scaled == sim::device_kernel_profile(variant));          // made once per GPU
+  CHECK(scaled->device.tensor == Approx(2.0));
+  CHECK(scaled->device.memory == Approx(2.4 / 3.35));
+  CHECK(scaled->gemm_seconds(8192, 8192, 8192) == Approx(measured->gemm_seconds(8192, 8192, 8192) / 2));
+  CHECK(scaled->fp8_gemm_seconds(8192, 8192, 8192) == Approx(measured->fp8_gemm_seconds(8192, 8192, 8192) / 2));
+  CHECK(scaled->attention_seconds(models::AttentionKernel::Flash2, false, 64, 8192, 128, true) ==
+        Approx(measured->attention_seconds(models::AttentionKernel::Flash2, false, 64, 8192, 128, true) / 2));
+  const double floor = measured->min_kernel_seconds;
+  CHECK(scaled->memory_seconds(1e9) - floor == Approx((measured->memory_seconds(1e9) - floor) * 3.35 / 2.4));
+  CHECK(scaled->memory_seconds(8) == Approx(floor));
+  CHECK(sim::compute_model_description(variant).find(
+            "tensor-core kernels x2.000 (1978.8 TFLOP/s bf16 against the profile's 989.4); memory-bound kernels "
+            "x0.716 (2.4 TB/s HBM against the measured H100-SXM5-80GB's)") != std::string::npos);
+}
+
 TEST_CASE("MFU two ways: causal attention as the kernel runs it, and Megatron's 6N + 12 L h s") {
   const auto s = scenarios::parse_scenario(
       "model: llama2-7b\ncluster: {preset: dgx-a100-ib200, nodes: 1}\ntraining: {micro_batch: 1, seq_len: 4096}\n"
