@@ -87,6 +87,14 @@ std::string ValidationRow::size_bucket() const {
   return ">50B";
 }
 
+std::string ValidationRow::gpus_bucket() const {
+  if (gpus <= 8) return "8";
+  if (gpus <= 32) return "16-32";
+  if (gpus <= 128) return "64-128";
+  if (gpus <= 512) return "256-512";
+  return ">512";
+}
+
 // LLM Foundry's benchmark runs (scripts/train/benchmarking/README.md: the A100 40GB table of May
 // 2023, the A100 80GB table of Oct 2023, the H100 large-scale table of Jan 2024):
 // MosaicGPT/MPT with learned positions and biases (the published parameter counts include both),

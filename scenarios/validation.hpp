@@ -36,6 +36,7 @@ struct ValidationRow {
 
   std::string seq_bucket() const;   // "512", "1k", ..., "32k"
   std::string size_bucket() const;  // "<0.5B", "0.5-2B", "2-5B", "5-10B", "10-20B", "20-50B", ">50B"
+  std::string gpus_bucket() const;  // "8", "16-32", "64-128", "256-512", ">512": the trend with scale
 };
 
 // The rows, in data-file order: published_measurements.yaml's fsdp entries, then LLM Foundry's.

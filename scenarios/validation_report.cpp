@@ -85,6 +85,7 @@ std::string bucket_table(const ValidationRun& run, bool held_out, bool foundry_o
 
 double seq_order(const ValidationRow& r) { return r.seq; }
 double size_order(const ValidationRow& r) { return r.params; }
+double gpus_order(const ValidationRow& r) { return r.gpus; }
 
 std::string summary_line(const char* what, const Stats& s) {
   if (!s.n) return "";
@@ -224,10 +225,14 @@ std::string format_validation(const ValidationRun& run) {
     out += bucket_table(run, held, true, "sequence", &ValidationRow::seq_bucket, seq_order);
     out += "\n";
     out += bucket_table(run, held, true, "model size", &ValidationRow::size_bucket, size_order);
+    out += "\n";
+    out += bucket_table(run, held, true, "GPUs", &ValidationRow::gpus_bucket, gpus_order);
     out += fmt::format("\nAll rows, {}, mean signed error by bucket:\n\n", which);
     out += bucket_table(run, held, false, "sequence", &ValidationRow::seq_bucket, seq_order);
     out += "\n";
     out += bucket_table(run, held, false, "model size", &ValidationRow::size_bucket, size_order);
+    out += "\n";
+    out += bucket_table(run, held, false, "GPUs", &ValidationRow::gpus_bucket, gpus_order);
   }
   std::set<std::string> families;
   for (const auto& r : run.rows) families.insert(r.family);

@@ -74,6 +74,9 @@ TEST_CASE("the LLM Foundry mapping rebuilds the published model and Composer's F
   CHECK(r.params == 6658859008.0);  // the entry's num_params: learned positions and biases included
   CHECK(r.size_bucket() == "5-10B");
   CHECK(r.seq_bucket() == "2k");
+  CHECK(r.gpus_bucket() == "8");
+  CHECK(row("fsdp-fms-llama2-7b-h100-96gpu-2403").gpus_bucket() == "64-128");
+  CHECK(row("fsdp-mpt1b-h100-80gb-512gpu-seq2048-mb12-acF").gpus_bucket() == "256-512");
   const auto s = scenarios::parse_scenario(r.scenario, r.scenario_file);
   const auto& setup = s.points.at(0).setup;
   CHECK(setup.cluster.gpus() == 8);
