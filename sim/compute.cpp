@@ -70,12 +70,18 @@ double peak_flops(const topologies::DeviceProfile& gpu, Dtype compute, bool tf32
 namespace {
 
 // The HBM bandwidth of the GPU a profile measured: its preset's (0: no preset of that name).
+// Looked up once per GPU name: reports ask for the profile of every unit.
 double measured_memory_bandwidth(const KernelProfile& p) {
+  static std::mutex lock;
+  static std::map<std::string, double> known;
+  const std::lock_guard<std::mutex> hold(lock);
+  if (auto it = known.find(p.gpu); it != known.end()) return it->second;
+  double bw = 0;
   for (const auto& name : topologies::device_names()) {
     const auto d = topologies::device(name);
-    if (d.name == p.gpu) return d.memory_bandwidth;
+    if (d.name == p.gpu) bw = d.memory_bandwidth;
   }
-  return 0;
+  return known[p.gpu] = bw;
 }
 
 }  // namespace
