@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -17,14 +16,6 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name",     "description", "model",       "cluster", "training",
                                            "policies", "policy",      "compression", "sweep"};
-const std::vector<std::string> kTrainingKeys = {
-    "framework",         "fsdp",          "api",          "sharding",          "hybrid_shard_gpus",
-    "wrap",              "micro_batch",   "seq_len",      "grad_accumulation", "global_batch",
-    "no_sync",           "param_dtype",   "reduce_dtype", "activation_checkpointing", "checkpoint_early_stop",
-    "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
-    "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
-    "attention",         "unpadded_attention", "compile", "cross_entropy", "logit_metrics", "float8",
-    "float8_all_gather"};
 
 // The keys of each block, to tell a user whose key slipped out of its block where it belongs.
 // (The blocks' loaders own the real lists; a key missing here only loses that hint.)
@@ -34,15 +25,10 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& block_keys(
        {"preset", "layers", "hidden", "heads", "kv_heads", "ffn", "gated_mlp", "vocab", "tied_embeddings", "seq_len",
         "learned_positions", "norm", "bias"}},
       {"cluster", {"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric", "collectives", "nccl"}},
-      {"training", kTrainingKeys},
+      {"training", training_keys()},
       {"compression", {"ratio", "sparsity", "index", "sparsify", "select", "overlap", "process_group"}},
   };
   return blocks;
-}
-
-sim::Dtype load_dtype(const Input& in) {
-  const auto s = in.as_choice({"bf16", "fp16", "fp32"});
-  return s == "bf16" ? sim::Dtype::BF16 : s == "fp16" ? sim::Dtype::FP16 : sim::Dtype::FP32;
 }
 
 std::vector<std::string> split_path(const std::string& path) {
@@ -273,165 +259,6 @@ std::vector<Axis> load_axes(const Input& doc, const Input& sweep) {
 }
 
 }  // namespace
-
-sim::Training load_training(const Input& in) {
-  in.expect_keys(kTrainingKeys);
-  sim::Training t;
-  // The framework first: it decides the defaults of the keys below (docs/scenarios.md).
-  if (auto v = in.find("framework")) {
-    const auto s = v->as_choice({"pytorch", "torchtitan", "composer"});
-    t.framework = s == "pytorch" ? sim::Framework::PyTorch
-                  : s == "torchtitan" ? sim::Framework::Torchtitan
-                                      : sim::Framework::Composer;
-  }
-  std::optional<Input> api_key;
-  if (auto v = in.find("fsdp")) {
-    t.api = v->as_int_between(1, 2) == 1 ? sim::Api::Fsdp1 : sim::Api::Fsdp2;
-    api_key = v;
-  }
-  if (auto v = in.find("api")) {
-    const auto api = v->as_choice({"FullyShardedDataParallel", "fully_shard"}) == "fully_shard" ? sim::Api::Fsdp2
-                                                                                                 : sim::Api::Fsdp1;
-    if (api_key && api != t.api) v->fail("contradicts fsdp: give one of them");
-    t.api = api;
-    api_key = v;
-  } else if (!api_key && t.framework == sim::Framework::Torchtitan) {
-    t.api = sim::Api::Fsdp2;
-  }
-  if (api_key && t.framework == sim::Framework::Torchtitan && t.api != sim::Api::Fsdp2)
-    api_key->fail("torchtitan runs fully_shard (fsdp: 2)");
-  const bool fsdp1 = t.api == sim::Api::Fsdp1;
-  // Keys that exist in one API only.
-  for (const char* key : {"limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch"})
-    if (auto v = in.find(key); v && !fsdp1)
-      v->fail("an FSDP1 setting; fully_shard (fsdp: 2) has no rate limiter and prefetches one unit in backward");
-  if (auto v = in.find("reshard_after_forward"); v && fsdp1)
-    v->fail("a fully_shard (fsdp: 2) setting; FSDP1 says it with sharding: full_shard or shard_grad_op");
-
-  if (auto v = in.find("sharding")) {
-    const auto s = v->as_choice({"full_shard", "shard_grad_op", "hybrid_shard"});
-    t.sharding = s == "full_shard"      ? sim::Sharding::FullShard
-                 : s == "shard_grad_op" ? sim::Sharding::ShardGradOp
-                                        : sim::Sharding::HybridShard;
-    // fully_shard's SHARD_GRAD_OP is reshard_after_forward=False.
-    if (!fsdp1 && t.sharding == sim::Sharding::ShardGradOp) {
-      if (in.has("reshard_after_forward")) v->fail("with fsdp: 2 give reshard_after_forward: false instead");
-      t.reshard_after_forward = 0;
-    }
-  }
-  if (auto v = in.find("hybrid_shard_gpus")) {
-    if (t.sharding != sim::Sharding::HybridShard) v->fail("only meaningful with sharding: hybrid_shard");
-    t.hybrid_shard_gpus = v->as_int_between(1, 1 << 24);
-  }
-  // torchtitan's apply_fsdp (models/llama3/infra/parallelize.py) wraps its own way.
-  if (t.framework == sim::Framework::Torchtitan) t.wrap = models::WrapPolicy::Torchtitan;
-  if (auto v = in.find("wrap")) {
-    const auto w = v->as_choice({"block", "size", "torchtitan"});
-    t.wrap = w == "block" ? models::WrapPolicy::Block
-             : w == "size" ? models::WrapPolicy::Size
-                           : models::WrapPolicy::Torchtitan;
-    if (fsdp1 && t.wrap == models::WrapPolicy::Torchtitan)
-      v->fail("torchtitan's layout leaves the root module without parameters, which is fully_shard's (fsdp: 2)");
-  }
-  if (auto v = in.find("micro_batch")) t.micro_batch = v->as_int_between(1, 1 << 20);
-  if (auto v = in.find("seq_len")) t.seq_len = v->as_int_between(1, 1 << 24);
-  // global_batch needs the cluster's size: load_point derives grad_accumulation from it.
-  if (auto v = in.find("grad_accumulation")) t.grad_accumulation = v->as_int_between(1, 1 << 16);
-  // Only plain FSDP1 loops call no_sync(); torchtitan (train.py Trainer.train_step) and Composer
-  // (composer/distributed/dist_strategy.py ddp_sync_context: no no_sync for FSDP) reduce every micro-batch.
-  t.no_sync = t.framework == sim::Framework::PyTorch && fsdp1;
-  if (auto v = in.find("no_sync")) t.no_sync = v->as_bool();
-  if (auto v = in.find("param_dtype")) t.param_dtype = load_dtype(*v);
-  if (auto v = in.find("reduce_dtype")) t.reduce_dtype = load_dtype(*v);
-  if (auto v = in.find("activation_checkpointing")) {
-    // true / false, the fraction of the blocks checkpointed (selective checkpointing by block), or
-    // selective_op (torchtitan's selective checkpointing by operator).
-    const auto text = v->is_scalar() ? v->as_string() : "";
-    char* end = nullptr;
-    const double number = std::strtod(text.c_str(), &end);
-    const bool is_number = !text.empty() && end == text.c_str() + text.size();
-    const bool op = text == "selective_op";
-    if (text != "true" && text != "false" && !op && (!is_number || number < 0 || number > 1))
-      v->fail(fmt::format("expected true, false, selective_op or the share of the blocks checkpointed, in [0, 1]; "
-                          "got '{}'",
-                          text));
-    const double p = op || text == "true" ? 1 : text == "false" ? 0 : number;
-    t.activation_checkpointing = p > 0;
-    t.impl.checkpoint_fraction = p > 0 ? p : 1;
-    t.impl.selective_op = op;
-  }
-  if (auto v = in.find("checkpoint_early_stop")) t.impl.checkpoint_early_stop = v->as_bool();
-  if (auto v = in.find("attention")) {
-    const auto names = models::attention_kernel_names();
-    const auto s = v->as_string();
-    const auto it = std::find(names.begin(), names.end(), s);
-    if (it == names.end()) v->fail(unknown_name("attention kernel", s, names));
-    t.impl.attention = models::AttentionKernel(it - names.begin());
-  }
-  if (auto v = in.find("unpadded_attention")) {
-    t.impl.unpadded_attention = v->as_bool();
-    const auto a = t.impl.attention;
-    if (t.impl.unpadded_attention && a != models::AttentionKernel::Flash2 && a != models::AttentionKernel::Flash3)
-      v->fail(fmt::format("flash-attn's unpadded (varlen) path runs its own kernels: set attention: flash2 or flash3 "
-                          "(attention is {})",
-                          models::to_string(a)));
-  }
-  if (auto v = in.find("compile")) t.impl.compiled = v->as_bool();
-  // torchao's Float8Linear on the blocks' Linears (torchtitan: model.converters float8), and FSDP2's
-  // float8 all-gather of their weights (enable_fsdp_float8_all_gather).
-  if (auto v = in.find("float8")) t.impl.float8_linears = v->as_bool();
-  if (auto v = in.find("float8_all_gather")) {
-    t.impl.float8_all_gather = v->as_bool();
-    if (t.impl.float8_all_gather && !t.impl.float8_linears)
-      v->fail("float8 all-gather needs float8 Linears: set float8: true as well");
-    if (t.impl.float8_all_gather && fsdp1)
-      v->fail("torchao's float8 all-gather works with FSDP2 (fully_shard) only: set fsdp: 2");
-  }
-  if (auto v = in.find("cross_entropy"))
-    t.impl.fused_cross_entropy = v->as_choice({"fp32", "fused"}) == "fused";
-  // Metrics the training loop computes from the logits after each micro-batch (LLM Foundry's
-  // ComposerModel: language cross-entropy and perplexity, evaluated by Composer every micro-batch).
-  if (auto v = in.find("logit_metrics")) t.impl.logit_metrics = v->as_int_between(0, 16);
-  if (auto v = in.find("tf32")) t.tf32 = v->as_bool();
-  if (auto v = in.find("limit_all_gathers")) {
-    if (v->is_scalar() && v->raw().Scalar().find_first_not_of("0123456789") == std::string::npos)
-      v->fail(fmt::format("expected true or false, got '{}': PyTorch's limit_all_gathers is a bool (true: at most "
-                          "2 all-gathers in flight); set max_inflight_all_gathers for another depth",
-                          v->raw().Scalar()));
-    t.limit_all_gathers = v->as_bool();
-  }
-  if (auto v = in.find("max_inflight_all_gathers")) {
-    if (!t.limit_all_gathers) v->fail("only meaningful with limit_all_gathers: true");
-    t.max_inflight_all_gathers = v->as_int_between(1, 1 << 16);
-  }
-  // Composer's FSDPConfig (composer/utils/parallelism.py): BACKWARD_POST, limit_all_gathers True.
-  if (t.framework == sim::Framework::Composer) t.backward_prefetch = sim::BackwardPrefetch::Post;
-  if (auto v = in.find("backward_prefetch")) {
-    const auto s = v->as_choice({"pre", "post", "none"});
-    t.backward_prefetch = s == "pre"    ? sim::BackwardPrefetch::Pre
-                          : s == "post" ? sim::BackwardPrefetch::Post
-                                        : sim::BackwardPrefetch::None;
-  }
-  if (auto v = in.find("reshard_after_forward")) {
-    const std::string text = v->is_scalar() ? v->raw().Scalar() : "";
-    if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
-      t.reshard_after_forward = v->as_int_between(2, 1 << 24);
-    else if (text == "true" || text == "false")
-      t.reshard_after_forward = v->as_bool() ? -1 : 0;
-    else
-      v->fail(fmt::format("expected true, false or a number of GPUs (> 1) to reshard to, got '{}'", text));
-  }
-  if (auto v = in.find("reduce_scatter_group"))
-    t.reduce_scatter_group = v->as_choice({"shared", "separate"}) == "shared" ? sim::ReduceScatterGroup::Shared
-                                                                              : sim::ReduceScatterGroup::Separate;
-  if (auto h = in.find("host")) {
-    h->expect_keys({"kernel_issue", "hook"});
-    if (auto v = h->find("kernel_issue")) t.host.kernel_issue_s = v->as_seconds();
-    if (auto v = h->find("hook")) t.host.hook_s = v->as_seconds();
-  }
-  if (auto v = in.find("allocator_fragmentation")) t.allocator_fragmentation = v->as_non_negative();
-  return t;
-}
 
 Scenario parse_scenario(const std::string& text, const std::string& source_name) {
   const Input doc = Input::load_string(text, source_name);

@@ -48,6 +48,7 @@ Scenario parse_scenario(const std::string& text, const std::string& source_name)
 
 // Parsing of the parts, shared with the tuner.
 sim::Training load_training(const Input& in);
+const std::vector<std::string>& training_keys();  // the keys load_training takes
 std::vector<sim::Policy> load_policies(const Input& scenario);
 
 struct Result {
