@@ -221,18 +221,12 @@ std::string format_validation(const ValidationRun& run) {
   for (bool held : {false, true}) {
     if (held && !loso) continue;
     const char* which = held ? "held out (leave one source out)" : "in-sample";
-    out += fmt::format("\nLLM Foundry rows, {}, mean signed error by bucket:\n\n", which);
-    out += bucket_table(run, held, true, "sequence", &ValidationRow::seq_bucket, seq_order);
-    out += "\n";
-    out += bucket_table(run, held, true, "model size", &ValidationRow::size_bucket, size_order);
-    out += "\n";
-    out += bucket_table(run, held, true, "GPUs", &ValidationRow::gpus_bucket, gpus_order);
-    out += fmt::format("\nAll rows, {}, mean signed error by bucket:\n\n", which);
-    out += bucket_table(run, held, false, "sequence", &ValidationRow::seq_bucket, seq_order);
-    out += "\n";
-    out += bucket_table(run, held, false, "model size", &ValidationRow::size_bucket, size_order);
-    out += "\n";
-    out += bucket_table(run, held, false, "GPUs", &ValidationRow::gpus_bucket, gpus_order);
+    for (bool foundry : {true, false}) {
+      out += fmt::format("\n{} rows, {}, mean signed error by bucket:\n", foundry ? "LLM Foundry" : "All", which);
+      out += fmt::format("\n{}\n{}\n{}", bucket_table(run, held, foundry, "sequence", &ValidationRow::seq_bucket, seq_order),
+                         bucket_table(run, held, foundry, "model size", &ValidationRow::size_bucket, size_order),
+                         bucket_table(run, held, foundry, "GPUs", &ValidationRow::gpus_bucket, gpus_order));
+    }
   }
   std::set<std::string> families;
   for (const auto& r : run.rows) families.insert(r.family);
