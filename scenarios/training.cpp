@@ -102,17 +102,23 @@ sim::Training load_training(const Input& in) {
   if (auto v = in.find("reduce_dtype")) t.reduce_dtype = load_dtype(*v);
   if (auto v = in.find("activation_checkpointing")) {
     // true / false, the fraction of the blocks checkpointed (selective checkpointing by block), or
-    // selective_op (torchtitan's selective checkpointing by operator).
+    // selective_op (torchtitan's selective checkpointing by operator). torchtitan's mode names
+    // full and none are accepted as they read; its bare "selective" needs its option spelled out.
     const auto text = v->is_scalar() ? v->as_string() : "";
     char* end = nullptr;
     const double number = std::strtod(text.c_str(), &end);
     const bool is_number = !text.empty() && end == text.c_str() + text.size();
     const bool op = text == "selective_op";
-    if (text != "true" && text != "false" && !op && (!is_number || number < 0 || number > 1))
-      v->fail(fmt::format("expected true, false, selective_op or the share of the blocks checkpointed, in [0, 1]; "
-                          "got '{}'",
+    const bool all = text == "true" || text == "full";
+    const bool off = text == "false" || text == "none";
+    if (text == "selective")
+      v->fail("torchtitan's selective mode has two options: selective_op (selective_ac_option = \"op\"), or the "
+              "share of the blocks checkpointed (selective_ac_option = \"2\": 0.5)");
+    if (!all && !off && !op && (!is_number || number < 0 || number > 1))
+      v->fail(fmt::format("expected true (or full), false (or none), selective_op or the share of the blocks "
+                          "checkpointed, in [0, 1]; got '{}'",
                           text));
-    const double p = op || text == "true" ? 1 : text == "false" ? 0 : number;
+    const double p = op || all ? 1 : off ? 0 : number;
     t.activation_checkpointing = p > 0;
     t.impl.checkpoint_fraction = p > 0 ? p : 1;
     t.impl.selective_op = op;

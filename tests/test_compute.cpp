@@ -248,7 +248,18 @@ TEST_CASE("bad profiles: a missing field, a curve that is not monotonic, a devic
   CHECK_THROWS_WITH_AS(training("attention: flash4"),
                        Contains("k.yaml:4: training.attention: unknown attention kernel 'flash4'"), InputError);
   CHECK_THROWS_WITH_AS(training("activation_checkpointing: 1.5"),
-                       Contains("k.yaml:4: training.activation_checkpointing: expected true, false, selective_op or the share"),
+                       Contains("k.yaml:4: training.activation_checkpointing: expected true (or full), false (or "
+                                "none), selective_op or the share"),
+                       InputError);
+  // torchtitan's mode names: full and none read as they say; bare selective names its two options.
+  const auto full = training("activation_checkpointing: full").points[0].setup.training;
+  CHECK(full.activation_checkpointing);
+  CHECK(full.impl.checkpoint_fraction == 1);
+  CHECK(!full.impl.selective_op);
+  CHECK(!training("activation_checkpointing: none").points[0].setup.training.activation_checkpointing);
+  CHECK_THROWS_WITH_AS(training("activation_checkpointing: selective"),
+                       Contains("k.yaml:4: training.activation_checkpointing: torchtitan's selective mode has two "
+                                "options: selective_op"),
                        InputError);
   CHECK_THROWS_WITH_AS(training("cross_entropy: fast"), Contains("k.yaml:4: training.cross_entropy"), InputError);
   CHECK(training("activation_checkpointing: 0.25").points[0].setup.training.impl.checkpoint_fraction == 0.25);
