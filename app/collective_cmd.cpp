@@ -19,6 +19,7 @@ struct CollectiveOptions {
   std::string op = "all_reduce";
   std::string bytes = "1GiB";
   int gpus = 0;
+  bool gpus_given = false;
   std::string algorithm = "auto";
   std::string protocol = "auto";
   int gpus_per_process = 1;
@@ -45,6 +46,7 @@ int run(const CollectiveOptions& o) {
     c.nccl.version = topologies::parse_nccl_version_key(Input::load_string(o.nccl_version, "--nccl-version"));
   if (o.format != "table" && o.format != "json")
     throw InputError(fmt::format("--format: expected table or json; got '{}'", o.format));
+  if (o.gpus_given && o.gpus < 1) throw InputError(fmt::format("--gpus: expected an integer >= 1, got {}", o.gpus));
   if (o.gpus > 0) {  // take the first --gpus GPUs of the cluster
     if (o.gpus < c.gpus_per_node) {
       c.nodes = 1;
@@ -119,7 +121,7 @@ void add_collective_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--cluster", o->cluster, "Cluster preset name, or a YAML file with a 'cluster:' key")->required();
   cmd->add_option("--op", o->op, "all_gather, reduce_scatter, all_reduce, reduce or broadcast");
   cmd->add_option("--bytes", o->bytes, "Buffer size(s), e.g. 1GiB or 1MiB,64MiB,1GiB");
-  cmd->add_option("--gpus", o->gpus, "Use this many GPUs of the cluster (whole nodes)");
+  auto* gpus = cmd->add_option("--gpus", o->gpus, "Use this many GPUs of the cluster (whole nodes)");
   cmd->add_option("--algorithm", o->algorithm, "auto (NCCL's choice), ring, tree, nvls or nvls_tree (as NCCL_ALGO)");
   cmd->add_option("--protocol", o->protocol, "auto (NCCL's choice), ll, ll128 or simple (as NCCL_PROTO)");
   cmd->add_option("--gpus-per-process", o->gpus_per_process,
@@ -127,7 +129,10 @@ void add_collective_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--nccl-version", o->nccl_version,
                   "NCCL release whose tuning table applies, e.g. 2.18.5 (default: the cluster's, else the newest)");
   cmd->add_option("--format", o->format, "table (default) or json");
-  cmd->callback([o, &exit_code] { exit_code = run(*o); });
+  cmd->callback([o, gpus, &exit_code] {
+    o->gpus_given = gpus->count() > 0;
+    exit_code = run(*o);
+  });
 }
 
 }  // namespace tagcsim::app

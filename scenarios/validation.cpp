@@ -375,7 +375,12 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
 ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions& o) {
   ValidationRun run;
   if (!o.only.empty()) {
-    const std::regex re(o.only);
+    std::regex re;
+    try {
+      re.assign(o.only);
+    } catch (const std::regex_error& e) {
+      throw InputError(fmt::format("--only: '{}' is not a regular expression ({})", o.only, e.what()));
+    }
     std::vector<ValidationRow> kept;
     for (auto& r : rows)
       if (std::regex_search(r.id, re)) kept.push_back(std::move(r));

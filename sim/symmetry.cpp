@@ -3,12 +3,6 @@
 #include <numeric>
 
 namespace tagcsim::sim {
-namespace {
-
-bool aligned(long a, long b) { return a % b == 0 || b % a == 0; }
-
-}  // namespace
-
 bool rotating_chain(const CollectivePlan& plan) {
   return is_chain(plan.op) && plan.node_egress_bytes > 0 && plan.group.nodes > 1 && plan.group.nodes <= kRotatingChainNodes;
 }
@@ -26,8 +20,11 @@ int symmetric_nodes(const Schedule& schedule, const topologies::Cluster& c) {
   if (c.fabric.kind != K::SingleSwitch && c.leaves() > 1)
     cell = c.fabric.kind == K::FatTree3 && c.pods() > 1 ? long(c.nodes_in_leaf()) * c.leaves_in_pod()
                                                         : c.nodes_in_leaf();
-  // Two cells, so that rings that cross cells still do.
+  // Two cells, so that rings that cross cells still do. Each cell of a ring crossing cells sends
+  // one hop out and takes one in however many cells the ring has, so two stand for any number:
+  // the cluster needs whole periods of the patterns (`base`), not whole multiples of the cut.
   long period = N / cell >= 2 ? 2 * cell : N;
+  long base = cell;
   for (const auto& t : schedule.tasks) {
     for (const auto& ph : t.phases) {
       const Group& g = ph.plan.group;
@@ -37,17 +34,19 @@ int symmetric_nodes(const Schedule& schedule, const topologies::Cluster& c) {
         if (rotating_chain(ph.plan)) return c.nodes;
         // A ring over the whole cluster: keep at least two nodes in it, and
         // its stride in step with the cells.
-        if (!aligned(g.node_stride, cell)) return c.nodes;
         period = std::lcm(period, 2L * g.node_stride);
+        base = std::lcm(base, long(g.node_stride));
       } else {
-        // Groups tiling the cluster must tile the cells too.
-        if (!aligned(span, cell) || N % span != 0) return c.nodes;
+        // Groups tiling the cluster; one that straddles cells repeats with the cells every
+        // lcm(span, cell) nodes, the period the cut must hold whole.
+        if (N % span != 0) return c.nodes;
         period = std::lcm(period, span);
+        base = std::lcm(base, span);
       }
       if (period >= N) return c.nodes;
     }
   }
-  return N % period == 0 ? int(period) : c.nodes;
+  return N % base == 0 ? int(period) : c.nodes;
 }
 
 topologies::Cluster reduced_cluster(const topologies::Cluster& c, int nodes) {

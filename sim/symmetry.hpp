@@ -5,7 +5,9 @@
 // per-link loads, and with them every flow's max-min share, are the same in
 // a cluster cut down to the smallest whole number of leaves that still holds
 // one period of every ring pattern (two leaves when rings cross leaves, so
-// that each leaf still sends and receives across its uplink). The bytes and
+// that each leaf still sends and receives across its uplink; two stand for
+// any number, odd ones included, since each leaf of such a ring sends one hop
+// out and takes one in however many there are). The bytes and
 // latencies of each collective stay those of the full cluster; only the
 // number of identical flows shrinks. Where the layout is not periodic (a
 // shard group straddling leaves unevenly) the full cluster is replayed.

@@ -93,6 +93,10 @@ TEST_CASE("tagcsim collective prints time, algbw and busbw the nccl-tests way, w
   const auto pinned = tagcsim("collective --cluster aws-p4de --op all_reduce --bytes 8KiB --gpus 16");
   CHECK(pinned.output.find("# pinned: proto simple (aws-ofi-nccl") != std::string::npos);
   CHECK(tagcsim("collective --cluster dgx-h100-ib400 --protocol LL256").code == 2);
+  // --gpus 0 is a mistake, not "the preset's size".
+  const auto none = tagcsim("collective --cluster dgx-h100-ib400 --gpus 0");
+  CHECK(none.code == 2);
+  CHECK(none.output.find("--gpus: expected an integer >= 1, got 0") != std::string::npos);
 }
 
 namespace {
@@ -354,6 +358,9 @@ TEST_CASE("tagcsim validate prints predicted against measured, a row's scenario 
   CHECK(r.code == 0);
   CHECK(r.output.find("kernel profile device-a100-40gb") != std::string::npos);
   CHECK(tagcsim("validate --write").code == 2);  // --write only with --fit
+  const auto regex = tagcsim("validate --only '(['");
+  CHECK(regex.code == 2);
+  CHECK(regex.output.find("tagcsim: error: --only: '([' is not a regular expression") != std::string::npos);
   // Leave one source out: each fold in its own process, side by side; the report is the same byte
   // for byte as one fold after another in this process.
   const std::string two = "validate --loso --only 'fsdp-tt-llama3-70b|fsdp-mpt7b-a100-40gb-8gpu-seq2048'";

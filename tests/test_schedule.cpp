@@ -400,28 +400,39 @@ TEST_CASE("fix 8: the memory peak follows the rate limiter's depth") {
 }
 
 TEST_CASE("replaying two leaves instead of the whole fat tree gives the same times, to the nanosecond") {
-  // 16 leaves of 4 nodes, 2:1 oversubscribed; HSDP with one leaf per shard
-  // group, so that shard rings stay in leaves and replica rings cross them.
-  auto c = toy_cluster();
-  c.nodes = 64;
-  c.gpus_per_node = 2;
-  c.fabric = {.kind = topologies::Fabric::Kind::FatTree2, .nodes_per_leaf = 4, .leaves_per_pod = 0,
-              .oversubscription = 2, .switch_latency = 0};
-  Training t;
-  t.sharding = Sharding::HybridShard;
-  t.hybrid_shard_gpus = 8;
-  auto s = make_setup(models::preset("gpt2-124m"), c, t);
-  const Schedule schedule = build_step(s);
-  const auto cut = replay(schedule, c, true);
-  const auto full = replay(schedule, c, false);
-  CHECK(cut.simulated_nodes == 8);
-  CHECK(full.simulated_nodes == 64);
-  REQUIRE(cut.timings.size() == full.timings.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < cut.timings.size(); ++i)
-    worst = std::max(worst, std::abs(cut.timings[i].end - full.timings[i].end));
-  CHECK(worst < 1e-9);
-  CHECK(full.timings.back().end > 0.01);
+  // Leaves of 4 nodes x 2 GPUs, 2:1 oversubscribed.
+  auto cut_matches_full = [](int leaves, Sharding sharding, int cut_nodes, int shard_gpus = 8) {
+    CAPTURE(leaves);
+    auto c = toy_cluster();
+    c.nodes = 4 * leaves;
+    c.gpus_per_node = 2;
+    c.fabric = {.kind = topologies::Fabric::Kind::FatTree2, .nodes_per_leaf = 4, .leaves_per_pod = 0,
+                .oversubscription = 2, .switch_latency = 0};
+    Training t;
+    t.sharding = sharding;
+    t.hybrid_shard_gpus = shard_gpus;
+    auto s = make_setup(models::preset("gpt2-124m"), c, t);
+    const Schedule schedule = build_step(s);
+    const auto cut = replay(schedule, c, true);
+    const auto full = replay(schedule, c, false);
+    CHECK(cut.simulated_nodes == cut_nodes);
+    CHECK(full.simulated_nodes == c.nodes);
+    REQUIRE(cut.timings.size() == full.timings.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < cut.timings.size(); ++i)
+      worst = std::max(worst, std::abs(cut.timings[i].end - full.timings[i].end));
+    CHECK(worst < 1e-9);
+    CHECK(full.timings.back().end > 0.01);
+  };
+  // HSDP with one leaf per shard group, so that shard rings stay in leaves and replica rings cross them.
+  cut_matches_full(16, Sharding::HybridShard, 8);
+  // An odd number of leaves: each leaf of a ring that crosses them still sends one hop out and
+  // takes one in, so two leaves stand for five (and for 5 x 375 when the cluster is that big).
+  cut_matches_full(5, Sharding::HybridShard, 8);
+  cut_matches_full(5, Sharding::FullShard, 8);
+  // Shard groups of 3 nodes straddle the leaves of 4: the layout repeats every 3 leaves, and the
+  // replica rings' stride of 3 nodes every 3 too; 6 leaves (two of each ring) stand for 12.
+  cut_matches_full(12, Sharding::HybridShard, 24, 6);
 }
 
 TEST_CASE("the Chrome trace has one track per stream, the host's included, and one slice per task") {
