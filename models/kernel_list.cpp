@@ -384,8 +384,8 @@ void tag(std::vector<Kernel>& list, Pass pass) {
 // kept: one Linear per piece, so the pieces at even positions), the SDPA flash kernel's, and
 // aten.abs / aten.max (float8's amax reductions). The rest of the forward runs again: the other
 // matmuls, norms, rotary, activations, residuals, float8 casts.
-bool kept_by_selective_op(const Kernel& k, std::size_t piece_in_block) {
-  if (k.kind == KernelKind::Attention) return true;
+bool kept_by_selective_op(const Kernel& k, std::size_t piece_in_block, bool keeps_attention) {
+  if (k.kind == KernelKind::Attention) return keeps_attention;
   if (k.kind == KernelKind::Gemm) return piece_in_block % 2 == 0;
   return k.op.find(" fp8 amax ") != std::string::npos;
 }
@@ -395,6 +395,7 @@ struct Recompute {
   bool on = false;
   bool early_stop = false;   // not the block's last piece (checkpoint_early_stop)
   bool by_op = false;        // torchtitan's selective_op: not what kept_by_selective_op keeps
+  bool keeps_attention = true;  // ... and its save list names the attention kernel's op
   std::size_t first = 0;     // the position in its block of the unit's first piece
 };
 
@@ -409,7 +410,8 @@ std::shared_ptr<const UnitKernels> assemble(const std::vector<Piece>& pieces, Re
     const std::size_t rerun = pieces.size() - (recompute.early_stop && !pieces.empty() ? 1 : 0);
     for (std::size_t i = 0; i < rerun; ++i)
       for (const auto& k : pieces[i].fwd)
-        if (!recompute.by_op || !kept_by_selective_op(k, recompute.first + i)) u->backward.push_back(k);
+        if (!recompute.by_op || !kept_by_selective_op(k, recompute.first + i, recompute.keeps_attention))
+          u->backward.push_back(k);
     tag(u->backward, Pass::Recompute);
     u->recomputes = true;
   }
@@ -444,7 +446,8 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
                                                             const TrainingShape& shape) {
   Builder b(m, shape);
   const auto layer = layer_pieces(b, m);
-  const Recompute block_recompute{true, shape.impl.checkpoint_early_stop, shape.impl.selective_op, 0};
+  const Recompute block_recompute{true, shape.impl.checkpoint_early_stop, shape.impl.selective_op,
+                                  !shape.impl.selective_op_recomputes_attention, 0};
   std::vector<std::shared_ptr<const UnitKernels>> out;
 
   if (policy == WrapPolicy::Torchtitan) {
@@ -480,7 +483,8 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
     // Each Linear's unit re-runs its own piece; with early stop the down projection's is not re-run.
     const bool last = i + 1 == layer.size();
     recomputed.push_back(
-        assemble({layer[i]}, {!(block_recompute.early_stop && last), false, block_recompute.by_op, i}));
+        assemble({layer[i]}, {!(block_recompute.early_stop && last), false, block_recompute.by_op,
+                              block_recompute.keeps_attention, i}));
   }
   for (int i = 0; i < m.layers; ++i) {
     const auto& kind = checkpointed(shape, i) ? recomputed : plain;

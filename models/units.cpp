@@ -136,12 +136,13 @@ struct Piece {
   double re_gemm = 0, re_core = 0, re_mem = 0;
   int re_k = 0;
   void rerun() { re_gemm = gemm, re_core = core, re_mem = mem_fwd, re_k = kf; }
-  // torchtitan's selective_op keeps the attention kernel's output and every second matmul's (the
-  // pieces at even positions of a block hold those): their re-run is not paid.
-  void keep_for_selective_op(std::size_t position) {
+  // torchtitan's selective_op keeps the attention kernel's output (where its save list names the
+  // kernel's op) and every second matmul's (the pieces at even positions of a block hold those):
+  // their re-run is not paid.
+  void keep_for_selective_op(std::size_t position, bool keeps_attention) {
     if (re_k == 0) return;
-    re_k -= (core > 0 ? 1 : 0) + (position % 2 == 0 && gemm > 0 ? 1 : 0);
-    re_core = 0;
+    re_k -= (keeps_attention && core > 0 ? 1 : 0) + (position % 2 == 0 && gemm > 0 ? 1 : 0);
+    if (keeps_attention) re_core = 0;
     if (position % 2 == 0) re_gemm = 0;
   }
 
@@ -384,20 +385,22 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       // torchtitan's op-level policy (_custom_policy in its activation checkpointing): every block
       // saves the outputs of its 1st, 3rd, 5th, ... matmul and of the attention kernel, with its
       // input; the rest is rebuilt while its backward runs.
+      const bool keeps_attention = !shape.impl.selective_op_recomputes_attention;
       double full = 0, saved = m.hidden * c.elem;
       int mm = 0;
       for (auto& p : pieces) {
         full += p.act;
-        saved += (mm++ % 2 == 0 ? p.mm_out : 0) + p.kernel_out;
+        saved += (mm++ % 2 == 0 ? p.mm_out : 0) + (keeps_attention ? p.kernel_out : 0);
         p.act = 0;
       }
       pieces.front().act = saved;
       recomputed[i] = std::max(0.0, full - saved);
       // The backward re-runs what it did not keep: the even-numbered matmuls and the element-wise
-      // work around them, not the attention kernel (kernel_list.cpp, kept_by_selective_op).
+      // work around them, and the attention kernel only where it was not kept (kernel_list.cpp,
+      // kept_by_selective_op).
       if (checkpointed(shape, i)) {
         rerun_block(pieces, shape.impl.checkpoint_early_stop);
-        for (std::size_t j = 0; j < pieces.size(); ++j) pieces[j].keep_for_selective_op(j);
+        for (std::size_t j = 0; j < pieces.size(); ++j) pieces[j].keep_for_selective_op(j, keeps_attention);
       }
     } else if (checkpointed(shape, i)) {
       for (auto& p : pieces) recomputed[i] += p.act, p.act = 0;

@@ -105,6 +105,9 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
           t.activation_checkpointing && t.impl.checkpoint_fraction < 1 ? yaml_number(t.impl.checkpoint_fraction)
                                                                         : yaml_flag(t.activation_checkpointing),
           t.activation_checkpointing && t.impl.checkpoint_fraction < 1 ? "the share of the blocks checkpointed" : "");
+  if (t.impl.selective_op_recomputes_attention)
+    k.put("selective_op_recomputes_attention", "true",
+          "the attention kernel's op is not in the policy's save list: it is re-run too");
   if (t.activation_checkpointing)
     k.put("checkpoint_early_stop", yaml_flag(t.impl.checkpoint_early_stop),
           t.impl.checkpoint_early_stop ? "PyTorch >= 2.1 non-reentrant: the down projection is not re-run"

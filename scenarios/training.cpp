@@ -17,6 +17,7 @@ const std::vector<std::string> kTrainingKeys = {
     "framework",         "fsdp",          "api",          "sharding",          "hybrid_shard_gpus",
     "wrap",              "micro_batch",   "seq_len",      "grad_accumulation", "global_batch",
     "no_sync",           "param_dtype",   "reduce_dtype", "activation_checkpointing", "checkpoint_early_stop",
+    "selective_op_recomputes_attention",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "unpadded_attention", "compile", "cross_entropy", "logit_metrics", "float8",
@@ -124,6 +125,11 @@ sim::Training load_training(const Input& in) {
     t.impl.selective_op = op;
   }
   if (auto v = in.find("checkpoint_early_stop")) t.impl.checkpoint_early_stop = v->as_bool();
+  if (auto v = in.find("selective_op_recomputes_attention")) {
+    t.impl.selective_op_recomputes_attention = v->as_bool();
+    if (!t.impl.selective_op)
+      v->fail("only with activation_checkpointing: selective_op (it says what that policy re-runs)");
+  }
   if (auto v = in.find("attention")) {
     const auto names = models::attention_kernel_names();
     const auto s = v->as_string();

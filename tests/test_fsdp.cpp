@@ -237,6 +237,20 @@ TEST_CASE("activation_checkpointing: selective_op loads, resolves to itself and 
   CHECK(act(op) > all);
 }
 
+TEST_CASE("selective_op_recomputes_attention: loads with selective_op, resolves to itself, and not without it") {
+  const auto on = parse("  activation_checkpointing: selective_op\n  selective_op_recomputes_attention: true\n");
+  CHECK(on.points.at(0).setup.training.impl.selective_op_recomputes_attention);
+  const std::string yaml = scenarios::resolved_yaml(on);
+  CHECK(yaml.find("selective_op_recomputes_attention: true") != std::string::npos);
+  CHECK(scenarios::parse_scenario(yaml, "resolved.yaml").points.at(0).setup.training.impl.selective_op_recomputes_attention);
+  // The re-run attention costs step time.
+  const auto step = [](const scenarios::Scenario& s) { return scenarios::run(s).at(0).step.step_time_s; };
+  CHECK(step(on) > step(parse("  activation_checkpointing: selective_op\n")));
+  CHECK_THROWS_WITH_AS(parse("  activation_checkpointing: true\n  selective_op_recomputes_attention: true\n"),
+                       doctest::Contains("selective_op_recomputes_attention: only with activation_checkpointing: selective_op"),
+                       InputError);
+}
+
 TEST_CASE("checkpoint_early_stop: on by default, resolves to itself, and off re-runs the whole block") {
   const auto on = parse("  activation_checkpointing: true\n");
   CHECK(on.points.at(0).setup.training.impl.checkpoint_early_stop);  // PyTorch >= 2.1, non-reentrant

@@ -229,3 +229,32 @@ TEST_CASE("selective_op: the backward re-runs the even matmuls and the element-w
   CHECK(casts > 0);
   CHECK(fp8_gemms == 3);
 }
+
+TEST_CASE("selective_op_recomputes_attention: the backward re-runs the attention forward too, once a block") {
+  // torchtitan before b39377f with cuDNN's SDPA (Blackwell): the policy's save list does not name
+  // the kernel's op, so it is re-run like the element-wise work. Llama 3.1 8B, 2 x 8192 tokens:
+  // the attention forward is 4 * (2 x 32) * 8192^2 * 128 / 2 = 1.0995e12 FLOPs (causal).
+  const auto m = models::preset("llama3.1-8b");
+  models::TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 8192;
+  shape.activation_checkpointing = true;
+  shape.impl.selective_op = true;
+  shape.impl.checkpoint_early_stop = false;
+  const auto kept = models::fsdp_units(m, models::WrapPolicy::Torchtitan, shape);
+  shape.impl.selective_op_recomputes_attention = true;
+  const auto rerun = models::fsdp_units(m, models::WrapPolicy::Torchtitan, shape);
+  for (int block : {1, 2}) {
+    CAPTURE(block);
+    std::vector<const models::Kernel*> attention;
+    for (const auto& k : rerun[std::size_t(block)].kernels->backward)
+      if (k.pass == models::Pass::Recompute && k.kind == models::KernelKind::Attention) attention.push_back(&k);
+    REQUIRE(attention.size() == 1);
+    CHECK(!attention[0]->backward);
+    CHECK(attention[0]->flops() == Approx(4.0 * 64 * 8192.0 * 8192 * 128 / 2));
+    // The list gains that kernel and nothing else; the unit's FLOPs gain its FLOPs.
+    CHECK(rerun[std::size_t(block)].kernels->backward.size() == kept[std::size_t(block)].kernels->backward.size() + 1);
+    CHECK(rerun[std::size_t(block)].backward_flops - kept[std::size_t(block)].backward_flops ==
+          Approx(attention[0]->flops()));
+  }
+}

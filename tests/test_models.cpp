@@ -303,6 +303,16 @@ TEST_CASE("selective_op: every block keeps its input, its odd matmuls' outputs a
   // Every block re-runs its even matmuls (wk, wo, w3; w2 would be saved anyway), not the attention.
   for (int b : {1, 2})
     CHECK(units[b].backward_flops == doctest::Approx(full.backward_flops + 2 * T * h * (kv + h + f)));
+  // Where the policy's save list does not name the attention kernel's op (cuDNN's SDPA in
+  // torchtitan before b39377f), O and the log-sum-exp are not kept, and the kernel is re-run:
+  // 4 * (2 x 32 heads) * 4096^2 * 128 / 2 FLOPs, causal.
+  shape.impl.selective_op_recomputes_attention = true;
+  const auto cudnn = fsdp_units(preset("llama3.1-8b"), WrapPolicy::Block, shape);
+  for (int b : {1, 2}) {
+    CAPTURE(b);
+    CHECK(cudnn[b].activation_bytes == doctest::Approx(saved - T * (2 * h + 128)));
+    CHECK(cudnn[b].backward_flops - units[b].backward_flops == doctest::Approx(4.0 * 64 * 4096.0 * 4096 * 128 / 2));
+  }
 }
 
 TEST_CASE("a compiled block keeps the matmuls' and the attention kernel's inputs, not its element-wise chains") {
