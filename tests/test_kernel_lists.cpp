@@ -178,17 +178,27 @@ TEST_CASE("under activation checkpointing the backward runs the forward's kernel
   CHECK(!half[3].kernels->recomputes);
 }
 
-TEST_CASE("selective_op: the backward re-runs the even matmuls and the element-wise work, not attention") {
-  // torchtitan's op-level policy on Llama 3.1 8B (q, k, v, attention, out, gate, up, down): it keeps
-  // the 1st, 3rd, 5th and 7th matmul of a block (q, v, gate, down) and the attention kernel's output,
-  // so every block re-runs k, out and up, with the norms, rotary, silu, mul and residual around them.
-  const auto m = models::preset("llama3.1-8b");
+namespace {
+
+// torchtitan's per-op checkpointing over 2 x 8192 tokens, every block re-run in full (no early stop).
+models::TrainingShape selective_op_2x8192() {
   models::TrainingShape shape;
   shape.micro_batch = 2;
   shape.seq_len = 8192;
   shape.activation_checkpointing = true;
   shape.impl.selective_op = true;
   shape.impl.checkpoint_early_stop = false;
+  return shape;
+}
+
+}  // namespace
+
+TEST_CASE("selective_op: the backward re-runs the even matmuls and the element-wise work, not attention") {
+  // torchtitan's op-level policy on Llama 3.1 8B (q, k, v, attention, out, gate, up, down): it keeps
+  // the 1st, 3rd, 5th and 7th matmul of a block (q, v, gate, down) and the attention kernel's output,
+  // so every block re-runs k, out and up, with the norms, rotary, silu, mul and residual around them.
+  const auto m = models::preset("llama3.1-8b");
+  auto shape = selective_op_2x8192();
   const auto units = models::fsdp_units(m, models::WrapPolicy::Torchtitan, shape);
   for (int block : {1, 2}) {  // every block, not every second one
     CAPTURE(block);
@@ -235,12 +245,7 @@ TEST_CASE("selective_op_recomputes_attention: the backward re-runs the attention
   // the kernel's op, so it is re-run like the element-wise work. Llama 3.1 8B, 2 x 8192 tokens:
   // the attention forward is 4 * (2 x 32) * 8192^2 * 128 / 2 = 1.0995e12 FLOPs (causal).
   const auto m = models::preset("llama3.1-8b");
-  models::TrainingShape shape;
-  shape.micro_batch = 2;
-  shape.seq_len = 8192;
-  shape.activation_checkpointing = true;
-  shape.impl.selective_op = true;
-  shape.impl.checkpoint_early_stop = false;
+  auto shape = selective_op_2x8192();
   const auto kept = models::fsdp_units(m, models::WrapPolicy::Torchtitan, shape);
   shape.impl.selective_op_recomputes_attention = true;
   const auto rerun = models::fsdp_units(m, models::WrapPolicy::Torchtitan, shape);
