@@ -154,7 +154,7 @@ class Builder {
     norm(p, "ln_f");
     linear(p, "lm_head", m_.hidden, m_.vocab, /*bias=*/false);
     const double TV = T_ * double(m_.vocab);
-    if (impl_.fused_cross_entropy || impl_.compiled) {
+    if (impl_.fused_cross_entropy || impl_.compiled_loss) {
       mem(p.fwd, "cross_entropy", e_ * TV);
       mem(p.fwd, "loss mean", 8 * T_);
       mem(p.bwd, "cross_entropy bwd", 2 * e_ * TV);

@@ -98,6 +98,11 @@ std::vector<std::string> attention_kernel_names();
 struct Implementation {
   AttentionKernel attention = AttentionKernel::Flash2;
   bool compiled = false;             // torch.compile: each chain of element-wise ops is one kernel
+  // The loss compiled too: cast, log-softmax and NLL in one kernel that keeps only the 16-bit
+  // logits and a per-token log-sum-exp. torchtitan compiles it with the model since bbb1b616e (Apr
+  // 2025, torchtitan#1033); before, its train.py left it eager ("compiling loss function causes
+  // CUDA errors", @9dec370), and a loss computed outside a compiled model stays eager.
+  bool compiled_loss = false;
   bool fused_cross_entropy = false;  // one-kernel cross-entropy (flash-attn's xentropy) instead of eager fp32
   int logit_metrics = 0;             // training metrics computed from the logits after each micro-batch (eager, no grad)
   double checkpoint_fraction = 1;    // of the blocks, under activation checkpointing (1: every block)

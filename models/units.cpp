@@ -70,8 +70,9 @@
 //     kernel saves its e-byte logits (the same tensor Composer keeps) and a per-token fp32 LSE,
 //     eV bytes per token; its backward writes the logits' gradient into a new tensor (eV,
 //     inplace_backward is off by default).
-// torch.compile does not change the loss's memory here: torchtitan compiles each block, not
-// the loss (train.py @9dec370: "compiling loss function causes CUDA errors").
+//   compile_loss (the loss compiled, as torchtitan does since bbb1b616e, Apr 2025): as fused.
+// torch.compile of the model alone does not change the loss's memory: torchtitan compiled each
+// block, not the loss, until then (train.py @9dec370: "compiling loss function causes CUDA errors").
 // A compiled block (not checkpointed) keeps what AOTAutograd's min-cut partitioner keeps: the
 // inputs the matmuls and the attention kernel need that cannot be recomputed from cheaper
 // tensors, element-wise chains (norms, rotary, activations, GQA's repeat) being recomputed in
@@ -311,8 +312,8 @@ Piece head(const Ctx& c) {
   p.mem_bwd = (3 * h + 2 * V) * c.elem;
   p.act = c.norm_saved();  // the final norm (its output is the head's input)
   const double TV = V * c.tokens;
-  if (c.impl.fused_cross_entropy) {
-    p.act += c.e * TV;        // the logits, saved by the fused kernel
+  if (c.impl.fused_cross_entropy || c.impl.compiled_loss) {
+    p.act += c.e * TV;        // the logits, saved by the fused (or compiled) kernel
     p.transient = c.e * TV;   // their gradient
   } else {
     p.act += 4 * TV + (c.impl.logit_metrics > 0 ? c.e * TV : 0);  // fp32 log-softmax; logits kept for metrics

@@ -114,6 +114,7 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
                                        : "the whole block is re-run");
   k.put("attention", models::to_string(t.impl.attention), "the attention kernel");
   k.put("compile", yaml_flag(t.impl.compiled), "torch.compile: element-wise chains fused");
+  k.put("compile_loss", yaml_flag(t.impl.compiled_loss), "the loss compiled: one kernel, 16-bit logits kept");
   if (t.impl.unpadded_attention)
     k.put("unpadded_attention", "true", "flash-attn's varlen kernels, q/k/v unpadded and the output padded per layer");
   k.put("cross_entropy", t.impl.fused_cross_entropy ? "fused" : "fp32");

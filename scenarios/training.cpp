@@ -20,7 +20,7 @@ const std::vector<std::string> kTrainingKeys = {
     "selective_op_recomputes_attention",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
-    "attention",         "unpadded_attention", "compile", "cross_entropy", "logit_metrics", "float8",
+    "attention",         "unpadded_attention", "compile", "compile_loss", "cross_entropy", "logit_metrics", "float8",
     "float8_all_gather"};
 
 sim::Dtype load_dtype(const Input& in) {
@@ -146,6 +146,10 @@ sim::Training load_training(const Input& in) {
                           models::to_string(a)));
   }
   if (auto v = in.find("compile")) t.impl.compiled = v->as_bool();
+  // The loss is compiled with the model unless the scenario says it is not (torchtitan before
+  // Apr 2025, or a loss computed outside the compiled model).
+  t.impl.compiled_loss = t.impl.compiled;
+  if (auto v = in.find("compile_loss")) t.impl.compiled_loss = v->as_bool();
   // torchao's Float8Linear on the blocks' Linears (torchtitan: model.converters float8), and FSDP2's
   // float8 all-gather of their weights (enable_fsdp_float8_all_gather).
   if (auto v = in.find("float8")) t.impl.float8_linears = v->as_bool();

@@ -251,6 +251,20 @@ TEST_CASE("selective_op_recomputes_attention: loads with selective_op, resolves 
                        InputError);
 }
 
+TEST_CASE("compile_loss: follows compile unless set, and resolves to itself") {
+  CHECK(!training(parse("")).impl.compiled_loss);
+  CHECK(training(parse("  compile: true\n")).impl.compiled_loss);  // torchtitan since Apr 2025
+  const auto eager_loss = parse("  compile: true\n  compile_loss: false\n");
+  CHECK(training(eager_loss).impl.compiled);
+  CHECK(!training(eager_loss).impl.compiled_loss);
+  const std::string yaml = scenarios::resolved_yaml(eager_loss);
+  CHECK(yaml.find("compile_loss: false") != std::string::npos);
+  CHECK(!training(scenarios::parse_scenario(yaml, "resolved.yaml")).impl.compiled_loss);
+  // Llama 3.1 8B's 128k vocabulary: the eager fp32 loss keeps 4 bytes a logit, the compiled one 2.
+  const auto act = [](const scenarios::Scenario& s) { return scenarios::run(s).at(0).step.memory.peak_bytes(); };
+  CHECK(act(eager_loss) > act(parse("  compile: true\n")));
+}
+
 TEST_CASE("checkpoint_early_stop: on by default, resolves to itself, and off re-runs the whole block") {
   const auto on = parse("  activation_checkpointing: true\n");
   CHECK(on.points.at(0).setup.training.impl.checkpoint_early_stop);  // PyTorch >= 2.1, non-reentrant

@@ -90,6 +90,21 @@ TEST_CASE("kernel lists: the q/k/v split, the Triton dQ accumulator, metrics on 
   const auto metrics = bytes_of(units[0].kernels->backward, "metric log_softmax");
   CHECK(metrics.second == 2);
   CHECK(metrics.first == Approx(2 * 2.0 * 2 * 2048 * 50368));
+  // A compiled model with its loss left eager (torchtitan before Apr 2025) still casts the logits
+  // to fp32 (6 bytes a logit); the compiled loss is one pass over the bf16 logits and one back
+  // (read the logits, write their gradient: 4 bytes a logit).
+  shape.impl.logit_metrics = 0;
+  shape.impl.compiled = true;
+  units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  CHECK(bytes_of(units[0].kernels->forward, "logits to fp32").first == Approx(6.0 * 2048 * 50368));
+  CHECK(bytes_of(units[0].kernels->forward, "cross_entropy").second == 0);
+  shape.impl.compiled_loss = true;
+  units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  CHECK(bytes_of(units[0].kernels->forward, "logits to fp32").second == 0);
+  CHECK(bytes_of(units[0].kernels->forward, "cross_entropy").first == Approx(2.0 * 2048 * 50368));
+  CHECK(bytes_of(units[0].kernels->backward, "cross_entropy bwd").first == Approx(4.0 * 2048 * 50368));
+  shape.impl.compiled = false;
+  shape.impl.compiled_loss = false;
   // torchtitan's layout has kernel lists too: the embedding, each block, the norm and head.
   models::TrainingShape tt;
   tt.seq_len = 1024;

@@ -349,12 +349,18 @@ TEST_CASE("the loss keeps what its implementation saves") {
   const auto fused = fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape)[0];
   CHECK(fused.activation_bytes == doctest::Approx(T * (norm + 2 * V)));
   CHECK(fused.backward_transient_bytes == doctest::Approx(T * 2 * V));
-  // torch.compile leaves the loss's memory to its implementation (torchtitan compiles the blocks).
+  // Compiling the model leaves the loss's memory to its implementation (torchtitan compiled only the
+  // blocks until Apr 2025) ...
   shape.impl.fused_cross_entropy = false;
   shape.impl.logit_metrics = 0;
   shape.impl.compiled = true;
   CHECK(fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape)[0].activation_bytes ==
         doctest::Approx(eager.activation_bytes));
+  // ... and the compiled loss keeps what the fused kernel keeps: the bf16 logits, a new bf16 gradient.
+  shape.impl.compiled_loss = true;
+  const auto compiled = fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape)[0];
+  CHECK(compiled.activation_bytes == doctest::Approx(T * (norm + 2 * V)));
+  CHECK(compiled.backward_transient_bytes == doctest::Approx(T * 2 * V));
 }
 
 TEST_CASE("element-wise traffic of a GPT-2 block, per token in elements of 2 bytes") {
