@@ -386,12 +386,17 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       // torchtitan's op-level policy (_custom_policy in its activation checkpointing): every block
       // saves the outputs of its 1st, 3rd, 5th, ... matmul and of the attention kernel, with its
       // input; the rest is rebuilt while its backward runs.
+      // Compiled, the block keeps only what its backward reads: the policy's MUST_SAVE marks a
+      // tensor to keep, and AOTAutograd's partitioner drops the ones no backward op uses, the
+      // last matmul's output (the down projection's, which only the residual add reads). Eager
+      // checkpointing stores every MUST_SAVE output.
       const bool keeps_attention = !shape.impl.selective_op_recomputes_attention;
       double full = 0, saved = m.hidden * c.elem;
       int mm = 0;
       for (auto& p : pieces) {
+        const bool unread = shape.impl.compiled && &p == &pieces.back();
         full += p.act;
-        saved += (mm++ % 2 == 0 ? p.mm_out : 0) + (keeps_attention ? p.kernel_out : 0);
+        saved += (mm++ % 2 == 0 && !unread ? p.mm_out : 0) + (keeps_attention ? p.kernel_out : 0);
         p.act = 0;
       }
       pieces.front().act = saved;
