@@ -5,6 +5,7 @@
 #include "sim/policy.hpp"
 #include "sim/replay.hpp"
 #include "sim/symmetry.hpp"
+#include "replay_testing.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -121,17 +122,7 @@ TEST_CASE("tagc's rotating reduces: a cut of the cluster replays them to the nan
     for (const auto& task : schedule.tasks)
       for (const auto& ph : task.phases) chains += ph.plan.op == CollectiveOp::Reduce;
     CHECK(chains > 0);
-    const auto cut = replay(schedule, c, true);
-    const auto full = replay(schedule, c, false);
-    CHECK(cut.simulated_nodes == cut_nodes);
-    CHECK(full.simulated_nodes == c.nodes);
-    REQUIRE(cut.timings.size() == full.timings.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < cut.timings.size(); ++i)
-      worst = std::max(worst, std::abs(cut.timings[i].end - full.timings[i].end));
-    CHECK(worst < 1e-9);
-    CHECK(full.timings.back().end > 0.01);
-    CHECK(cut.nic_bytes_per_node == doctest::Approx(full.nic_bytes_per_node).epsilon(1e-9));
+    test::check_cut_matches_full(schedule, c, cut_nodes);
   };
   // 16 leaves of 4 nodes x 2 GPUs, 2:1 oversubscribed.
   auto c = fast_gpus(64, 10e-6);

@@ -9,6 +9,7 @@
 #include "sim/schedule.hpp"
 #include "sim/step.hpp"
 #include "sim/trace.hpp"
+#include "replay_testing.hpp"
 
 #include <doctest/doctest.h>
 
@@ -412,17 +413,7 @@ TEST_CASE("replaying two leaves instead of the whole fat tree gives the same tim
     t.sharding = sharding;
     t.hybrid_shard_gpus = shard_gpus;
     auto s = make_setup(models::preset("gpt2-124m"), c, t);
-    const Schedule schedule = build_step(s);
-    const auto cut = replay(schedule, c, true);
-    const auto full = replay(schedule, c, false);
-    CHECK(cut.simulated_nodes == cut_nodes);
-    CHECK(full.simulated_nodes == c.nodes);
-    REQUIRE(cut.timings.size() == full.timings.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < cut.timings.size(); ++i)
-      worst = std::max(worst, std::abs(cut.timings[i].end - full.timings[i].end));
-    CHECK(worst < 1e-9);
-    CHECK(full.timings.back().end > 0.01);
+    test::check_cut_matches_full(build_step(s), c, cut_nodes);
   };
   // HSDP with one leaf per shard group, so that shard rings stay in leaves and replica rings cross them.
   cut_matches_full(16, Sharding::HybridShard, 8);
