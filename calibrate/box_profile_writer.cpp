@@ -24,8 +24,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
+#include <string>
 #include <tuple>
 
 namespace tagcsim::calibrate {
@@ -43,6 +45,16 @@ std::string family_of(int sm) {
 }
 
 std::string us(double s) { return fmt::format("{:.4g} us", s * 1e6); }
+
+// Rates are written with 6 significant digits, and the loader checks monotonicity on what it
+// reads: the checks here run on the written value, and a clamped rate steps down until it passes.
+double as_written(double rate) { return std::stod(fmt::format("{:.6g}", rate)); }
+template <class Ok>
+double at_most(double rate, Ok ok) {
+  double r = as_written(rate);
+  for (int i = 0; i < 64 && !ok(r); ++i) r = as_written(r - std::pow(10.0, std::floor(std::log10(r)) - 5));  // 1 in the 6th digit
+  return r;
+}
 std::string tflops(double f) { return fmt::format("{:.6g} TFLOP/s", f / 1e12); }
 
 }  // namespace
@@ -176,12 +188,13 @@ std::string device_profile_yaml(const BoxFit& f) {
                        q("measured on this box: math-blocked attention on cuBLASLt (calibrate/box/attention.hpp), flash-attention FLOP convention"));
     double last_seq = 0, last_rate = 0;
     for (const auto& [seq, s] : c) {
-      double rate = s->flops() / s->seconds / 1e12;
+      double rate = as_written(s->flops() / s->seconds / 1e12);
       // The loader's rule: time per token (seq / rate) must not fall as seq grows.
       if (last_seq > 0 && seq / rate < last_seq / last_rate) {
+        const double clamped = at_most(last_rate * seq / last_seq, [&](double r) { return seq / r >= last_seq / last_rate; });
         clamps.push_back(fmt::format("attention {} hd {:g} seq {:g}: {:.1f} TFLOP/s clamped to {:.1f}", dir, hd, seq,
-                                     rate, last_rate * seq / last_seq));
-        rate = last_rate * seq / last_seq;
+                                     rate, clamped));
+        rate = clamped;
       }
       out += fmt::format("        - {{seq: {:g}, tflops: {:.6g}, source: {}}}\n", seq, rate,
                          q(fmt::format("{}, batch x heads {:g} ({})", stamp, s->batch_heads, s->origin)));
@@ -196,14 +209,16 @@ std::string device_profile_yaml(const BoxFit& f) {
   out += copy.empty() ? "memory:\n  points: []\n" : "memory:\n  points:\n";
   double last = 0;
   for (const auto& [bytes, secs] : copy) {
-    double t = secs;
-    if (t < last) {
-      clamps.push_back(fmt::format("memory {:g} bytes: {:.4g} s raised to {:.4g} s", bytes, t, last));
-      t = last;
+    // Seconds as the loader computes them from the written rate.
+    const auto seconds = [&](double gbps) { return bytes / (gbps * 1e9); };
+    double gbps = as_written(bytes / secs / 1e9);
+    if (seconds(gbps) < last) {
+      gbps = at_most(bytes / last / 1e9, [&](double r) { return seconds(r) >= last; });
+      clamps.push_back(fmt::format("memory {:.0f} bytes: {:.4g} s raised to {:.4g} s", bytes, secs, seconds(gbps)));
     }
-    out += fmt::format("    - {{bytes: {:g}, GBps: {:.6g}, source: {}}}\n", bytes, bytes / t / 1e9,
+    out += fmt::format("    - {{bytes: {:.0f}, GBps: {:.6g}, source: {}}}\n", bytes, gbps,
                        q(stamp + ", device-to-device copy kernel (read + write bytes)"));
-    last = t;
+    last = seconds(gbps);
   }
   out += fmt::format("launch: {{min_kernel_seconds: {}, source: {}}}\n", us(m.empty_kernel_s),
                      q(stamp + ": an empty kernel launched back to back on one stream, GPU time per launch"));

@@ -20,6 +20,8 @@
 #       3. tagcsim calibrate check on the quickstart scaled to the box: its model and training on
 #          `cluster: {file: OUTDIR/box/cluster-*.yaml}`, every policy (OUTDIR/check/);
 #       4. kernels/gpu-check.sh run with what is left of the budget (OUTDIR/kernels/).
+#     TAGCSIM_BOX_FULL=1 runs the full box (the GEMM grid and attention sweep, up to 300 s) instead
+#     of --quick; TAGCSIM_SKIP_KERNELS=1 skips step 4 (a rerun after the kernels passed).
 #     Steps past the budget are skipped and say so. OUTDIR/summary.txt has one line per step. At the
 #     end the folders are packed into OUTDIR/results.tar.gz and the reports copied beside it, so
 #     OUTDIR holds at most 8 files (what the device tool brings back); TAGCSIM_NO_PACK=1 keeps
@@ -50,6 +52,12 @@ prepare() {
     if [[ $name =~ $cxx_libs ]]; then cp -L "$path" "$stage/lib/cxx/$name"
     elif ! [[ $name =~ $base_libs ]]; then cp -L "$path" "$stage/lib/$name"; fi
   done < <(/lib64/ld-linux-x86-64.so.2 --list "$build/tagcsim" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
+  # Every library the bundle needs resolves inside it, the loader path naming lib/ as run() does
+  # (the GPU machine may lack libsimgrid's own needs, such as libboost_context).
+  local outside
+  outside=$(env -i LD_LIBRARY_PATH="$stage/lib" /lib64/ld-linux-x86-64.so.2 --list "$stage/tagcsim" |
+    awk '$2 == "=>" {print $1, $3}' | grep -vE "$base_libs|$cxx_libs" | grep -v " $stage/lib/")
+  [[ -z $outside ]] || die "the bundle's libraries resolve outside it: $outside"
   {
     echo "tagcsim calibrate bundle, made $(date -u +%Y-%m-%dT%H:%M:%SZ) from $(git describe --always --dirty 2>/dev/null || echo '?')"
     echo "nvcc: $(nvcc --version | tail -1); CUDA runtime static; NCCL, cuBLASLt, cuDNN, NVML opened at run time"
@@ -104,6 +112,9 @@ run() {
     tar -C "$(dirname "$bundle")" -xJf build/calibrate-bundle.tar.xz || die "cannot unpack the bundle"
   fi
   local tagcsim=$bundle/tagcsim
+  # RUNPATH ($ORIGIN/lib) serves tagcsim's own needs only, not those of the libraries it loads
+  # (libsimgrid needs libboost_context): the loader path names the bundle for all of them.
+  export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export TAGCSIM_DATA_DIR=$here/calibrate/profiles
   # NCCL, cuBLASLt and cuDNN: the toolkit's, or the nvidia-* wheels of the machine's Python.
   local dirs="" d
@@ -128,7 +139,9 @@ run() {
 
   # 2. The box, quick.
   local rc=0
-  timed 170 "$out/box.log" "$tagcsim" calibrate box --quick --scenario scenarios/quickstart.yaml --out "$out/box" || rc=$?
+  local quick=--quick box_limit=170
+  [[ -n ${TAGCSIM_BOX_FULL:-} ]] && quick="" box_limit=300
+  timed $box_limit "$out/box.log" "$tagcsim" calibrate box $quick --scenario scenarios/quickstart.yaml --out "$out/box" || rc=$?
   local cluster
   cluster=$(ls "$out"/box/cluster-*.yaml 2>/dev/null | head -1)
   if [[ $rc -eq 0 && -n $cluster ]]; then
@@ -155,7 +168,9 @@ run() {
   fi
 
   # 4. The TAGC kernels' own GPU checks, with what is left.
-  if [[ ! -d build/gpu-bundle ]]; then
+  if [[ -n ${TAGCSIM_SKIP_KERNELS:-} ]]; then
+    step "kernels: skipped: TAGCSIM_SKIP_KERNELS is set"
+  elif [[ ! -d build/gpu-bundle ]]; then
     step "kernels: skipped: build/gpu-bundle not carried (bash kernels/gpu-check.sh prepare)"
   elif (($(left) < 75)); then
     step "kernels: skipped: $(left) s left of the budget"

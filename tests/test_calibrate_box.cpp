@@ -273,3 +273,26 @@ TEST_CASE("box plan: NCCL over all GPUs and pairs, the scenario's GEMM shapes, o
   CHECK(q.nccl.size() == 5);
   CHECK(plan_text(q).find("one GPU: no pairs") != std::string::npos);
 }
+
+TEST_CASE("box profile: a memory sweep whose small copies time alike loads back, clamped on the values as written") {
+  // The first H200 box: 1 MiB and 4 MiB copies within a launch of each other (8.016, 7.648, 7.616 us).
+  // Clamped in seconds but written as 6-digit GB/s over a 6-digit byte count, 4 MiB read back as
+  // faster than 1 MiB and the loader refused the box's own profile.
+  auto m = h100_box(1);
+  m.memory = {{"copy", 262144, 8.016e-06}, {"copy", 1048576, 7.648e-06}, {"copy", 4194304, 7.616e-06},
+              {"copy", 1073741824, 2.583e-04}};
+  m.gemm.push_back({8192, 8192, 8192, "bf16", 2 * 8192.0 * 8192 * 8192 / 600e12, "grid: square"});
+  const auto yaml = device_profile_yaml(fit_box(m));
+  CHECK(yaml.find("bytes: 1048576,") != std::string::npos);  // byte counts exact
+  CHECK(yaml.find("memory 4194304 bytes: 7.616e-06 s raised to") != std::string::npos);
+  const auto kp = sim::parse_kernel_profile(yaml, "device.yaml");
+  // The clamped points take the 256 KiB copy's time, to the written precision.
+  CHECK(kp.memory_seconds(1048576) == rel(8.016e-06, 1e-5));
+  CHECK(kp.memory_seconds(4194304) == rel(8.016e-06, 1e-5));
+  CHECK(kp.memory_seconds(1073741824) == rel(2.583e-04, 1e-5));
+  // The second H200 box: a clamp to exactly the time before, read back through GB/s x 1e9.
+  m.memory = {{"copy", 65536, 5.36000007e-06}, {"copy", 262144, 5.52000012e-06}, {"copy", 1048576, 5.31199994e-06},
+              {"copy", 4194304, 5.76000009e-06}};
+  const auto second = sim::parse_kernel_profile(device_profile_yaml(fit_box(m)), "device.yaml");
+  CHECK(second.memory_seconds(1048576) == rel(5.52e-06, 1e-5));
+}

@@ -186,6 +186,7 @@ class Rank {
       if (t.category != sim::Category::Forward && t.category != sim::Category::Backward)
         traffic = std::max(traffic, t.seconds * hbm_rate());
     }
+    traffic = std::min(traffic, kTrafficBuffer);
     const std::size_t e = element_bytes(type_);
     ga_ = DeviceBuffer(a * e), gb_ = DeviceBuffer(b * e), gc_ = DeviceBuffer(c * e);
     const auto fill = type_ == GemmType::Tf32 ? kern::Fill::Fp32 : type_ == GemmType::Fp16 ? kern::Fill::Fp16 : kern::Fill::Bf16;
@@ -246,12 +247,21 @@ class Rank {
         if (stages_ && run_compression_task(*engine_, *stages_, sh_.setup, sh_.policy, t)) return;
         [[fallthrough]];
       default:
-        if (t.seconds > 0) kern::traffic(tout_.get(), tin_.get(), t.seconds * hbm_rate(), st);
+        if (t.seconds > 0) stream_bytes(t.seconds * hbm_rate(), st);
     }
   }
 
   static std::tuple<std::size_t, std::size_t, std::size_t> key_of(const models::Kernel& a) {
     return {std::size_t(a.batch_heads), std::size_t(a.seq), std::size_t(a.head_dim)};
+  }
+
+  // The optimizer over a whole unsharded model reads and writes more than the GPU holds (AdamW over
+  // 7B parameters on one GPU: ~190 GB), so traffic past the buffers runs as passes over them; at
+  // that size the rate is flat, and one more launch per GiB is noise.
+  static constexpr double kTrafficBuffer = 2.0 * (1 << 30);
+  void stream_bytes(double bytes, cudaStream_t st) {
+    for (; bytes > kTrafficBuffer; bytes -= kTrafficBuffer) kern::traffic(tout_.get(), tin_.get(), kTrafficBuffer, st);
+    kern::traffic(tout_.get(), tin_.get(), bytes, st);
   }
 
   // The unit's kernels of this pass, in the order the simulator times them.
@@ -270,7 +280,7 @@ class Rank {
           break;
         }
         case models::KernelKind::Memory:
-          if (k.bytes > 0) kern::traffic(tout_.get(), tin_.get(), k.bytes, st);
+          if (k.bytes > 0) stream_bytes(k.bytes, st);
           break;
       }
   }
