@@ -7,6 +7,7 @@
 
 #include <Eigen/Dense>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -55,6 +56,7 @@ void resolve(ValidationRow& r) {
   r.params = double(models::parameter_count(setup.model));
   const auto* prof = sim::device_kernel_profile(setup.cluster.gpu);
   r.family = prof ? prof->family : "roofline";
+  r.device = prof ? prof->gpu : "";
 }
 
 // The number a data field starts with: some carry a remark ("8192 (from the train config)").
@@ -230,31 +232,42 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
   std::vector<ValidationRow> rows;
   std::set<std::string> ids;
 
-  const Input pm = Input::load_file((data / "published_measurements.yaml").string());
-  const Input entries = pm["entries"];
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const Input e = entries.at(i);
-    if (e["kind"].as_string() != "fsdp") continue;
-    ValidationRow r;
-    r.id = e["id"].as_string();
-    r.source = e["source"]["ref"].as_string();
-    r.framework = framework_of(e["setup"]["framework"].as_string());
-    r.gpu = e["hardware"]["gpu"].as_string();
-    r.model = e["setup"]["model"].as_string();
-    r.seq = leading_int(e["setup"]["seq_len"]);
-    r.gpus = leading_int(e["hardware"]["num_gpus"]);
-    const Input m = e["measured"];
-    r.measured_tps = m["tokens_per_s_per_gpu"].as_positive();
-    if (auto v = m.find("mfu")) r.published_mfu = v->as_double();
-    if (auto v = m.find("mfu_pct")) r.published_mfu = v->as_double() / 100;
-    if (auto v = m.find("peak_memory_GiB")) r.published_reserved_gib = v->as_positive();
-    not_counted(e, r);
-    r.scenario_file = "scenarios/validation/" + r.id + ".yaml";  // as the repository names it
-    const auto path = dir / (r.id + ".yaml");
-    if (!fs::exists(path)) e["id"].fail(fmt::format("no scenario for this entry (expected {})", r.scenario_file));
-    r.scenario = read_file(path.string());
-    ids.insert(r.id);
-    rows.push_back(std::move(r));
+  // The published rows, then our own measurements (measured_*.yaml, in name order): the same schema,
+  // a scenario file each.
+  std::vector<std::string> files = {"published_measurements.yaml"};
+  std::vector<std::string> own;
+  for (const auto& f : fs::directory_iterator(data)) {
+    const auto name = f.path().filename().string();
+    if (name.rfind("measured_", 0) == 0 && f.path().extension() == ".yaml") own.push_back(name);
+  }
+  std::sort(own.begin(), own.end());
+  files.insert(files.end(), own.begin(), own.end());
+  for (const auto& file : files) {
+    const Input entries = Input::load_file((data / file).string())["entries"];
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const Input e = entries.at(i);
+      if (e["kind"].as_string() != "fsdp") continue;
+      ValidationRow r;
+      r.id = e["id"].as_string();
+      r.source = e["source"]["ref"].as_string();
+      r.framework = framework_of(e["setup"]["framework"].as_string());
+      r.gpu = e["hardware"]["gpu"].as_string();
+      r.model = e["setup"]["model"].as_string();
+      r.seq = leading_int(e["setup"]["seq_len"]);
+      r.gpus = leading_int(e["hardware"]["num_gpus"]);
+      const Input m = e["measured"];
+      r.measured_tps = m["tokens_per_s_per_gpu"].as_positive();
+      if (auto v = m.find("mfu")) r.published_mfu = v->as_double();
+      if (auto v = m.find("mfu_pct")) r.published_mfu = v->as_double() / 100;
+      if (auto v = m.find("peak_memory_GiB")) r.published_reserved_gib = v->as_positive();
+      not_counted(e, r);
+      r.scenario_file = "scenarios/validation/" + r.id + ".yaml";  // as the repository names it
+      const auto path = dir / (r.id + ".yaml");
+      if (!fs::exists(path)) e["id"].fail(fmt::format("no scenario for this entry (expected {})", r.scenario_file));
+      r.scenario = read_file(path.string());
+      if (!ids.insert(r.id).second) e["id"].fail("a second entry with this id");
+      rows.push_back(std::move(r));
+    }
   }
 
   // Every LLM Foundry table: published_fsdp_llm_foundry_<gpu>.yaml, in name order.
@@ -297,32 +310,51 @@ Prediction predict(const ValidationRow& row) {
 
 std::string Prediction::memory_mark() const { return !fits ? " !" : under_pressure ? " ~" : ""; }
 
-// One tensor_scale per device family and one memory_scale for all: the eager memory-bound kernels
-// reach the same share of STREAM bandwidth on every GPU (a family's rows alone, a dozen on Hopper,
-// cannot separate the two). A family is fitted only from two sources or more: one source's rows would
-// make its scale that source's own factor (Blackwell: one torchtitan row), so it keeps its profile's rates.
+// One tensor_scale per device and one memory_scale for all, fitted together. A device's tensor
+// scale is the rate its chip sustains in training against the microbenchmarks of its kernel
+// profile: its clocks under a training load at its power limit, and the profile's own sources.
+// That belongs to the chip and its power design, not to the architecture: one H200 runs PyTorch at
+// its profile's rates while H100 clusters reach ~0.7 of theirs (docs/validation.md). Any source
+// measuring a device fits its scale. The memory-bound kernels share one scale: a scale per device
+// predicted the held-out sources worse (with one source out, a device's other rows do not pin it;
+// docs/validation.md), and a streaming kernel's share of peak is mostly the kernels'.
+//
+// A family's scale stands in for its devices that no source measured (an unseen GPU, or a device
+// whose only source a fold left out): the geometric mean of its fitted devices' scales, each
+// weighted by its sources, when their rows come from two sources or more. A family below that
+// keeps no fit and borrows (sim/kernel_profile.cpp: its predecessor's).
 FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::size_t>& train) {
-  std::map<std::string, std::set<std::string>> sources;
-  for (auto i : train)
-    if (rows[i].counted) sources[rows[i].family].insert(rows[i].source);
-  std::vector<std::string> families;
+  // No device's fit from the file or an earlier fold survives: a device without rows here must
+  // take its family's.
+  for (const auto& r : rows) {
+    if (!r.device.empty()) sim::remove_fitted_parameters(sim::device_fit_key(r.device));
+    if (r.family != "roofline") sim::remove_fitted_parameters(r.family);
+  }
+  std::vector<std::string> devices;
   std::vector<std::size_t> idx;
   for (auto i : train)
-    if (rows[i].counted && rows[i].family != "roofline" && sources[rows[i].family].size() >= 2) {
+    if (rows[i].counted && rows[i].family != "roofline" && !rows[i].device.empty()) {
       idx.push_back(i);
-      if (std::find(families.begin(), families.end(), rows[i].family) == families.end())
-        families.push_back(rows[i].family);
+      if (std::find(devices.begin(), devices.end(), rows[i].device) == devices.end())
+        devices.push_back(rows[i].device);
     }
   FamilyFits out;
   if (idx.empty()) return out;
-  std::sort(families.begin(), families.end());
-  const int F = int(families.size()), P = F + 1;  // x = (log tensor_scale per family..., log memory_scale)
+  std::sort(devices.begin(), devices.end());
+  auto family_of = [&](const std::string& device) {
+    for (auto i : idx)
+      if (rows[i].device == device) return rows[i].family;
+    return std::string();
+  };
+  const int D = int(devices.size()), P = D + 1;  // x = (log tensor_scale per device..., log memory_scale)
   Eigen::VectorXd x(P);
-  for (int f = 0; f < F; ++f) x[f] = std::log(sim::fitted_parameters(families[std::size_t(f)]).tensor_scale);
-  x[F] = std::log(sim::fitted_parameters(families.front()).memory_scale);
+  for (int d = 0; d < D; ++d)
+    x[d] = std::log(sim::fitted_parameters(devices[std::size_t(d)], family_of(devices[std::size_t(d)])).tensor_scale);
+  x[D] = std::log(sim::fitted_parameters(family_of(devices.front())).memory_scale);
   auto apply = [&](const Eigen::VectorXd& p) {
-    for (int f = 0; f < F; ++f)
-      sim::override_fitted_parameters(families[std::size_t(f)], {std::exp(p[f]), std::exp(p[F]), "fitting"});
+    for (int d = 0; d < D; ++d)
+      sim::override_fitted_parameters(sim::device_fit_key(devices[std::size_t(d)]),
+                                      {std::exp(p[d]), std::exp(p[D]), "fitting", ""});
   };
   // Residuals log(predicted / measured); only the rows a parameter touches are rerun.
   auto residuals = [&](const Eigen::VectorXd& p, const Eigen::VectorXd* base, int changed) {
@@ -330,7 +362,7 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
     Eigen::VectorXd r(Eigen::Index(idx.size()));
     for (std::size_t k = 0; k < idx.size(); ++k) {
       const auto& row = rows[idx[k]];
-      const bool touched = changed < 0 || changed == F || families[std::size_t(changed)] == row.family;
+      const bool touched = changed < 0 || changed == D || devices[std::size_t(changed)] == row.device;
       r[Eigen::Index(k)] = touched || !base ? std::log(predict(row).tps / row.measured_tps) : (*base)[Eigen::Index(k)];
     }
     return r;
@@ -356,18 +388,59 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
     if (step.norm() < 1e-4) break;
   }
   apply(x);
-  for (int f = 0; f < F; ++f) {
+  const double memory = std::exp(x[D]);
+  // The devices, with what fitted each.
+  std::map<std::string, std::vector<int>> family_devices;
+  std::map<std::string, std::set<std::string>> family_sources;
+  for (int d = 0; d < D; ++d) {
+    const auto& device = devices[std::size_t(d)];
+    std::set<std::string> sources;
     double ss = 0;
     int n = 0;
     for (std::size_t k = 0; k < idx.size(); ++k)
-      if (rows[idx[k]].family == families[std::size_t(f)]) ss += r[Eigen::Index(k)] * r[Eigen::Index(k)], ++n;
-    sim::FittedParameters fp{std::exp(x[f]), std::exp(x[F]),
-                             fmt::format("least squares on log(predicted / measured tokens/s/GPU): tensor_scale over "
-                                         "{} {} rows (rms {:.1f}%), memory_scale shared over all {} rows",
-                                         n, families[std::size_t(f)], 100 * std::sqrt(ss / std::max(n, 1)),
-                                         idx.size())};
-    sim::override_fitted_parameters(families[std::size_t(f)], fp);
-    out[families[std::size_t(f)]] = fp;
+      if (rows[idx[k]].device == device) {
+        ss += r[Eigen::Index(k)] * r[Eigen::Index(k)], ++n;
+        sources.insert(rows[idx[k]].source);
+      }
+    const auto family = family_of(device);
+    family_devices[family].push_back(d);
+    family_sources[family].insert(sources.begin(), sources.end());
+    sim::FittedParameters fp{
+        std::exp(x[d]), memory,
+        fmt::format("least squares on log(predicted / measured tokens/s/GPU): tensor_scale over {} rows of {} "
+                    "({} source{}: {}; rms {:.1f}%), memory_scale shared over all {} rows",
+                    n, device, sources.size(), sources.size() == 1 ? "" : "s", fmt::join(sources, ", "),
+                    100 * std::sqrt(ss / std::max(n, 1)), idx.size()),
+        ""};
+    sim::override_fitted_parameters(sim::device_fit_key(device), fp);
+    out[sim::device_fit_key(device)] = fp;
+  }
+  // The families: for their devices without rows. A family under two sources is removed, so that
+  // it borrows rather than keep an earlier fit.
+  for (const auto& [family, ds] : family_devices) {
+    if (family_sources[family].size() < 2) {
+      sim::remove_fitted_parameters(family);
+      continue;
+    }
+    // Each source is one estimate of what the family's chips sustain: a device counts as often as
+    // sources measured it.
+    double log_sum = 0, weight = 0;
+    std::string parts;
+    for (int d : ds) {
+      std::set<std::string> sources;
+      for (auto i : idx)
+        if (rows[i].device == devices[std::size_t(d)]) sources.insert(rows[i].source);
+      log_sum += double(sources.size()) * x[d], weight += double(sources.size());
+      parts += fmt::format("{}{} {:.3f} x {}", parts.empty() ? "" : ", ", devices[std::size_t(d)], std::exp(x[d]),
+                           sources.size());
+    }
+    sim::FittedParameters fp{std::exp(log_sum / weight), memory,
+                             fmt::format("for its devices without rows: its fitted devices' tensor scales, geometric "
+                                         "mean weighted by their sources ({}); memory_scale the shared one",
+                                         parts),
+                             ""};
+    sim::override_fitted_parameters(family, fp);
+    out[family] = fp;
   }
   return out;
 }
@@ -393,7 +466,13 @@ ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions&
   if (o.refit) run.fitted = fit(R, all);
   // The parameters in force now (shipped, or just fitted) give the main predictions.
   FamilyFits in_force;
-  for (const auto& r : R) in_force[r.family] = sim::fitted_parameters(r.family);
+  for (const auto& r : R) {
+    in_force[r.family] = sim::fitted_parameters(r.family);
+    if (!r.device.empty()) {
+      const auto key = sim::device_fit_key(r.device);
+      if (sim::has_device_fit(r.device)) in_force[key] = sim::fitted_parameters(r.device, r.family);
+    }
+  }
   run.results.resize(R.size());
   for (std::size_t i = 0; i < R.size(); ++i) run.results[i].shipped = predict(R[i]);
 
@@ -414,14 +493,19 @@ ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions&
 
 std::string fit_file_text(const FamilyFits& fits, const std::string& command) {
   std::string out =
-      "# The device families' fitted physical parameters (docs/compute-model.md, docs/validation.md).\n"
+      "# The devices' and their families' fitted physical parameters (docs/compute-model.md, docs/validation.md).\n"
       "# tensor_scale: tensor-core kernels (GEMM, attention) in training relative to the kernel profile;\n"
       "# memory_scale: memory-bound kernels likewise. Written by the command below; do not edit by hand.\n";
   out += "format: tagcsim-training-fit/1\n";
-  out += fmt::format("command: \"{}\"\nfamilies:\n", command);
-  for (const auto& [f, p] : fits)
-    out += fmt::format("  {}: {{tensor_scale: {:.4f}, memory_scale: {:.4f}, basis: \"{}\"}}\n", f, p.tensor_scale,
-                       p.memory_scale, p.basis);
+  out += fmt::format("command: \"{}\"\n", command);
+  for (bool devices : {false, true}) {
+    out += devices ? "devices:\n" : "families:\n";
+    for (const auto& [f, p] : fits)
+      if (sim::is_device_fit_key(f) == devices)
+        out += fmt::format("  {}: {{tensor_scale: {:.4f}, memory_scale: {:.4f}, basis: \"{}\"}}\n",
+                           devices ? f.substr(std::string("device:").size()) : f, p.tensor_scale, p.memory_scale,
+                           p.basis);
+  }
   return out;
 }
 

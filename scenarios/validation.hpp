@@ -33,6 +33,7 @@ struct ValidationRow {
   std::string scenario_file;  // where the scenario comes from (a file, or the data entry)
   std::string scenario;       // its YAML text
   std::string family;         // the device family of its GPU's kernel profile
+  std::string device;         // the GPU its kernel profile measured ("H200-SXM-141GB")
 
   std::string seq_bucket() const;   // "512", "1k", ..., "32k"
   std::string size_bucket() const;  // "<0.5B", "0.5-2B", "2-5B", "5-10B", "10-20B", "20-50B", ">50B"
@@ -62,11 +63,12 @@ struct Prediction {
 // Runs one row with the fitted parameters in force (sim::override_fitted_parameters).
 Prediction predict(const ValidationRow& row);
 
+// By family ("hopper") and by device (sim::device_fit_key).
 using FamilyFits = std::map<std::string, sim::FittedParameters>;
 
 // Least squares on log(predicted / measured) over the counted rows `train` (indices into
-// rows), per family: tensor_scale and memory_scale (Gauss-Newton with finite differences).
-// Leaves the result in force (override_fitted_parameters).
+// rows): per family tensor_scale and one memory_scale, then per device its own tensor_scale
+// (Gauss-Newton with finite differences). Leaves the result in force (override_fitted_parameters).
 FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::size_t>& train);
 
 struct RowResult {

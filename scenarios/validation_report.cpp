@@ -228,20 +228,29 @@ std::string format_validation(const ValidationRun& run) {
                          bucket_table(run, held, foundry, "GPUs", &ValidationRow::gpus_bucket, gpus_order));
     }
   }
-  std::set<std::string> families;
-  for (const auto& r : run.rows) families.insert(r.family);
-  out += "\n| family | tensor_scale | memory_scale | basis |\n|---|---|---|---|\n";
-  for (const auto& f : families) {
-    const auto p = run.fitted.count(f) ? run.fitted.at(f) : sim::fitted_parameters(f);
-    out += fmt::format("| {} | {:.3f} | {:.3f} | {} |\n", f, p.tensor_scale, p.memory_scale,
-                       p.basis.empty() ? "not fitted: tensor scale " + p.borrowed + ", memory scale shared" : p.basis);
+  // The families, then the devices with a fit of their own (the others take their family's).
+  std::set<std::string> families, devices;
+  for (const auto& r : run.rows) {
+    families.insert(r.family);
+    if (!r.device.empty() && (run.fitted.count(sim::device_fit_key(r.device)) || sim::has_device_fit(r.device)))
+      devices.insert(r.device);
   }
+  out += "\n| family or device | tensor_scale | memory_scale | basis |\n|---|---|---|---|\n";
+  auto line = [&](const std::string& label, const std::string& key, const sim::FittedParameters& shipped) {
+    const auto p = run.fitted.count(key) ? run.fitted.at(key) : shipped;
+    out += fmt::format("| {} | {:.3f} | {:.3f} | {} |\n", label, p.tensor_scale, p.memory_scale,
+                       p.basis.empty() ? "not fitted: the scales of " + p.borrowed : p.basis);
+  };
+  for (const auto& f : families) line(f, f, sim::fitted_parameters(f));
+  for (const auto& d : devices) line("device " + d, sim::device_fit_key(d), sim::fitted_parameters(d, ""));
   if (!run.fold_fits.empty()) {
     out += "\n| held-out source | fitted without it |\n|---|---|\n";
     for (const auto& [s, fits] : run.fold_fits) {
       std::string t;
       for (const auto& [f, p] : fits)
-        t += fmt::format("{}{}: {:.3f} / {:.3f}", t.empty() ? "" : "; ", f, p.tensor_scale, p.memory_scale);
+        t += fmt::format("{}{}: {:.3f} / {:.3f}", t.empty() ? "" : "; ",
+                         sim::is_device_fit_key(f) ? f.substr(std::string("device:").size()) : f, p.tensor_scale,
+                         p.memory_scale);
       out += fmt::format("| {} | {} |\n", s, t);
     }
   }

@@ -127,9 +127,10 @@ std::string compute_model_description(const topologies::DeviceProfile& gpu) {
   if (p->device.memory != 1)
     scaled += fmt::format("; memory-bound kernels x{:.3f} ({:g} TB/s HBM against the measured {}'s)",
                           p->device.memory, gpu.memory_bandwidth / 1e12, p->gpu);
+  // The device's own fit where a source measured it, else its family's.
   return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}{}", p->name, file,
-                     p->family, f.tensor_scale, f.memory_scale,
-                     f.basis.empty() ? fmt::format(" (not fitted: tensor scale {}, memory scale shared)", f.borrowed) : "",
+                     has_device_fit(p->gpu) ? p->gpu : p->family, f.tensor_scale, f.memory_scale,
+                     f.basis.empty() ? fmt::format(" (not fitted: the scales of {})", f.borrowed) : "",
                      scaled);
 }
 

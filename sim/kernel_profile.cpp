@@ -49,6 +49,7 @@ namespace {
 
 constexpr const char* kFormat = "tagcsim-device-profile/1";
 constexpr const char* kFitFormat = "tagcsim-training-fit/1";
+constexpr const char* kRemoved = "(removed)";  // an override that hides a fit (remove_fitted_parameters)
 
 std::string required_source(const Input& pt) {
   const auto s = pt["source"].as_string();
@@ -195,26 +196,32 @@ std::map<std::string, FittedParameters> read_fit_file() {
   const auto path = fit_file_path();
   if (!std::filesystem::exists(path)) return out;
   const Input doc = Input::load_file(path);
-  doc.expect_keys({"format", "command", "families"});
+  doc.expect_keys({"format", "command", "families", "devices"});
   if (doc["format"].as_string() != kFitFormat)
     doc["format"].fail(fmt::format("expected '{}'", kFitFormat));
-  const Input fams = doc["families"];
-  for (const auto& name : fams.keys()) {
-    const Input f = fams[name];
-    f.expect_keys({"tensor_scale", "memory_scale", "basis"});
-    FittedParameters p;
-    p.tensor_scale = f["tensor_scale"].as_positive();
-    p.memory_scale = f["memory_scale"].as_positive();
-    p.basis = f["basis"].as_string();
-    out[name] = p;
-  }
+  auto read = [&](const Input& map, bool devices) {
+    for (const auto& name : map.keys()) {
+      const Input f = map[name];
+      f.expect_keys({"tensor_scale", "memory_scale", "basis"});
+      FittedParameters p;
+      p.tensor_scale = f["tensor_scale"].as_positive();
+      p.memory_scale = f["memory_scale"].as_positive();
+      p.basis = f["basis"].as_string();
+      out[devices ? device_fit_key(name) : name] = p;
+    }
+  };
+  read(doc["families"], false);
+  if (const auto devices = doc.find("devices")) read(*devices, true);
   return out;
 }
 
-std::optional<FittedParameters> own_fit(Registry& r, const std::string& family) {
-  if (auto it = r.overrides.find(family); it != r.overrides.end()) return it->second;
+std::optional<FittedParameters> own_fit(Registry& r, const std::string& key) {
+  if (auto it = r.overrides.find(key); it != r.overrides.end()) {
+    if (it->second.basis == kRemoved) return std::nullopt;
+    return it->second;
+  }
   if (!r.fitted) r.fitted = read_fit_file();
-  if (auto it = r.fitted->find(family); it != r.fitted->end()) return it->second;
+  if (auto it = r.fitted->find(key); it != r.fitted->end()) return it->second;
   return std::nullopt;
 }
 
@@ -230,28 +237,38 @@ int architecture_rank(const std::string& family) {
 // scale holds (clocks sustained under a training load against a microbenchmark's, the library
 // generation) carries from one architecture to the next, and Hopper and
 // Blackwell both run dense tensor work at their power limit where Ampere runs near its clocks.
-// With no fitted predecessor (or a family not in the list), the geometric mean of the fitted
-// families' tensor scales. The memory scale is one for all. Its basis stays empty: not fitted.
+// With no fitted predecessor (or a family not in the list), the geometric means of the fitted
+// families' scales. Its basis stays empty: not fitted.
 FittedParameters fitted_locked(Registry& r, const std::string& family) {
   if (auto own = own_fit(r, family)) return *own;
   std::set<std::string> families;
   for (const auto& [name, p] : *r.fitted) families.insert(name);
   for (const auto& [name, p] : r.overrides) families.insert(name);
-  double log_sum = 0, memory = 1;
+  double log_tensor = 0, log_memory = 0;
   int n = 0, predecessor_rank = -1;
-  std::optional<double> predecessor;
+  std::optional<FittedParameters> predecessor;
   std::string predecessor_name;
   const int rank = architecture_rank(family);
   for (const auto& name : families) {
+    if (is_device_fit_key(name)) continue;
     const auto f = own_fit(r, name);
     if (!f || f->basis.empty() || name == family) continue;
-    log_sum += std::log(f->tensor_scale), memory = f->memory_scale, ++n;
+    log_tensor += std::log(f->tensor_scale), log_memory += std::log(f->memory_scale), ++n;
     if (const int k = architecture_rank(name); rank >= 0 && k >= 0 && k < rank && k > predecessor_rank)
-      predecessor_rank = k, predecessor = f->tensor_scale, predecessor_name = name;
+      predecessor_rank = k, predecessor = f, predecessor_name = name;
   }
   if (!n) return FittedParameters{1, 1, "", "none: the profile's rates"};
-  if (predecessor) return FittedParameters{*predecessor, memory, "", predecessor_name + "'s, its predecessor's"};
-  return FittedParameters{std::exp(log_sum / n), memory, "", "the fitted families' geometric mean"};
+  if (predecessor)
+    return FittedParameters{predecessor->tensor_scale, predecessor->memory_scale, "",
+                            predecessor_name + "'s, its predecessor's"};
+  return FittedParameters{std::exp(log_tensor / n), std::exp(log_memory / n), "",
+                          "the fitted families' geometric mean"};
+}
+
+// A device fitted on its own rows takes its own tensor scale; the memory scale is the one shared.
+FittedParameters fitted_locked(Registry& r, const std::string& gpu, const std::string& family) {
+  if (auto own = own_fit(r, device_fit_key(gpu))) return *own;
+  return fitted_locked(r, family);
 }
 
 }  // namespace
@@ -344,7 +361,7 @@ const KernelProfile& kernel_profile(const std::string& ref) {
   std::stringstream ss;
   ss << in.rdbuf();
   auto p = std::make_unique<KernelProfile>(parse_kernel_profile(ss.str(), path));
-  p->fitted = fitted_locked(r, p->family);
+  p->fitted = fitted_locked(r, p->gpu, p->family);
   return *r.profiles.emplace(path, std::move(p)).first->second;
 }
 
@@ -356,18 +373,41 @@ FittedParameters fitted_parameters(const std::string& family) {
   return fitted_locked(r, family);
 }
 
-void override_fitted_parameters(const std::string& family, const FittedParameters& p) {
+FittedParameters fitted_parameters(const std::string& gpu, const std::string& family) {
   auto& r = registry();
   std::lock_guard lock(r.mu);
-  r.overrides[family] = p;
-  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->family);  // unfitted ones follow
+  return fitted_locked(r, gpu, family);
+}
+
+std::string device_fit_key(const std::string& gpu) { return "device:" + gpu; }
+bool is_device_fit_key(const std::string& key) { return key.rfind("device:", 0) == 0; }
+
+bool has_device_fit(const std::string& gpu) {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  return own_fit(r, device_fit_key(gpu)).has_value();
+}
+
+void override_fitted_parameters(const std::string& key, const FittedParameters& p) {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  r.overrides[key] = p;
+  // Unfitted ones follow.
+  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
+}
+
+void remove_fitted_parameters(const std::string& key) {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  r.overrides[key] = FittedParameters{1, 1, kRemoved, ""};
+  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
 }
 
 void clear_fitted_overrides() {
   auto& r = registry();
   std::lock_guard lock(r.mu);
   r.overrides.clear();
-  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->family);
+  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
 }
 
 // ---- timing ----

@@ -142,11 +142,19 @@ KernelProfile parse_kernel_profile(const std::string& text, const std::string& f
 std::string kernel_profile_path(const std::string& ref);
 std::vector<std::string> shipped_kernel_profiles();
 
-// The fitted parameters per family: calibrate/profiles/fit-training.yaml, unless overridden.
+// The fitted parameters: calibrate/profiles/fit-training.yaml, unless overridden. They are kept
+// per family ("hopper") and per device (device_fit_key("H200-SXM-141GB")): a device with a fit of
+// its own uses it, any other device its family's.
 FittedParameters fitted_parameters(const std::string& family);
-// Replaces a family's parameters for this process (the validation fits use it); applies to the
-// profiles already loaded.
-void override_fitted_parameters(const std::string& family, const FittedParameters& p);
+FittedParameters fitted_parameters(const std::string& gpu, const std::string& family);
+std::string device_fit_key(const std::string& gpu);  // "device:H200-SXM-141GB"
+bool is_device_fit_key(const std::string& key);
+bool has_device_fit(const std::string& gpu);
+// Replaces a family's or a device's parameters for this process (the validation fits use it);
+// applies to the profiles already loaded. remove_... drops one override, and a device's own fit from
+// the file with it (a fold without that device's rows must not keep what they said).
+void override_fitted_parameters(const std::string& key, const FittedParameters& p);
+void remove_fitted_parameters(const std::string& key);
 void clear_fitted_overrides();
 std::string fit_file_path();
 

@@ -1,6 +1,6 @@
 // Validation against published FSDP throughput (scenarios/validation.hpp, docs/validation.md):
 // every shipped row, its scenario and its measurement from validation/data, the LLM Foundry
-// mapping, the fit of the families' parameters, and leave-one-source-out.
+// mapping, the fit of the devices' and families' parameters, and leave-one-source-out.
 #include "common/input.hpp"
 #include "models/model.hpp"
 #include "scenarios/scenario.hpp"
@@ -36,8 +36,8 @@ const scenarios::ValidationRow& row(const std::string& id) {
 
 TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from validation/data") {
   // fms-fsdp and torchtitan 31, torchao's H100 2 and B200 2, H200 2, LLM Foundry's A100 40GB table 78,
-  // A100 80GB 61, H100 large-scale 18, H100 8-64 GPUs 52.
-  REQUIRE(rows().size() == 37 + 78 + 61 + 18 + 52);
+  // A100 80GB 61, H100 large-scale 18, H100 8-64 GPUs 52; our own H200 measurements 9.
+  REQUIRE(rows().size() == 37 + 78 + 61 + 18 + 52 + 9);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -48,10 +48,14 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
     CHECK(r.measured_tps > 0);
     CHECK(r.family != "roofline");  // every row's GPU has a kernel profile
   }
-  // float8 rows too; not the 52 H100 rows whose attention kernel has no H100 measurement.
-  CHECK(counted == 194);
-  CHECK(sources ==
-        std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61", "S62"});
+  // float8 rows too; not the 52 H100 rows whose attention kernel has no H100 measurement, nor our two
+  // host-bound small-model rows.
+  CHECK(counted == 194 + 7);
+  CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
+                                         "S62", "S63"});
+  CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").measured_tps == Approx(24348.0).epsilon(1e-4));
+  CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").device == "H200-SXM-141GB");
+  CHECK(!row("fsdp-own-llama-small-12l-768-h200-1gpu").counted);
   CHECK(!row("fsdp-mpt7b-h100-80gb-8gpu-seq65536-mb1-acT").counted);
   CHECK(row("fsdp-mpt7b-h100-80gb-8gpu-seq65536-mb1-acT").measured_tps == 1956);
   CHECK(row("fsdp-tt-llama3-8b-b200-8gpu-compile").family == "blackwell");
@@ -176,22 +180,56 @@ TEST_CASE("with the shipped fit, rows across sources and GPUs come within a few 
 }
 
 TEST_CASE("the fit recovers the parameters that made the measurements") {
-  // Rows whose "measurements" are tagcsim's own predictions at tensor_scale 0.9 and memory_scale
-  // 0.7: a small model (memory-bound kernels weigh) and a large one (GEMMs weigh).
+  // Rows whose "measurements" are tagcsim's own predictions with the A100 40GB at tensor_scale 0.9
+  // and memory_scale 0.7: a small model (memory-bound kernels weigh) and a large one (GEMMs weigh).
   std::vector<scenarios::ValidationRow> r = {row("fsdp-mpt125m-a100-40gb-8gpu-seq512-mb104-acF"),
                                              row("fsdp-mpt350m-a100-40gb-8gpu-seq2048-mb16-acF"),
                                              row("fsdp-mpt30b-a100-40gb-32gpu-seq2048-mb4-acT")};
-  sim::override_fitted_parameters("ampere", {0.9, 0.7, "truth"});
+  const auto a100 = sim::device_fit_key("A100-SXM4-40GB");
+  sim::override_fitted_parameters(a100, {0.9, 0.7, "truth"});
   for (auto& x : r) x.measured_tps = scenarios::predict(x).tps;
   sim::override_fitted_parameters("ampere", {1, 1, "start"});
-  // One source is not enough: its rows alone would make the scale that source's own factor.
-  CHECK(scenarios::fit(r, {0, 1, 2}).count("ampere") == 0);
-  CHECK(sim::fitted_parameters("ampere").tensor_scale == 1);
-  r[2].source = "S-other";  // as if the 30B row came from a second source
-  const auto fits = scenarios::fit(r, {0, 1, 2});
-  CHECK(fits.at("ampere").tensor_scale == Approx(0.9).epsilon(0.01));
+  // One source fits its device: a device's scale is what its measurements say.
+  auto fits = scenarios::fit(r, {0, 1, 2});
+  CHECK(fits.at(a100).tensor_scale == Approx(0.9).epsilon(0.01));
+  CHECK(fits.at(a100).memory_scale == Approx(0.7).epsilon(0.01));
+  CHECK(sim::fitted_parameters("A100-SXM4-40GB", "ampere").tensor_scale == fits.at(a100).tensor_scale);  // in force
+  // But not its family: one source's rows alone would make the family's scale that source's factor,
+  // so the family keeps none (and borrows).
+  CHECK(fits.count("ampere") == 0);
+  CHECK(sim::fitted_parameters("ampere").basis.empty());
+  // From two sources the family stands for its unmeasured devices: here the one device's scale.
+  r[2].source = "S-other";
+  fits = scenarios::fit(r, {0, 1, 2});
+  CHECK(fits.at("ampere").tensor_scale == Approx(fits.at(a100).tensor_scale));
+  sim::remove_fitted_parameters(sim::device_fit_key("A100-SXM4-80GB"));  // as if no source had measured it
+  CHECK(sim::fitted_parameters("A100-SXM4-80GB", "ampere").tensor_scale == Approx(fits.at(a100).tensor_scale));
+  sim::clear_fitted_overrides();
+}
+
+TEST_CASE("a family's scale is its devices' geometric mean, each weighted by the sources that measured it") {
+  // Two S31 rows (A100 40GB) and one row each of S35 and S36 (A100 80GB), each "measured" at the
+  // prediction with its device's truth: 0.8 for the 40GB, 1.0 for the 80GB, memory 0.7. The family
+  // stands for an unmeasured Ampere at (0.8^1 x 1.0^2)^(1/3) = 0.928.
+  std::vector<scenarios::ValidationRow> r = {row("fsdp-mpt125m-a100-40gb-8gpu-seq512-mb104-acF"),
+                                             row("fsdp-mpt30b-a100-40gb-32gpu-seq2048-mb4-acT"),
+                                             row("fsdp-tt-13b-llama2-a100-64gpu-bs2-none"),
+                                             row("fsdp-tt-llama3-70b-a100-64gpu-full-ac")};
+  sim::override_fitted_parameters(sim::device_fit_key("A100-SXM4-40GB"), {0.8, 0.7, "truth"});
+  sim::override_fitted_parameters(sim::device_fit_key("A100-SXM4-80GB"), {1.0, 0.7, "truth"});
+  for (auto& x : r) x.measured_tps = scenarios::predict(x).tps;
+  const auto fits = scenarios::fit(r, {0, 1, 2, 3});
+  CHECK(fits.at(sim::device_fit_key("A100-SXM4-40GB")).tensor_scale == Approx(0.8).epsilon(0.01));
+  CHECK(fits.at(sim::device_fit_key("A100-SXM4-80GB")).tensor_scale == Approx(1.0).epsilon(0.01));
+  CHECK(fits.at("ampere").tensor_scale == Approx(std::cbrt(0.8)).epsilon(0.01));
   CHECK(fits.at("ampere").memory_scale == Approx(0.7).epsilon(0.01));
-  CHECK(sim::fitted_parameters("ampere").tensor_scale == fits.at("ampere").tensor_scale);  // left in force
+  CHECK(fits.at("ampere").basis.find("A100-SXM4-40GB 0.800 x 1, A100-SXM4-80GB 1.000 x 2") != std::string::npos);
+  // A fold without the 40GB's source: the device has no rows and takes the family's.
+  std::vector<std::size_t> without_s31 = {2, 3};
+  scenarios::fit(r, without_s31);
+  CHECK(!sim::has_device_fit("A100-SXM4-40GB"));
+  CHECK(sim::fitted_parameters("A100-SXM4-40GB", "ampere").tensor_scale ==
+        Approx(sim::fitted_parameters("A100-SXM4-80GB", "ampere").tensor_scale));
   sim::clear_fitted_overrides();
 }
 
@@ -211,7 +249,9 @@ TEST_CASE("leave one source out predicts each source from a fit without it") {
   CHECK(run.fold_fits.count("S35") == 1);
   CHECK(run.fold_fits.count("S36") == 1);
   for (const auto& res : run.results) CHECK(res.has_held_out);
-  CHECK(run.fold_fits.at("S31").at("ampere").basis.find("over 3 ampere rows") != std::string::npos);
+  CHECK(run.fold_fits.at("S31").at(sim::device_fit_key("A100-SXM4-80GB")).basis.find("over 3 rows of A100-SXM4-80GB") !=
+        std::string::npos);
+  CHECK(run.fold_fits.at("S31").count(sim::device_fit_key("A100-SXM4-40GB")) == 0);  // its rows are held out
   // The fitted parameters in force before are back in force after.
   CHECK(sim::fitted_parameters("ampere").tensor_scale == before.tensor_scale);
   CHECK(sim::kernel_profile("device-a100-40gb").fitted.memory_scale == before.memory_scale);
@@ -262,6 +302,7 @@ TEST_CASE("a family without a fit is reported apart: the held-out summary of the
 }
 
 TEST_CASE("a family without a fit of its own takes its nearest fitted predecessor's tensor scale") {
+  sim::remove_fitted_parameters(sim::device_fit_key("B200-SXM-180GB"));  // the B200 by its family's, here
   sim::override_fitted_parameters("ampere", {0.9, 0.7, "test"});
   sim::override_fitted_parameters("hopper", {0.4, 0.7, "test"});
   const auto b = sim::fitted_parameters("blackwell");
@@ -277,4 +318,18 @@ TEST_CASE("a family without a fit of its own takes its nearest fitted predecesso
   CHECK(sim::fitted_parameters("cdna3").borrowed == "the fitted families' geometric mean");
   sim::clear_fitted_overrides();
   CHECK(sim::fitted_parameters("blackwell").tensor_scale == Approx(sim::fitted_parameters("hopper").tensor_scale));
+}
+
+TEST_CASE("the fit file keeps the families and the devices apart, the devices by their GPU's name") {
+  const scenarios::FamilyFits fits = {{"hopper", {0.8, 0.7, "b1", ""}},
+                                      {sim::device_fit_key("H200-SXM-141GB"), {1.0, 0.7, "b2", ""}}};
+  const auto text = scenarios::fit_file_text(fits, "cmd");
+  CHECK(text.find("families:\n  hopper: {tensor_scale: 0.8000, memory_scale: 0.7000, basis: \"b1\"}\n") !=
+        std::string::npos);
+  CHECK(text.find("devices:\n  H200-SXM-141GB: {tensor_scale: 1.0000, memory_scale: 0.7000, basis: \"b2\"}\n") !=
+        std::string::npos);
+  // The shipped file's devices are in force: the H200 by its own scale, an unmeasured Hopper by the family's.
+  CHECK(sim::has_device_fit("H200-SXM-141GB"));
+  CHECK(!sim::has_device_fit("GH200-96GB"));
+  CHECK(sim::fitted_parameters("GH200-96GB", "hopper").tensor_scale == sim::fitted_parameters("hopper").tensor_scale);
 }

@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""Measures what tagcsim predicts, on one GPU, with PyTorch itself: FSDP2 training steps of
+Llama-shaped models and the SDPA attention kernels, for `tagcsim validate` and the device profiles.
+
+    python3 calibrate/torch-fsdp-step.py OUTDIR [BUDGET_SECONDS] [--compile | --profile | --sustained]
+
+Writes OUTDIR/torch-fsdp-step.json (with --compile: torch-fsdp-step-compile.json, the blocks
+compiled one by one before fully_shard as torchtitan does, the loss eager; no attention sweep) and
+prints one line per measurement. --profile counts, per configuration, the CUDA kernels one
+eager step launches and its CPU time (torch.profiler; torch-fsdp-step-profile.json): what the
+simulator's host stream is checked against. --sustained runs one large configuration for most of
+the budget while nvidia-smi samples clocks, power and temperature every second
+(torch-fsdp-step-sustained.json): whether the step slows down once the GPU is hot. Not run in CI: it needs a
+GPU and PyTorch, neither of which the simulator needs.
+
+The step is the one tagcsim's `framework: torchtitan` scenarios describe, written here from that
+description (docs/fsdp-semantics.md), not copied from torchtitan: fully_shard on the token
+embedding, on each block and on [norm, output], bf16 parameters and fp32 gradient reduction,
+eager mode, torch.optim.AdamW (foreach) after clip_grad_norm_(1.0), loss as F.cross_entropy over
+the logits cast to fp32. RoPE is applied as real arithmetic on (cos, sin); SDPA picks its own
+kernel as torchtitan's default does. One GPU: FSDP2 still all-gathers and reduce-scatters (over a
+group of one), so its copies, casts and hooks are in the time. Each configuration is run in a
+fresh model; the step time is the median of the timed steps after warm-up, wall clock between
+torch.cuda.synchronize() calls.
+"""
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# (name, layers, hidden, heads, kv_heads, ffn, vocab, seq, micro_batch, activation_checkpointing)
+# The shapes are Llama 3's where they can be (hidden 4096, 32/8 heads, ffn 14336, vocab 128256)
+# with fewer layers so that a whole unsharded model and its AdamW state fit one GPU; the small
+# ones are where the host thread, not the GPU, sets the pace.
+CONFIGS = [
+    ("llama-small-12l-768", 12, 768, 12, 12, 2048, 32000, 2048, 4, "none"),
+    ("llama3-1b-shape-16l", 16, 2048, 32, 8, 8192, 128256, 4096, 2, "none"),
+    ("llama3-8b-shape-8l-s2048", 8, 4096, 32, 8, 14336, 128256, 2048, 4, "none"),
+    ("llama3-8b-shape-8l-s8192", 8, 4096, 32, 8, 14336, 128256, 8192, 1, "none"),
+    ("llama3-8b-shape-8l-s8192-full-ac", 8, 4096, 32, 8, 14336, 128256, 8192, 2, "full"),
+    ("llama3-8b-shape-8l-s16384", 8, 4096, 32, 8, 14336, 128256, 16384, 1, "none"),
+]
+COMPILE_CONFIGS = [CONFIGS[0], CONFIGS[1], CONFIGS[3]]
+ATTENTION_SEQS = [512, 1024, 2048, 4096, 8192, 16384]
+WARMUP, TIMED = 3, 6
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).type_as(x) * self.weight
+
+
+def rope(x, cos, sin):
+    # x: (b, s, h, d); rotate pairs (even, odd) as Llama's complex multiply does.
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
+class Block(nn.Module):
+    def __init__(self, hidden, heads, kv_heads, ffn):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, hidden // heads
+        self.attention_norm, self.ffn_norm = RMSNorm(hidden), RMSNorm(hidden)
+        self.wq = nn.Linear(hidden, heads * self.hd, bias=False)
+        self.wk = nn.Linear(hidden, kv_heads * self.hd, bias=False)
+        self.wv = nn.Linear(hidden, kv_heads * self.hd, bias=False)
+        self.wo = nn.Linear(heads * self.hd, hidden, bias=False)
+        self.w1 = nn.Linear(hidden, ffn, bias=False)
+        self.w3 = nn.Linear(hidden, ffn, bias=False)
+        self.w2 = nn.Linear(ffn, hidden, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, s, _ = x.shape
+        h = self.attention_norm(x)
+        q = rope(self.wq(h).view(b, s, self.heads, self.hd), cos, sin)
+        k = rope(self.wk(h).view(b, s, self.kv_heads, self.hd), cos, sin)
+        v = self.wv(h).view(b, s, self.kv_heads, self.hd)
+        rep = self.heads // self.kv_heads
+        if rep > 1:  # repeat_kv, as Llama's reference code does before SDPA
+            k = k[:, :, :, None, :].expand(b, s, self.kv_heads, rep, self.hd).reshape(b, s, self.heads, self.hd)
+            v = v[:, :, :, None, :].expand(b, s, self.kv_heads, rep, self.hd).reshape(b, s, self.heads, self.hd)
+        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        x = x + self.wo(o.transpose(1, 2).reshape(b, s, -1))
+        h = self.ffn_norm(x)
+        return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+
+class Model(nn.Module):
+    def __init__(self, layers, hidden, heads, kv_heads, ffn, vocab, seq, ac):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(vocab, hidden)
+        self.layers = nn.ModuleList(Block(hidden, heads, kv_heads, ffn) for _ in range(layers))
+        self.norm = RMSNorm(hidden)
+        self.output = nn.Linear(hidden, vocab, bias=False)
+        self.ac = ac
+        hd = hidden // heads
+        inv = 1.0 / (500000.0 ** (torch.arange(0, hd, 2).float() / hd))
+        ang = torch.outer(torch.arange(seq).float(), inv)
+        self.register_buffer("cos", ang.cos()[None, :, None, :], persistent=False)
+        self.register_buffer("sin", ang.sin()[None, :, None, :], persistent=False)
+
+    def forward(self, tokens):
+        x = self.tok_embeddings(tokens)
+        cos, sin = self.cos.to(x.dtype), self.sin.to(x.dtype)
+        for layer in self.layers:
+            if self.ac == "full":
+                x = torch.utils.checkpoint.checkpoint(layer, x, cos, sin, use_reentrant=False)
+            else:
+                x = layer(x, cos, sin)
+        return self.output(self.norm(x))
+
+
+def parameter_count(m):
+    return sum(p.numel() for p in m.parameters())
+
+
+def one_step(model, opt, inputs, labels):
+    logits = model(inputs)
+    loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
+    del logits
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
+    opt.step()
+    opt.zero_grad()
+
+
+def build(cfg, compile_blocks=False):
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    name, layers, hidden, heads, kv_heads, ffn, vocab, seq, mb, ac = cfg
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = Model(layers, hidden, heads, kv_heads, ffn, vocab, seq, ac)
+    if compile_blocks:
+        for i, layer in enumerate(model.layers):
+            model.layers[i] = torch.compile(layer, fullgraph=True)
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    fully_shard(model.tok_embeddings, mp_policy=mp)
+    for i, layer in enumerate(model.layers):
+        # torchtitan leaves the last block unresharded: the backward needs it at once.
+        fully_shard(layer, mp_policy=mp, reshard_after_forward=i < layers - 1)
+    fully_shard([model.norm, model.output], mp_policy=mp, reshard_after_forward=False)
+    fully_shard(model, mp_policy=mp)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, foreach=True)
+    tokens = torch.randint(0, vocab, (mb, seq + 1), device="cuda")
+    return model, opt, tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+
+def profile_kernels(cfg):
+    from torch.profiler import ProfilerActivity, profile
+
+    model, opt, inputs, labels = build(cfg)
+    for _ in range(WARMUP):
+        one_step(model, opt, inputs, labels)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        one_step(model, opt, inputs, labels)
+        cpu = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+    events = prof.events()
+    kernels = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
+    launches = [e for e in events if e.name in ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")]
+    gpu_busy = sum(e.time_range.elapsed_us() for e in kernels) / 1e6
+    out = {"name": cfg[0], "kernels": len(kernels), "launch_calls": len(launches),
+           "cpu_seconds_until_step_returns": cpu, "wall_seconds_profiled": wall, "gpu_kernel_seconds": gpu_busy,
+           "note": "one eager step under torch.profiler (its own overhead inflates the CPU time); kernels counted on the device"}
+    del model, opt
+    torch.cuda.empty_cache()
+    return out
+
+
+def sustained(cfg, seconds, out_dir):
+    import subprocess
+
+    log = os.path.join(out_dir, "nvidia-smi-sustained.csv")
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active",
+                            "--format=csv,noheader", "-l", "1"], stdout=open(log, "w"), stderr=subprocess.DEVNULL)
+    model, opt, inputs, labels = build(cfg)
+    t_start, steps = time.monotonic(), []
+    while time.monotonic() - t_start < seconds:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        one_step(model, opt, inputs, labels)
+        torch.cuda.synchronize()
+        steps.append([round(time.monotonic() - t_start, 3), time.perf_counter() - t0])
+    smi.terminate()
+    smi.wait()
+    del model, opt
+    torch.cuda.empty_cache()
+    samples = [l.strip() for l in open(log) if l.strip()]
+    return {"name": cfg[0], "seconds": seconds, "steps": steps, "nvidia_smi": samples,
+            "nvidia_smi_fields": "timestamp, clocks.sm, clocks.mem, power.draw, temperature.gpu, clocks_throttle_reasons.active"}
+
+
+def train_steps(cfg, deadline, compile_blocks):
+    name, layers, hidden, heads, kv_heads, ffn, vocab, seq, mb, ac = cfg
+    torch.cuda.reset_peak_memory_stats()
+    model, opt, inputs, labels = build(cfg, compile_blocks)
+    params = parameter_count(model)
+    times = []
+    for step in range(WARMUP + TIMED):
+        if time.monotonic() > deadline:
+            break
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        one_step(model, opt, inputs, labels)
+        torch.cuda.synchronize()
+        if step >= WARMUP:
+            times.append(time.perf_counter() - t0)
+    out = {
+        "name": name, "layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "ffn": ffn,
+        "vocab": vocab, "seq_len": seq, "micro_batch": mb, "activation_checkpointing": ac, "compile": compile_blocks,
+        "parameters": params, "steps_timed": len(times),
+        "step_seconds": statistics.median(times) if times else None,
+        "step_seconds_all": times,
+        "tokens_per_second": mb * seq / statistics.median(times) if times else None,
+        "max_memory_allocated_GiB": torch.cuda.max_memory_allocated() / 2**30,
+        "max_memory_reserved_GiB": torch.cuda.max_memory_reserved() / 2**30,
+    }
+    del model, opt
+    torch.cuda.empty_cache()
+    return out
+
+
+def cuda_time(fn, warmup=3, iters=10):
+    for _ in range(warmup):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(iters):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(times)
+
+
+def attention_sweep(deadline):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    rows = []
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+    # The FlashAttention papers' benchmark: batch x seq = 16k tokens, hidden 2048.
+    for hd in (64, 128):
+        for causal in (True, False):
+            for seq in ATTENTION_SEQS:
+                for kernel, backend in backends.items():
+                    if time.monotonic() > deadline:
+                        return rows
+                    b, h = max(1, 16384 // seq), 2048 // hd
+                    q, k, v = (torch.randn(b, h, seq, hd, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                               for _ in range(3))
+                    g = torch.randn(b, h, seq, hd, device="cuda", dtype=torch.bfloat16)
+                    flops = 4 * b * h * seq * seq * hd * (0.5 if causal else 1.0)
+                    try:
+                        with sdpa_kernel(backend):
+                            fwd = cuda_time(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+                            both = cuda_time(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(g))
+                    except RuntimeError as e:
+                        rows.append({"kernel": kernel, "head_dim": hd, "causal": causal, "seq": seq,
+                                     "error": str(e).splitlines()[0][:200]})
+                        continue
+                    row = {"kernel": kernel, "head_dim": hd, "causal": causal, "seq": seq, "batch": b, "heads": h,
+                           "fwd_seconds": fwd, "fwd_bwd_seconds": both,
+                           "fwd_tflops": flops / fwd / 1e12, "bwd_tflops": 2.5 * flops / max(both - fwd, 1e-9) / 1e12,
+                           "fwd_bwd_tflops": 3.5 * flops / both / 1e12}
+                    rows.append(row)
+                    print(f"attention {kernel:5s} hd {hd:3d} causal {int(causal)} seq {seq:5d}: fwd {row['fwd_tflops']:6.1f} "
+                          f"bwd {row['bwd_tflops']:6.1f} fwd+bwd {row['fwd_bwd_tflops']:6.1f} TFLOP/s", flush=True)
+    return rows
+
+
+def main():
+    modes = {"--compile", "--profile", "--sustained"}
+    args = [a for a in sys.argv[1:] if a not in modes]
+    mode = next((a for a in sys.argv[1:] if a in modes), "")
+    compile_blocks = mode == "--compile"
+    out_dir = args[0] if args else "."
+    budget = float(args[1]) if len(args) > 1 else 240.0
+    deadline = time.monotonic() + budget
+    os.makedirs(out_dir, exist_ok=True)
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29517")
+    torch.distributed.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda:0"))
+    torch.cuda.set_device(0)
+    p = torch.cuda.get_device_properties(0)
+    result = {
+        "format": "tagcsim-torch-measurements/1",
+        "command": "python3 calibrate/torch-fsdp-step.py OUTDIR " + str(int(budget)) + (" " + mode if mode else ""),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "gpu": p.name, "sms": p.multi_processor_count, "memory_GiB": p.total_memory / 2**30,
+        "torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+        "steps": [], "attention": [],
+    }
+    path = os.path.join(out_dir, "torch-fsdp-step" + (mode.replace("--", "-") if mode else "") + ".json")
+
+    def save():
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+
+    if mode in ("--profile", "--sustained"):
+        if mode == "--profile":
+            result["profile"] = []
+            for cfg in CONFIGS[:4]:
+                if time.monotonic() > deadline - 20:
+                    break
+                row = profile_kernels(cfg)
+                result["profile"].append(row)
+                print(f"profile {row['name']}: {row['kernels']} kernels, {row['launch_calls']} launch calls, CPU "
+                      f"{row['cpu_seconds_until_step_returns'] * 1e3:.1f} ms, wall {row['wall_seconds_profiled'] * 1e3:.1f} ms, "
+                      f"GPU busy {row['gpu_kernel_seconds'] * 1e3:.1f} ms", flush=True)
+                save()
+        else:
+            result["sustained"] = sustained(CONFIGS[3], max(10.0, deadline - time.monotonic() - 15), out_dir)
+            st = [t for _, t in result["sustained"]["steps"]]
+            print(f"sustained {CONFIGS[3][0]}: {len(st)} steps, first 5 median {statistics.median(st[:5]):.4f} s, "
+                  f"last 5 median {statistics.median(st[-5:]):.4f} s", flush=True)
+            for l in result["sustained"]["nvidia_smi"][::10]:
+                print("  nvidia-smi:", l, flush=True)
+        save()
+        torch.distributed.destroy_process_group()
+        print(f"wrote {path}", flush=True)
+        return
+    for cfg in COMPILE_CONFIGS if compile_blocks else CONFIGS:
+        if time.monotonic() > deadline - 30:
+            print(f"step {cfg[0]}: skipped, out of budget", flush=True)
+            continue
+        try:
+            row = train_steps(cfg, deadline, compile_blocks)
+        except Exception as e:  # out of memory, a compile failure: recorded, and the next one runs
+            row = {"name": cfg[0], "error": type(e).__name__ + ": " + (str(e).splitlines() or [""])[0][:200]}
+            torch.cuda.empty_cache()
+        result["steps"].append(row)
+        print(f"step {row['name']}: " + (f"{row['step_seconds']:.4f} s, {row['tokens_per_second']:.0f} tokens/s, "
+              f"{row['parameters'] / 1e9:.3f} B params, reserved {row['max_memory_reserved_GiB']:.2f} GiB"
+              if row.get("step_seconds") else row.get("error", "no step timed")), flush=True)
+        save()
+    if not compile_blocks:
+        result["attention"] = attention_sweep(deadline)
+        save()
+    torch.distributed.destroy_process_group()
+    print(f"wrote {path}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
