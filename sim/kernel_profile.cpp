@@ -22,6 +22,7 @@
 // tensor-core rate (GEMM, attention) and the memory bandwidth (the part of a memory-bound
 // kernel's time above the launch floor).
 #include "sim/kernel_profile.hpp"
+#include "sim/kernel_profile_registry.hpp"
 #include "sim/log_interp.hpp"
 
 #include "common/input.hpp"
@@ -31,25 +32,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <fstream>
-#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <set>
 #include <sstream>
 
 namespace tagcsim::sim {
 namespace {
 
 constexpr const char* kFormat = "tagcsim-device-profile/1";
-constexpr const char* kFitFormat = "tagcsim-training-fit/1";
-constexpr const char* kRemoved = "(removed)";  // an override that hides a fit (remove_fitted_parameters)
 
 std::string required_source(const Input& pt) {
   const auto s = pt["source"].as_string();
@@ -178,99 +173,6 @@ void calibrate_gemm(KernelProfile& p) {
   std::stable_sort(p.gemm.fp8_points.begin(), p.gemm.fp8_points.end(), by_flops);
 }
 
-// ---- the fit file and the process-wide caches ----
-
-struct Registry {
-  std::mutex mu;
-  std::map<std::string, std::unique_ptr<KernelProfile>> profiles;  // by path
-  std::optional<std::map<std::string, FittedParameters>> fitted;   // from the fit file
-  std::map<std::string, FittedParameters> overrides;
-};
-Registry& registry() {
-  static Registry r;
-  return r;
-}
-
-std::map<std::string, FittedParameters> read_fit_file() {
-  std::map<std::string, FittedParameters> out;
-  const auto path = fit_file_path();
-  if (!std::filesystem::exists(path)) return out;
-  const Input doc = Input::load_file(path);
-  doc.expect_keys({"format", "command", "families", "devices"});
-  if (doc["format"].as_string() != kFitFormat)
-    doc["format"].fail(fmt::format("expected '{}'", kFitFormat));
-  auto read = [&](const Input& map, bool devices) {
-    for (const auto& name : map.keys()) {
-      const Input f = map[name];
-      f.expect_keys({"tensor_scale", "memory_scale", "basis"});
-      FittedParameters p;
-      p.tensor_scale = f["tensor_scale"].as_positive();
-      p.memory_scale = f["memory_scale"].as_positive();
-      p.basis = f["basis"].as_string();
-      out[devices ? device_fit_key(name) : name] = p;
-    }
-  };
-  read(doc["families"], false);
-  if (const auto devices = doc.find("devices")) read(*devices, true);
-  return out;
-}
-
-std::optional<FittedParameters> own_fit(Registry& r, const std::string& key) {
-  if (auto it = r.overrides.find(key); it != r.overrides.end()) {
-    if (it->second.basis == kRemoved) return std::nullopt;
-    return it->second;
-  }
-  if (!r.fitted) r.fitted = read_fit_file();
-  if (auto it = r.fitted->find(key); it != r.fitted->end()) return it->second;
-  return std::nullopt;
-}
-
-// NVIDIA's architectures in release order: a family's predecessor is the one before it.
-constexpr std::array kArchitectures = {"volta", "turing", "ampere", "ada", "hopper", "blackwell"};
-
-int architecture_rank(const std::string& family) {
-  const auto it = std::find(kArchitectures.begin(), kArchitectures.end(), family);
-  return it == kArchitectures.end() ? -1 : int(it - kArchitectures.begin());
-}
-
-// A family without a fit of its own takes its nearest fitted predecessor's scales: what the tensor
-// scale holds (clocks sustained under a training load against a microbenchmark's, the library
-// generation) carries from one architecture to the next, and Hopper and
-// Blackwell both run dense tensor work at their power limit where Ampere runs near its clocks.
-// With no fitted predecessor (or a family not in the list), the geometric means of the fitted
-// families' scales. Its basis stays empty: not fitted.
-FittedParameters fitted_locked(Registry& r, const std::string& family) {
-  if (auto own = own_fit(r, family)) return *own;
-  std::set<std::string> families;
-  for (const auto& [name, p] : *r.fitted) families.insert(name);
-  for (const auto& [name, p] : r.overrides) families.insert(name);
-  double log_tensor = 0, log_memory = 0;
-  int n = 0, predecessor_rank = -1;
-  std::optional<FittedParameters> predecessor;
-  std::string predecessor_name;
-  const int rank = architecture_rank(family);
-  for (const auto& name : families) {
-    if (is_device_fit_key(name)) continue;
-    const auto f = own_fit(r, name);
-    if (!f || f->basis.empty() || name == family) continue;
-    log_tensor += std::log(f->tensor_scale), log_memory += std::log(f->memory_scale), ++n;
-    if (const int k = architecture_rank(name); rank >= 0 && k >= 0 && k < rank && k > predecessor_rank)
-      predecessor_rank = k, predecessor = f, predecessor_name = name;
-  }
-  if (!n) return FittedParameters{1, 1, "", "none: the profile's rates"};
-  if (predecessor)
-    return FittedParameters{predecessor->tensor_scale, predecessor->memory_scale, "",
-                            predecessor_name + "'s, its predecessor's"};
-  return FittedParameters{std::exp(log_tensor / n), std::exp(log_memory / n), "",
-                          "the fitted families' geometric mean"};
-}
-
-// A device fitted on its own rows takes its own tensor scale; the memory scale is the one shared.
-FittedParameters fitted_locked(Registry& r, const std::string& gpu, const std::string& family) {
-  if (auto own = own_fit(r, device_fit_key(gpu))) return *own;
-  return fitted_locked(r, family);
-}
-
 }  // namespace
 
 // ---- parsing ----
@@ -349,7 +251,7 @@ std::vector<std::string> shipped_kernel_profiles() {
 
 const KernelProfile& kernel_profile(const std::string& ref) {
   const auto path = kernel_profile_path(ref);
-  auto& r = registry();
+  auto& r = detail::registry();
   std::lock_guard lock(r.mu);
   if (auto it = r.profiles.find(path); it != r.profiles.end()) return *it->second;
   std::ifstream in(path);
@@ -361,53 +263,8 @@ const KernelProfile& kernel_profile(const std::string& ref) {
   std::stringstream ss;
   ss << in.rdbuf();
   auto p = std::make_unique<KernelProfile>(parse_kernel_profile(ss.str(), path));
-  p->fitted = fitted_locked(r, p->gpu, p->family);
+  p->fitted = detail::fitted_locked(r, p->gpu, p->family);
   return *r.profiles.emplace(path, std::move(p)).first->second;
-}
-
-std::string fit_file_path() { return kernels::data_dir() + "/fit-training.yaml"; }
-
-FittedParameters fitted_parameters(const std::string& family) {
-  auto& r = registry();
-  std::lock_guard lock(r.mu);
-  return fitted_locked(r, family);
-}
-
-FittedParameters fitted_parameters(const std::string& gpu, const std::string& family) {
-  auto& r = registry();
-  std::lock_guard lock(r.mu);
-  return fitted_locked(r, gpu, family);
-}
-
-std::string device_fit_key(const std::string& gpu) { return "device:" + gpu; }
-bool is_device_fit_key(const std::string& key) { return key.rfind("device:", 0) == 0; }
-
-bool has_device_fit(const std::string& gpu) {
-  auto& r = registry();
-  std::lock_guard lock(r.mu);
-  return own_fit(r, device_fit_key(gpu)).has_value();
-}
-
-void override_fitted_parameters(const std::string& key, const FittedParameters& p) {
-  auto& r = registry();
-  std::lock_guard lock(r.mu);
-  r.overrides[key] = p;
-  // Unfitted ones follow.
-  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
-}
-
-void remove_fitted_parameters(const std::string& key) {
-  auto& r = registry();
-  std::lock_guard lock(r.mu);
-  r.overrides[key] = FittedParameters{1, 1, kRemoved, ""};
-  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
-}
-
-void clear_fitted_overrides() {
-  auto& r = registry();
-  std::lock_guard lock(r.mu);
-  r.overrides.clear();
-  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
 }
 
 // ---- timing ----

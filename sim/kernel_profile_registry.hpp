@@ -1,0 +1,28 @@
+// The process-wide state behind sim/kernel_profile.hpp: the loaded kernel profiles and the fitted
+// parameters (the fit file's, and the overrides the validation fits set). Internal to sim/:
+// kernel_profile.cpp loads profiles into it, fitted_parameters.cpp keeps the fits.
+#pragma once
+
+#include "sim/kernel_profile.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace tagcsim::sim::detail {
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<KernelProfile>> profiles;  // by path
+  std::optional<std::map<std::string, FittedParameters>> fitted;   // from the fit file
+  std::map<std::string, FittedParameters> overrides;
+};
+Registry& registry();
+
+// The parameters a profile of this GPU and family runs with: the device's own fit, else its
+// family's, else borrowed. The caller holds r.mu.
+FittedParameters fitted_locked(Registry& r, const std::string& gpu, const std::string& family);
+
+}  // namespace tagcsim::sim::detail
