@@ -100,6 +100,7 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
   // The devices, with what fitted each.
   std::map<std::string, std::vector<int>> family_devices;
   std::map<std::string, std::set<std::string>> family_sources;
+  std::vector<double> device_sources(std::size_t(D), 0);
   for (int d = 0; d < D; ++d) {
     const auto& device = devices[std::size_t(d)];
     std::set<std::string> sources;
@@ -113,6 +114,7 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
     const auto family = family_of(device);
     family_devices[family].push_back(d);
     family_sources[family].insert(sources.begin(), sources.end());
+    device_sources[std::size_t(d)] = double(sources.size());
     sim::FittedParameters fp{
         std::exp(x[d]), memory,
         fmt::format("least squares on log(predicted / measured tokens/s/GPU): tensor_scale over {} rows of {} "
@@ -135,12 +137,9 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
     double log_sum = 0, weight = 0;
     std::string parts;
     for (int d : ds) {
-      std::set<std::string> sources;
-      for (auto i : idx)
-        if (rows[i].device == devices[std::size_t(d)]) sources.insert(rows[i].source);
-      log_sum += double(sources.size()) * x[d], weight += double(sources.size());
-      parts += fmt::format("{}{} {:.3f} x {}", parts.empty() ? "" : ", ", devices[std::size_t(d)], std::exp(x[d]),
-                           sources.size());
+      const double w = device_sources[std::size_t(d)];
+      log_sum += w * x[d], weight += w;
+      parts += fmt::format("{}{} {:.3f} x {:g}", parts.empty() ? "" : ", ", devices[std::size_t(d)], std::exp(x[d]), w);
     }
     sim::FittedParameters fp{std::exp(log_sum / weight), memory,
                              fmt::format("for its devices without rows: its fitted devices' tensor scales, geometric "
@@ -165,8 +164,7 @@ std::string fit_file_text(const FamilyFits& fits, const std::string& command) {
     for (const auto& [f, p] : fits)
       if (sim::is_device_fit_key(f) == devices)
         out += fmt::format("  {}: {{tensor_scale: {:.4f}, memory_scale: {:.4f}, basis: \"{}\"}}\n",
-                           devices ? f.substr(std::string("device:").size()) : f, p.tensor_scale, p.memory_scale,
-                           p.basis);
+                           sim::fit_key_label(f), p.tensor_scale, p.memory_scale, p.basis);
   }
   return out;
 }

@@ -248,8 +248,7 @@ std::string format_validation(const ValidationRun& run) {
     for (const auto& [s, fits] : run.fold_fits) {
       std::string t;
       for (const auto& [f, p] : fits)
-        t += fmt::format("{}{}: {:.3f} / {:.3f}", t.empty() ? "" : "; ",
-                         sim::is_device_fit_key(f) ? f.substr(std::string("device:").size()) : f, p.tensor_scale,
+        t += fmt::format("{}{}: {:.3f} / {:.3f}", t.empty() ? "" : "; ", sim::fit_key_label(f), p.tensor_scale,
                          p.memory_scale);
       out += fmt::format("| {} | {} |\n", s, t);
     }

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <string_view>
 
 namespace tagcsim::sim {
 namespace {
@@ -117,6 +118,11 @@ FittedParameters fitted_locked(Registry& r, const std::string& gpu, const std::s
 using detail::fitted_locked;
 using detail::registry;
 
+// The profiles already loaded take the parameters now in force. The caller holds r.mu.
+static void refresh_profiles(detail::Registry& r) {
+  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
+}
+
 std::string fit_file_path() { return kernels::data_dir() + "/fit-training.yaml"; }
 
 FittedParameters fitted_parameters(const std::string& family) {
@@ -131,8 +137,13 @@ FittedParameters fitted_parameters(const std::string& gpu, const std::string& fa
   return fitted_locked(r, gpu, family);
 }
 
-std::string device_fit_key(const std::string& gpu) { return "device:" + gpu; }
-bool is_device_fit_key(const std::string& key) { return key.rfind("device:", 0) == 0; }
+constexpr std::string_view kDevicePrefix = "device:";
+
+std::string device_fit_key(const std::string& gpu) { return std::string(kDevicePrefix) + gpu; }
+bool is_device_fit_key(const std::string& key) { return key.rfind(kDevicePrefix, 0) == 0; }
+std::string fit_key_label(const std::string& key) {
+  return is_device_fit_key(key) ? key.substr(kDevicePrefix.size()) : key;
+}
 
 bool has_device_fit(const std::string& gpu) {
   auto& r = registry();
@@ -144,22 +155,21 @@ void override_fitted_parameters(const std::string& key, const FittedParameters& 
   auto& r = registry();
   std::lock_guard lock(r.mu);
   r.overrides[key] = p;
-  // Unfitted ones follow.
-  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
+  refresh_profiles(r);  // unfitted ones follow
 }
 
 void remove_fitted_parameters(const std::string& key) {
   auto& r = registry();
   std::lock_guard lock(r.mu);
   r.overrides[key] = FittedParameters{1, 1, kRemoved, ""};
-  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
+  refresh_profiles(r);
 }
 
 void clear_fitted_overrides() {
   auto& r = registry();
   std::lock_guard lock(r.mu);
   r.overrides.clear();
-  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
+  refresh_profiles(r);
 }
 
 }  // namespace tagcsim::sim

@@ -149,6 +149,7 @@ FittedParameters fitted_parameters(const std::string& family);
 FittedParameters fitted_parameters(const std::string& gpu, const std::string& family);
 std::string device_fit_key(const std::string& gpu);  // "device:H200-SXM-141GB"
 bool is_device_fit_key(const std::string& key);
+std::string fit_key_label(const std::string& key);  // "H200-SXM-141GB" for a device's key, a family as it is
 bool has_device_fit(const std::string& gpu);
 // Replaces a family's or a device's parameters for this process (the validation fits use it);
 // applies to the profiles already loaded. remove_... drops one override, and a device's own fit from
