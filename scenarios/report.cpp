@@ -78,6 +78,8 @@ std::string fabric_text(const topologies::Cluster& c) {
   using K = topologies::Fabric::Kind;
   if (f.kind == K::SingleSwitch) return "one non-blocking switch";
   std::string out = fmt::format("{}-level fat tree, {} nodes per leaf", f.kind == K::FatTree2 ? 2 : 3, f.nodes_per_leaf);
+  if (c.nodes_in_last_leaf() < c.nodes_in_leaf())
+    out += fmt::format(" (the last of {} leaves holds {})", c.leaves(), c.nodes_in_last_leaf());
   if (f.kind == K::FatTree3) out += fmt::format(", {} leaves per pod", f.leaves_per_pod);
   return out + fmt::format(", oversubscription {:g}:1", f.oversubscription);
 }

@@ -176,20 +176,26 @@ TEST_CASE("errors name file:line, the key path and what was expected") {
                        InputError);
 }
 
+TEST_CASE("a node count that does not fill the last leaf or pod leaves it partly filled") {
+  // 64 DGX A100 on SuperPOD leaves of 20: three full leaves and one of four.
+  auto c = load("cluster:\n  preset: dgx-a100-ib200\n  nodes: 64\n");
+  CHECK(c.nodes_in_leaf() == 20);
+  CHECK(c.leaves() == 4);
+  CHECK(c.nodes_in_last_leaf() == 4);
+  c = load("cluster:\n  preset: dgx-h100-ib400\n  nodes: 100\n  fabric:\n    nodes_per_leaf: 30\n");
+  CHECK(c.leaves() == 4);
+  CHECK(c.nodes_in_last_leaf() == 10);
+  // 96 nodes on leaves of 32 in pods of 2: a full pod and one with a single leaf.
+  c = load("cluster:\n  preset: dgx-h100-ib400\n  nodes: 96\n  fabric: {kind: fat_tree_3, leaves_per_pod: 2}\n");
+  CHECK(c.leaves() == 3);
+  CHECK(c.pods() == 2);
+  CHECK(c.nodes_in_last_leaf() == 32);
+}
+
 TEST_CASE("errors: fabric geometry and NICs, blamed on the key the user wrote") {
-  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nodes: 100\n"),
-                       Contains("t.yaml:3: cluster.nodes: 100 nodes do not divide into leaves of 32"),
-                       InputError);
-  // The preset's node count (2) is fine; a new leaf size that 100 nodes do not fill is blamed on it.
   CHECK_THROWS_WITH_AS(
-      load("cluster:\n  preset: dgx-h100-ib400\n  nodes: 100\n  fabric:\n    nodes_per_leaf: 30\n"),
-      Contains("t.yaml:3: cluster.nodes: 100 nodes do not divide into leaves of 30"), InputError);
-  CHECK_THROWS_WITH_AS(
-      load("cluster:\n  preset: dgx-h100-ib400\n  nodes: 96\n  fabric: {kind: fat_tree_3, leaves_per_pod: "
-           "2}\n"),
-      Contains(
-          "t.yaml:3: cluster.nodes: 96 nodes make 3 leaves of 32, which do not divide into pods of 2 leaves"),
-      InputError);
+      load("cluster:\n  preset: dgx-h100-ib400\n  nodes: 96\n  fabric: {kind: fat_tree_3, leaves_per_pod: 0}\n"),
+      Contains("t.yaml:4: cluster.fabric.leaves_per_pod"), InputError);
   CHECK_THROWS_WITH_AS(
       load("cluster:\n  preset: eth-25g\n  fabric:\n    kind: fat_tree_2\n"),
       Contains("t.yaml:4: cluster.fabric.kind: a fat_tree_2 needs nodes_per_leaf >= 1, got 0"), InputError);
@@ -224,9 +230,10 @@ TEST_CASE("errors: unknown presets and missing keys") {
 
 TEST_CASE("validate() checks clusters built in code, naming the field") {
   Cluster c = preset("dgx-h100-ib400");
-  c.nodes = 100;
+  c.fabric.oversubscription = 0.5;
   CHECK_THROWS_WITH_AS(validate(c, "cluster 'x'"),
-                       Contains("cluster 'x': nodes: 100 nodes do not divide into leaves of 32"), InputError);
+                       Contains("cluster 'x': fabric.oversubscription: expected a downlink:uplink ratio >= 1"),
+                       InputError);
   c = preset("aws-p5");
   c.gpu.gemm_efficiency = 0;
   CHECK_THROWS_WITH_AS(validate(c, "p5"),

@@ -96,6 +96,22 @@ TEST_CASE("a ring over consecutive nodes crosses each leaf uplink once, so 2:1 d
   CHECK(simulate_collective(c, plan) == doctest::Approx(7.0 / 8 * S / B).epsilon(1e-6));
 }
 
+TEST_CASE("a partly filled last leaf keeps its switch's uplinks: 6 nodes on leaves of 4 at 4:1") {
+  // Leaf 0 holds nodes 0-3, leaf 1 nodes 4-5. Each leaf switch has 4 x B / 4 = B of uplink, the
+  // ports of the switch, not of the nodes plugged in. A ring over the six nodes crosses each uplink
+  // once per direction (3 -> 4, 5 -> 0): one flow on B, so the ring keeps B. Sized by its two nodes
+  // (B/2), leaf 1's uplink would halve it.
+  const double S = 600e6, B = 25e9;
+  auto c = flat_cluster(6, B, 0);
+  c.fabric.kind = topologies::Fabric::Kind::FatTree2;
+  c.fabric.nodes_per_leaf = 4;
+  c.fabric.oversubscription = 4;
+  CHECK(c.leaves() == 2);
+  CHECK(c.nodes_in_last_leaf() == 2);
+  const auto plan = plan_collective(c, CollectiveOp::AllGather, S, whole_cluster(c));
+  CHECK(simulate_collective(c, plan) == doctest::Approx(5.0 / 6 * S / B).epsilon(1e-6));
+}
+
 TEST_CASE("a reduce is a chain: S/B alone, its hop out of the root idle") {
   const double S = 1e9, B = 1e9;
   auto c = flat_cluster(3, B, 0);

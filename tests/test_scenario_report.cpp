@@ -44,6 +44,16 @@ TEST_CASE("a scenario that does not fit in GPU memory says so, with the numbers"
   CHECK(format_results(s, results, Format::Json).find("\"fits_in_memory\": false") != std::string::npos);
 }
 
+TEST_CASE("512 A100 on SuperPOD leaves of 20 nodes run, and the heading says the last leaf is partly filled") {
+  const auto s = parse_scenario("model: mpt-1b\ncluster: {preset: dgx-a100-ib200, nodes: 64}\n"
+                                "training: {micro_batch: 4, seq_len: 2048}\n", "t.yaml");
+  const auto results = run(s);
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].step.step_time_s > 0);
+  const auto table = format_results(s, results, Format::Table);
+  CHECK(table.find("2-level fat tree, 20 nodes per leaf (the last of 4 leaves holds 4)") != std::string::npos);
+}
+
 TEST_CASE("a point within 15% of the GPU's memory carries the memory-pressure caveat, and only that point") {
   // Llama 3.1 8B, 8 x 96 GiB, 8k tokens, per-op checkpointing: 62.2 GiB at the peak with one
   // sequence per micro-batch (65%), 93.8 GiB with two (98%).

@@ -426,6 +426,28 @@ TEST_CASE("replaying two leaves instead of the whole fat tree gives the same tim
   cut_matches_full(12, Sharding::HybridShard, 24, 6);
 }
 
+TEST_CASE("a partly filled last leaf: two full leaves stand for a whole-cluster ring, not for groups that tile") {
+  auto replay_of = [](int nodes, Sharding sharding, int cut_nodes, int shard_gpus = 2) {
+    CAPTURE(nodes);
+    auto c = toy_cluster();
+    c.nodes = nodes;
+    c.gpus_per_node = 2;
+    c.fabric = {.kind = topologies::Fabric::Kind::FatTree2, .nodes_per_leaf = 4, .leaves_per_pod = 0,
+                .oversubscription = 2, .switch_latency = 0};
+    Training t;
+    t.sharding = sharding;
+    t.hybrid_shard_gpus = shard_gpus;
+    test::check_cut_matches_full(build_step(make_setup(models::preset("gpt2-124m"), c, t)), c, cut_nodes);
+  };
+  // 5 full leaves and one of 2 nodes: FULL_SHARD's rings span all 22 nodes.
+  replay_of(22, Sharding::FullShard, 8);
+  replay_of(21, Sharding::FullShard, 8);
+  // HSDP: one node per shard group, replica rings over all 22 nodes: still whole-cluster rings.
+  replay_of(22, Sharding::HybridShard, 8);
+  // Shard groups of 2 nodes tile the 22: the partial leaf breaks their pattern, so all 22 replay.
+  replay_of(22, Sharding::HybridShard, 22, 4);
+}
+
 TEST_CASE("the Chrome trace has one track per stream, the host's included, and one slice per task") {
   auto setup = two_units();
   setup.training.host.hook_s = 1e-3;

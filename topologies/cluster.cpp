@@ -132,19 +132,12 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (f.nodes_per_leaf < 1)
     fail({"fabric.nodes_per_leaf", "fabric.kind"},
          fmt::format("a {} needs nodes_per_leaf >= 1, got {}", kind, f.nodes_per_leaf));
-  // A cluster no bigger than one leaf is one partly filled leaf (e.g. 4 DGX nodes on a 32-node leaf).
-  if (c.nodes > f.nodes_per_leaf && c.nodes % f.nodes_per_leaf != 0)
-    fail({"nodes", "fabric.nodes_per_leaf"},
-         fmt::format("{} nodes do not divide into leaves of {}", c.nodes, f.nodes_per_leaf));
+  // Nodes that do not fill the last leaf (pod) leave it partly filled, as on a real floor: 64 DGX
+  // A100 on 20-node leaves are three full leaves and one of four.
   if (f.kind != Fabric::Kind::FatTree3) return;
   if (f.leaves_per_pod < 1)
     fail({"fabric.leaves_per_pod", "fabric.kind"},
          fmt::format("a fat_tree_3 needs leaves_per_pod >= 1, got {}", f.leaves_per_pod));
-  const int leaves = c.leaves();
-  if (leaves > f.leaves_per_pod && leaves % f.leaves_per_pod != 0)
-    fail({"nodes", "fabric.leaves_per_pod", "fabric.nodes_per_leaf"},
-         fmt::format("{} nodes make {} leaves of {}, which do not divide into pods of {} leaves", c.nodes,
-                     leaves, f.nodes_per_leaf, f.leaves_per_pod));
 }
 
 // Reads one cluster (or device) map, remembering where each field was given so that a failed
@@ -278,12 +271,19 @@ int Cluster::nodes_in_leaf() const {
   if (fabric.kind == Fabric::Kind::SingleSwitch || fabric.nodes_per_leaf < 1) return nodes;
   return std::min(nodes, fabric.nodes_per_leaf);
 }
-int Cluster::leaves() const { return nodes / std::max(1, nodes_in_leaf()); }
+int Cluster::leaves() const {
+  const int per_leaf = std::max(1, nodes_in_leaf());
+  return (nodes + per_leaf - 1) / per_leaf;
+}
+int Cluster::nodes_in_last_leaf() const { return nodes - (leaves() - 1) * std::max(1, nodes_in_leaf()); }
 int Cluster::leaves_in_pod() const {
   if (fabric.kind != Fabric::Kind::FatTree3 || fabric.leaves_per_pod < 1) return leaves();
   return std::min(leaves(), fabric.leaves_per_pod);
 }
-int Cluster::pods() const { return leaves() / std::max(1, leaves_in_pod()); }
+int Cluster::pods() const {
+  const int per_pod = std::max(1, leaves_in_pod());
+  return (leaves() + per_pod - 1) / per_pod;
+}
 
 int Cluster::rails() const {
   if (nics.rails > 0) return nics.rails;

@@ -176,13 +176,15 @@ struct Cluster {
   int rails_of_gpus(int first, int count) const;
 
   // The fat-tree geometry actually built for `nodes`. A cluster smaller than one leaf (or one
-  // pod) gets a single, partly filled leaf (pod). nodes_per_leaf and leaves_per_pod keep the
+  // pod) gets a single, partly filled leaf (pod); nodes that do not fill the last leaf (pod) leave
+  // it partly filled, with the full switch's uplinks. nodes_per_leaf and leaves_per_pod keep the
   // values given, so a sweep that changes `nodes` later still sees the real switch geometry.
   // SingleSwitch: one "leaf" holding every node, one pod.
-  int nodes_in_leaf() const;   // nodes under each leaf switch: min(nodes, nodes_per_leaf)
-  int leaves() const;          // nodes / nodes_in_leaf()
-  int leaves_in_pod() const;   // FatTree3: min(leaves(), leaves_per_pod); otherwise leaves()
-  int pods() const;            // leaves() / leaves_in_pod()
+  int nodes_in_leaf() const;       // nodes under each full leaf switch: min(nodes, nodes_per_leaf)
+  int leaves() const;              // ceil(nodes / nodes_in_leaf())
+  int nodes_in_last_leaf() const;  // nodes_in_leaf(), or fewer when the last leaf is partly filled
+  int leaves_in_pod() const;       // FatTree3: min(leaves(), leaves_per_pod); otherwise leaves()
+  int pods() const;                // ceil(leaves() / leaves_in_pod())
 };
 
 // Device presets: a100-40gb, a100-80gb, h100-sxm, h200-sxm, v100-32gb, l4, ...

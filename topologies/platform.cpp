@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 namespace sg4 = simgrid::s4u;
@@ -75,14 +76,14 @@ Platform build_platform(sg4::Engine& engine, const Cluster& c, bool per_rail) {
     root->seal();
     return p;
   }
-  const int leaves = c.nodes / leaf_size;
+  const int leaves = c.leaves();
   const double oversub = c.fabric.oversubscription;
   // A rail-optimized leaf group is one switch per rail; built per rail, each gets its share of uplink.
   const int switches_per_leaf = c.fabric.rail_optimized ? p.rails : 1;
   const double leaf_up_bw = leaf_size * c.node_injection_bandwidth() / oversub / switches_per_leaf;
   const bool pods = c.fabric.kind == K::FatTree3 && c.fabric.leaves_per_pod > 0 && c.fabric.leaves_per_pod < leaves;
   const int leaves_per_pod = pods ? c.fabric.leaves_per_pod : leaves;
-  const int npods = leaves / leaves_per_pod;
+  const int npods = (leaves + leaves_per_pod - 1) / leaves_per_pod;
   for (int pod = 0; pod < npods; ++pod) {
     sg4::NetZone* pod_zone = root;
     NetPoint* pod_gw = nullptr;
@@ -91,16 +92,18 @@ Platform build_platform(sg4::Engine& engine, const Cluster& c, bool per_rail) {
       pod_zone->set_parent(root);
       pod_gw = pod_zone->create_router(fmt::format("pod{}-switch", pod));
     }
-    for (int l = 0; l < leaves_per_pod; ++l) {
+    for (int l = 0; l < leaves_per_pod && pod * leaves_per_pod + l < leaves; ++l) {
       const int leaf = pod * leaves_per_pod + l;
+      // The last leaf may be partly filled; its switch keeps all its uplinks.
+      const int count = std::min(leaf_size, c.nodes - leaf * leaf_size);
       for (int s = 0; s < switches_per_leaf; ++s) {
         const std::string name =
             switches_per_leaf > 1 ? fmt::format("leaf{}-rail{}", leaf, s) : fmt::format("leaf{}", leaf);
         auto* zone = sg4::create_star_zone(name);
         zone->set_parent(pod_zone);
         auto* gw = zone->create_router(name + "-switch");
-        if (switches_per_leaf > 1) add_hosts(zone, ports, leaf * leaf_size, leaf_size, s, 1, p);
-        else add_hosts(zone, ports, leaf * leaf_size, leaf_size, 0, p.rails, p);
+        if (switches_per_leaf > 1) add_hosts(zone, ports, leaf * leaf_size, count, s, 1, p);
+        else add_hosts(zone, ports, leaf * leaf_size, count, 0, p.rails, p);
         zone->seal();
         auto* up = duplex_link(pod_zone, name + "-uplink", leaf_up_bw);
         attach(pod_zone, zone->get_netpoint(), gw, up);
