@@ -2,7 +2,7 @@
 """Measures what tagcsim predicts, on one GPU, with PyTorch itself: FSDP2 training steps of
 Llama-shaped models and the SDPA attention kernels, for `tagcsim validate` and the device profiles.
 
-    python3 calibrate/torch-fsdp-step.py OUTDIR [BUDGET_SECONDS] [--compile | --profile | --sustained]
+    python3 calibrate/torch-fsdp-step.py OUTDIR [BUDGET_SECONDS] [--compile | --profile | --sustained | --gemms]
 
 Writes OUTDIR/torch-fsdp-step.json (with --compile: torch-fsdp-step-compile.json, the blocks
 compiled one by one before fully_shard as torchtitan does, the loss eager; no attention sweep) and
@@ -10,7 +10,9 @@ prints one line per measurement. --profile counts, per configuration, the CUDA k
 eager step launches and its CPU time (torch.profiler; torch-fsdp-step-profile.json): what the
 simulator's host stream is checked against. --sustained runs one large configuration for most of
 the budget while nvidia-smi samples clocks, power and temperature every second
-(torch-fsdp-step-sustained.json): whether the step slows down once the GPU is hot. Not run in CI: it needs a
+(torch-fsdp-step-sustained.json): whether the step slows down once the GPU is hot. --gemms times
+F.linear and torch._scaled_mm at the shapes `tagcsim calibrate box` timed with cuBLAS
+(torch-fsdp-step-gemms.json), to compare with `tagcsim validate --kernels-against`. Not run in CI: it needs a
 GPU and PyTorch, neither of which the simulator needs.
 
 The step is the one tagcsim's `framework: torchtitan` scenarios describe, written here from that
@@ -283,8 +285,41 @@ def attention_sweep(deadline):
     return rows
 
 
+# The shapes `tagcsim calibrate box` timed with cuBLAS on the H200 (calibrate/profiles/measured/
+# h200-2026-12-04/device-h200.yaml), as (m, n, k): squares, and the Llama-2 7B Linears' forward,
+# dgrad and wgrad at 4096-16384 tokens. Timed here as PyTorch runs them in training: F.linear
+# (x @ W^T) for m x n x k, so that the two harnesses can be compared shape by shape.
+GEMM_SHAPES = [(s, s, s) for s in (512, 1024, 2048, 4096, 8192, 16384)] + [
+    (t, n, k) for t in (4096, 8192, 16384) for n, k in ((4096, 4096), (11008, 4096), (4096, 11008), (32000, 4096))
+] + [(4096, 4096, t) for t in (8192, 16384)] + [(11008, 4096, t) for t in (8192, 16384)] + [(32000, 4096, 8192)]
+
+
+def gemm_sweep(deadline):
+    rows = []
+    for m, n, k in GEMM_SHAPES:
+        for dtype in ("bf16", "fp8"):
+            if time.monotonic() > deadline:
+                return rows
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+            try:
+                if dtype == "bf16":
+                    t = cuda_time(lambda: F.linear(x, w), iters=20)
+                else:  # torchao's float8 Linear: e4m3 inputs, per-tensor scales, bf16 out
+                    xf, wf = x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+                    one = torch.ones((), device="cuda")
+                    t = cuda_time(lambda: torch._scaled_mm(xf, wf.t(), scale_a=one, scale_b=one,
+                                                           out_dtype=torch.bfloat16), iters=20)
+            except RuntimeError as e:
+                rows.append({"m": m, "n": n, "k": k, "dtype": dtype, "error": str(e).splitlines()[0][:200]})
+                continue
+            rows.append({"m": m, "n": n, "k": k, "dtype": dtype, "seconds": t, "tflops": 2 * m * n * k / t / 1e12})
+            print(f"gemm {dtype} {m} x {n} x {k}: {rows[-1]['tflops']:.1f} TFLOP/s", flush=True)
+    return rows
+
+
 def main():
-    modes = {"--compile", "--profile", "--sustained"}
+    modes = {"--compile", "--profile", "--sustained", "--gemms"}
     args = [a for a in sys.argv[1:] if a not in modes]
     mode = next((a for a in sys.argv[1:] if a in modes), "")
     compile_blocks = mode == "--compile"
@@ -312,6 +347,12 @@ def main():
         with open(path, "w") as f:
             json.dump(result, f, indent=1)
 
+    if mode == "--gemms":
+        result["gemms"] = gemm_sweep(deadline - 10)
+        save()
+        torch.distributed.destroy_process_group()
+        print(f"wrote {path}", flush=True)
+        return
     if mode in ("--profile", "--sustained"):
         if mode == "--profile":
             result["profile"] = []
