@@ -19,6 +19,15 @@ using namespace tagcsim::test;  // flat_cluster, rail_cluster
 
 namespace {
 
+// N one-GPU nodes of B each on a two-level fat tree.
+topologies::Cluster fat_tree(int nodes, double B, int nodes_per_leaf, double oversubscription) {
+  auto c = flat_cluster(nodes, B, 0);
+  c.fabric.kind = topologies::Fabric::Kind::FatTree2;
+  c.fabric.nodes_per_leaf = nodes_per_leaf;
+  c.fabric.oversubscription = oversubscription;
+  return c;
+}
+
 Task task(const CollectivePlan& plan, Stream stream) {
   Task t{.name = to_string(plan.op), .stream = stream, .category = Category::AllGather};
   t.phases = {{plan}};
@@ -88,10 +97,7 @@ TEST_CASE("a 2:1 oversubscribed fat tree halves the bandwidth of rings that cros
 
 TEST_CASE("a ring over consecutive nodes crosses each leaf uplink once, so 2:1 does not slow it") {
   const double S = 400e6, B = 25e9;
-  auto c = flat_cluster(8, B, 0);
-  c.fabric.kind = topologies::Fabric::Kind::FatTree2;
-  c.fabric.nodes_per_leaf = 2;
-  c.fabric.oversubscription = 2;
+  auto c = fat_tree(8, B, 2, 2);
   const auto plan = plan_collective(c, CollectiveOp::AllGather, S, whole_cluster(c));
   CHECK(simulate_collective(c, plan) == doctest::Approx(7.0 / 8 * S / B).epsilon(1e-6));
 }
@@ -102,10 +108,7 @@ TEST_CASE("a partly filled last leaf keeps its switch's uplinks: 6 nodes on leav
   // once per direction (3 -> 4, 5 -> 0): one flow on B, so the ring keeps B. Sized by its two nodes
   // (B/2), leaf 1's uplink would halve it.
   const double S = 600e6, B = 25e9;
-  auto c = flat_cluster(6, B, 0);
-  c.fabric.kind = topologies::Fabric::Kind::FatTree2;
-  c.fabric.nodes_per_leaf = 4;
-  c.fabric.oversubscription = 4;
+  auto c = fat_tree(6, B, 4, 4);
   CHECK(c.leaves() == 2);
   CHECK(c.nodes_in_last_leaf() == 2);
   const auto plan = plan_collective(c, CollectiveOp::AllGather, S, whole_cluster(c));

@@ -400,52 +400,43 @@ TEST_CASE("fix 8: the memory peak follows the rate limiter's depth") {
   }
 }
 
+namespace {
+// A fat tree of leaves of 4 nodes x 2 GPUs, 2:1 oversubscribed: the symmetry cut of `nodes` replays
+// `cut_nodes` and ends every task when the full replay does.
+void check_cut(int nodes, Sharding sharding, int cut_nodes, int shard_gpus) {
+  CAPTURE(nodes);
+  auto c = toy_cluster();
+  c.nodes = nodes;
+  c.gpus_per_node = 2;
+  c.fabric = {.kind = topologies::Fabric::Kind::FatTree2, .nodes_per_leaf = 4, .leaves_per_pod = 0,
+              .oversubscription = 2, .switch_latency = 0};
+  Training t;
+  t.sharding = sharding;
+  t.hybrid_shard_gpus = shard_gpus;
+  test::check_cut_matches_full(build_step(make_setup(models::preset("gpt2-124m"), c, t)), c, cut_nodes);
+}
+}  // namespace
+
 TEST_CASE("replaying two leaves instead of the whole fat tree gives the same times, to the nanosecond") {
-  // Leaves of 4 nodes x 2 GPUs, 2:1 oversubscribed.
-  auto cut_matches_full = [](int leaves, Sharding sharding, int cut_nodes, int shard_gpus = 8) {
-    CAPTURE(leaves);
-    auto c = toy_cluster();
-    c.nodes = 4 * leaves;
-    c.gpus_per_node = 2;
-    c.fabric = {.kind = topologies::Fabric::Kind::FatTree2, .nodes_per_leaf = 4, .leaves_per_pod = 0,
-                .oversubscription = 2, .switch_latency = 0};
-    Training t;
-    t.sharding = sharding;
-    t.hybrid_shard_gpus = shard_gpus;
-    auto s = make_setup(models::preset("gpt2-124m"), c, t);
-    test::check_cut_matches_full(build_step(s), c, cut_nodes);
-  };
   // HSDP with one leaf per shard group, so that shard rings stay in leaves and replica rings cross them.
-  cut_matches_full(16, Sharding::HybridShard, 8);
+  check_cut(4 * 16, Sharding::HybridShard, 8, 8);
   // An odd number of leaves: each leaf of a ring that crosses them still sends one hop out and
   // takes one in, so two leaves stand for five (and for 5 x 375 when the cluster is that big).
-  cut_matches_full(5, Sharding::HybridShard, 8);
-  cut_matches_full(5, Sharding::FullShard, 8);
+  check_cut(4 * 5, Sharding::HybridShard, 8, 8);
+  check_cut(4 * 5, Sharding::FullShard, 8, 8);
   // Shard groups of 3 nodes straddle the leaves of 4: the layout repeats every 3 leaves, and the
   // replica rings' stride of 3 nodes every 3 too; 6 leaves (two of each ring) stand for 12.
-  cut_matches_full(12, Sharding::HybridShard, 24, 6);
+  check_cut(4 * 12, Sharding::HybridShard, 24, 6);
 }
 
 TEST_CASE("a partly filled last leaf: two full leaves stand for a whole-cluster ring, not for groups that tile") {
-  auto replay_of = [](int nodes, Sharding sharding, int cut_nodes, int shard_gpus = 2) {
-    CAPTURE(nodes);
-    auto c = toy_cluster();
-    c.nodes = nodes;
-    c.gpus_per_node = 2;
-    c.fabric = {.kind = topologies::Fabric::Kind::FatTree2, .nodes_per_leaf = 4, .leaves_per_pod = 0,
-                .oversubscription = 2, .switch_latency = 0};
-    Training t;
-    t.sharding = sharding;
-    t.hybrid_shard_gpus = shard_gpus;
-    test::check_cut_matches_full(build_step(make_setup(models::preset("gpt2-124m"), c, t)), c, cut_nodes);
-  };
-  // 5 full leaves and one of 2 nodes: FULL_SHARD's rings span all 22 nodes.
-  replay_of(22, Sharding::FullShard, 8);
-  replay_of(21, Sharding::FullShard, 8);
+  // 5 full leaves and one of 2 nodes (or 1): FULL_SHARD's rings span the whole cluster.
+  check_cut(22, Sharding::FullShard, 8, 2);
+  check_cut(21, Sharding::FullShard, 8, 2);
   // HSDP: one node per shard group, replica rings over all 22 nodes: still whole-cluster rings.
-  replay_of(22, Sharding::HybridShard, 8);
+  check_cut(22, Sharding::HybridShard, 8, 2);
   // Shard groups of 2 nodes tile the 22: the partial leaf breaks their pattern, so all 22 replay.
-  replay_of(22, Sharding::HybridShard, 22, 4);
+  check_cut(22, Sharding::HybridShard, 22, 4);
 }
 
 TEST_CASE("the Chrome trace has one track per stream, the host's included, and one slice per task") {
