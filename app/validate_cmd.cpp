@@ -99,7 +99,9 @@ int run(const ValidateOptions& o) {
   vo.refit = o.fit;
   vo.only = o.only;
   vo.jobs = o.jobs;
-  const auto run = scenarios::validate(std::move(rows), vo);
+  auto run = scenarios::validate(std::move(rows), vo);
+  // The fit file keeps how each fit's rows came out held out, for the run report to quote.
+  if (o.loso && o.fit) scenarios::attach_held_out(run);
   std::string text = scenarios::format_validation(run);
   if (!o.doc.empty()) {
     std::string command = "tagcsim validate";
@@ -115,7 +117,8 @@ int run(const ValidateOptions& o) {
   if (o.write) {
     const auto path = sim::fit_file_path();
     std::ofstream f(path);
-    if (!f || !(f << scenarios::fit_file_text(run.fitted, "tagcsim validate --fit --write")))
+    if (!f || !(f << scenarios::fit_file_text(run.fitted, o.loso ? "tagcsim validate --fit --write --loso"
+                                                                   : "tagcsim validate --fit --write")))
       throw InputError(fmt::format("--write: cannot write '{}'", path));
     fmt::print(stderr, "wrote {}\n", path);
   }

@@ -163,8 +163,9 @@ std::string fit_file_text(const FamilyFits& fits, const std::string& command) {
     out += devices ? "devices:\n" : "families:\n";
     for (const auto& [f, p] : fits)
       if (sim::is_device_fit_key(f) == devices)
-        out += fmt::format("  {}: {{tensor_scale: {:.4f}, memory_scale: {:.4f}, basis: \"{}\"}}\n",
-                           sim::fit_key_label(f), p.tensor_scale, p.memory_scale, p.basis);
+        out += fmt::format("  {}: {{tensor_scale: {:.4f}, memory_scale: {:.4f}, basis: \"{}\"{}}}\n",
+                           sim::fit_key_label(f), p.tensor_scale, p.memory_scale, p.basis,
+                           p.held_out.empty() ? "" : fmt::format(", held_out: \"{}\"", p.held_out));
   }
   return out;
 }

@@ -41,7 +41,7 @@ std::string encode(const Fold& f) {
   for (const auto& [fam, p] : f.fits) {
     put(out, fam);
     put(out, p.tensor_scale), put(out, p.memory_scale);
-    put(out, p.basis), put(out, p.borrowed);
+    put(out, p.basis), put(out, p.borrowed), put(out, p.held_out);
   }
   put(out, double(f.held_out.size()));
   for (const auto& [i, p] : f.held_out) {
@@ -87,6 +87,7 @@ Fold decode(const std::string& bytes) {
     p.memory_scale = r.number();
     p.basis = r.text();
     p.borrowed = r.text();
+    p.held_out = r.text();
     f.fits[fam] = p;
   }
   for (auto n = std::size_t(r.number()); n > 0; --n) {

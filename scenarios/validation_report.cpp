@@ -53,6 +53,29 @@ Stats stats(const std::vector<std::pair<double, std::string>>& errors) {
 
 std::string pct(double e) { return fmt::format("{:+.1f}%", 100 * e); }
 
+}  // namespace
+
+void attach_held_out(ValidationRun& run) {
+  for (auto& [key, p] : run.fitted) {
+    const bool device = sim::is_device_fit_key(key);
+    const std::string name = sim::fit_key_label(key);
+    std::vector<std::pair<double, std::string>> errors;
+    std::set<std::string> sources;
+    for (std::size_t i = 0; i < run.rows.size(); ++i) {
+      const auto& r = run.rows[i];
+      if (!r.counted || !run.results[i].has_held_out || (device ? r.device : r.family) != name) continue;
+      errors.emplace_back(run.results[i].held_out.error(r.measured_tps), r.id);
+      sources.insert(r.source);
+    }
+    if (errors.empty()) continue;
+    const Stats s = stats(errors);
+    p.held_out = fmt::format("{} rows of {} source{}, each source held out of the fit: median {:.1f}%, p90 {:.1f}% off",
+                             s.n, sources.size(), sources.size() == 1 ? "" : "s", 100 * s.median_abs, 100 * s.p90_abs);
+  }
+}
+
+namespace {
+
 // Mean signed error per bucket, in the order the keys first appear sorted by `order`.
 std::string bucket_table(const ValidationRun& run, bool held_out, bool foundry_only, const char* title,
                          std::string (ValidationRow::*bucket)() const, double (*order)(const ValidationRow&)) {

@@ -94,7 +94,8 @@ const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu)
                                  "to a profile of that GPU, or '' for the datasheet roofline)",
                                  p.gpu_where, p.name, p.gpu, gpu.name));
   // A GPU that is not the one measured (another peak or HBM bandwidth than the profile's) gets a
-  // copy of the profile scaled to it, made once per process for each such GPU.
+  // copy of the profile scaled to it, made once per process for each such GPU; its fitted scales
+  // follow the profile's, which a fit in this process may change after the copy was made.
   const double measured_bw = measured_memory_bandwidth(p);
   KernelProfile::DeviceScale s;
   if (p.peak.bf16 > 0 && gpu.peak_flops_bf16 > 0) s.tensor = gpu.peak_flops_bf16 / p.peak.bf16;
@@ -108,6 +109,7 @@ const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu)
     copy = std::make_unique<KernelProfile>(p);
     copy->device = s;
   }
+  copy->fitted = p.fitted;
   return copy.get();
 }
 
@@ -128,10 +130,10 @@ std::string compute_model_description(const topologies::DeviceProfile& gpu) {
     scaled += fmt::format("; memory-bound kernels x{:.3f} ({:g} TB/s HBM against the measured {}'s)",
                           p->device.memory, gpu.memory_bandwidth / 1e12, p->gpu);
   // The device's own fit where a source measured it, else its family's.
-  return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}{}", p->name, file,
+  return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}{}{}", p->name, file,
                      has_device_fit(p->gpu) ? p->gpu : p->family, f.tensor_scale, f.memory_scale,
                      f.basis.empty() ? fmt::format(" (not fitted: the scales of {})", f.borrowed) : "",
-                     scaled);
+                     f.held_out.empty() ? "" : " (" + f.held_out + ")", scaled);
 }
 
 HostCost host_cost(const StepSetup& setup) {

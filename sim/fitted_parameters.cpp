@@ -35,11 +35,12 @@ std::map<std::string, FittedParameters> read_fit_file() {
   auto read = [&](const Input& map, bool devices) {
     for (const auto& name : map.keys()) {
       const Input f = map[name];
-      f.expect_keys({"tensor_scale", "memory_scale", "basis"});
+      f.expect_keys({"tensor_scale", "memory_scale", "basis", "held_out"});
       FittedParameters p;
       p.tensor_scale = f["tensor_scale"].as_positive();
       p.memory_scale = f["memory_scale"].as_positive();
       p.basis = f["basis"].as_string();
+      if (const auto h = f.find("held_out")) p.held_out = h->as_string();
       out[devices ? device_fit_key(name) : name] = p;
     }
   };

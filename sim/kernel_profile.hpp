@@ -30,6 +30,7 @@ struct FittedParameters {
   double memory_scale = 1;  // memory-bound kernels in training / in the profile
   std::string basis;        // how they were fitted ("" when not fitted)
   std::string borrowed;     // when not fitted: whose scales it takes ("hopper's, its predecessor's")
+  std::string held_out;     // how its rows came out with their source held out of the fit ("" when not known)
 };
 
 class KernelProfile {

@@ -184,6 +184,16 @@ TEST_CASE("a GPU that is not the one measured runs the profile's kernels scaled 
   CHECK(sim::compute_model_description(variant).find(
             "tensor-core kernels x2.000 (1978.8 TFLOP/s bf16 against the profile's 989.4); memory-bound kernels "
             "x0.716 (2.4 TB/s HBM against the measured H100-SXM5-80GB's)") != std::string::npos);
+  // A fit made after the copy (validate --fit refits in the same process) reaches it: at half the
+  // H100's tensor scale the scaled copy's GEMM takes twice as long too.
+  const double before = sim::device_kernel_profile(variant)->gemm_seconds(8192, 8192, 8192);
+  const auto key = sim::device_fit_key("H100-SXM5-80GB");
+  auto halved = sim::fitted_parameters("H100-SXM5-80GB", "hopper");
+  halved.tensor_scale /= 2;
+  sim::override_fitted_parameters(key, halved);
+  CHECK(sim::device_kernel_profile(variant)->gemm_seconds(8192, 8192, 8192) == Approx(2 * before));
+  sim::clear_fitted_overrides();
+  CHECK(sim::device_kernel_profile(variant)->gemm_seconds(8192, 8192, 8192) == Approx(before));
 }
 
 TEST_CASE("MFU two ways: causal attention as the kernel runs it, and Megatron's 6N + 12 L h s") {

@@ -5,7 +5,9 @@
 #include "models/model.hpp"
 #include "scenarios/scenario.hpp"
 #include "scenarios/validation.hpp"
+#include "sim/compute.hpp"
 #include "sim/kernel_profile.hpp"
+#include "topologies/cluster.hpp"
 
 #include <doctest/doctest.h>
 
@@ -332,4 +334,39 @@ TEST_CASE("the fit file keeps the families and the devices apart, the devices by
   CHECK(sim::has_device_fit("H200-SXM-141GB"));
   CHECK(!sim::has_device_fit("GH200-96GB"));
   CHECK(sim::fitted_parameters("GH200-96GB", "hopper").tensor_scale == sim::fitted_parameters("hopper").tensor_scale);
+}
+
+TEST_CASE("each fit's rows, their source held out, are summarised in the fit file and the run report") {
+  scenarios::ValidationRun run;
+  auto row = [&](const char* id, const char* source, const char* device, bool counted, double held_out_error) {
+    scenarios::ValidationRow r;
+    r.id = id, r.source = source, r.device = device, r.family = "hopper", r.counted = counted;
+    r.measured_tps = 1000;
+    run.rows.push_back(r);
+    scenarios::RowResult res;
+    res.has_held_out = true;
+    res.held_out.tps = 1000 * (1 + held_out_error);
+    run.results.push_back(res);
+  };
+  // The H200's three counted rows are +10%, -2% and +4% off: median 4%, and 90% of them (nearest
+  // rank: all three) within 10%. The row not counted is left out; the H100's row counts for the family.
+  row("a", "S1", "H200-SXM-141GB", true, 0.10);
+  row("b", "S2", "H200-SXM-141GB", true, -0.02);
+  row("c", "S2", "H200-SXM-141GB", true, 0.04);
+  row("d", "S2", "H200-SXM-141GB", false, 0.50);
+  row("e", "S3", "H100-SXM5-80GB", true, -0.30);
+  const auto h200 = sim::device_fit_key("H200-SXM-141GB");
+  run.fitted = {{"hopper", {0.8, 0.7, "b1"}}, {h200, {1.0, 0.7, "b2"}}};
+  scenarios::attach_held_out(run);
+  CHECK(run.fitted[h200].held_out == "3 rows of 2 sources, each source held out of the fit: median 4.0%, p90 10.0% off");
+  CHECK(run.fitted["hopper"].held_out == "4 rows of 3 sources, each source held out of the fit: median 7.0%, p90 30.0% off");
+  CHECK(scenarios::fit_file_text(run.fitted, "cmd").find(
+            "H200-SXM-141GB: {tensor_scale: 1.0000, memory_scale: 0.7000, basis: \"b2\", held_out: \"3 rows of 2 "
+            "sources, each source held out of the fit: median 4.0%, p90 10.0% off\"}") != std::string::npos);
+  // The run report's compute line quotes the fit in force.
+  sim::override_fitted_parameters(h200, run.fitted[h200]);
+  CHECK(sim::compute_model_description(topologies::device("h200-sxm")).find(
+            "H200-SXM-141GB fit: tensor_scale 1.000, memory_scale 0.700 (3 rows of 2 sources, each source held out of "
+            "the fit: median 4.0%, p90 10.0% off)") != std::string::npos);
+  sim::clear_fitted_overrides();
 }
