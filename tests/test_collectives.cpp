@@ -115,6 +115,22 @@ TEST_CASE("a partly filled last leaf keeps its switch's uplinks: 6 nodes on leav
   CHECK(simulate_collective(c, plan) == doctest::Approx(5.0 / 6 * S / B).epsilon(1e-6));
 }
 
+TEST_CASE("a three-level fat tree: a ring across two pods is held by the 2:1 uplinks, B/2") {
+  // 4 one-GPU nodes, one per leaf, two leaves per pod. At 2:1 a leaf's uplink is B/2 and a pod's
+  // 2 x B/2 / 2 = B/2. The ring 0 -> 1 -> 2 -> 3 -> 0 puts one flow on each uplink per direction,
+  // so every hop runs at B/2: 3/4 x S / (B/2). At 1:1, B.
+  const double S = 400e6, B = 25e9;
+  for (const double oversubscription : {1.0, 2.0}) {
+    CAPTURE(oversubscription);
+    auto c = fat_tree(4, B, 1, oversubscription);
+    c.fabric.kind = topologies::Fabric::Kind::FatTree3;
+    c.fabric.leaves_per_pod = 2;
+    CHECK(c.pods() == 2);
+    const auto plan = plan_collective(c, CollectiveOp::AllGather, S, whole_cluster(c), Algorithm::Ring);
+    CHECK(simulate_collective(c, plan) == doctest::Approx(0.75 * S / (B / oversubscription)).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("a reduce is a chain: S/B alone, its hop out of the root idle") {
   const double S = 1e9, B = 1e9;
   auto c = flat_cluster(3, B, 0);

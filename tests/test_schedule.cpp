@@ -403,13 +403,14 @@ TEST_CASE("fix 8: the memory peak follows the rate limiter's depth") {
 namespace {
 // A fat tree of leaves of 4 nodes x 2 GPUs, 2:1 oversubscribed: the symmetry cut of `nodes` replays
 // `cut_nodes` and ends every task when the full replay does.
-void check_cut(int nodes, Sharding sharding, int cut_nodes, int shard_gpus) {
+void check_cut(int nodes, Sharding sharding, int cut_nodes, int shard_gpus, int leaves_per_pod = 0) {
   CAPTURE(nodes);
   auto c = toy_cluster();
   c.nodes = nodes;
   c.gpus_per_node = 2;
-  c.fabric = {.kind = topologies::Fabric::Kind::FatTree2, .nodes_per_leaf = 4, .leaves_per_pod = 0,
-              .oversubscription = 2, .switch_latency = 0};
+  using K = topologies::Fabric::Kind;
+  c.fabric = {.kind = leaves_per_pod ? K::FatTree3 : K::FatTree2, .nodes_per_leaf = 4,
+              .leaves_per_pod = leaves_per_pod, .oversubscription = 2, .switch_latency = 0};
   Training t;
   t.sharding = sharding;
   t.hybrid_shard_gpus = shard_gpus;
@@ -427,6 +428,8 @@ TEST_CASE("replaying two leaves instead of the whole fat tree gives the same tim
   // Shard groups of 3 nodes straddle the leaves of 4: the layout repeats every 3 leaves, and the
   // replica rings' stride of 3 nodes every 3 too; 6 leaves (two of each ring) stand for 12.
   check_cut(4 * 12, Sharding::HybridShard, 24, 6);
+  // Three levels, pods of 2 leaves: two pods stand for three.
+  check_cut(4 * 2 * 3, Sharding::FullShard, 16, 8, 2);
 }
 
 TEST_CASE("a partly filled last leaf: two full leaves stand for a whole-cluster ring, not for groups that tile") {
@@ -437,6 +440,8 @@ TEST_CASE("a partly filled last leaf: two full leaves stand for a whole-cluster 
   check_cut(22, Sharding::HybridShard, 8, 2);
   // Shard groups of 2 nodes tile the 22: the partial leaf breaks their pattern, so all 22 replay.
   check_cut(22, Sharding::HybridShard, 22, 4);
+  // Three levels: two pods of two leaves, and a third pod of one leaf and a half.
+  check_cut(4 * 2 * 2 + 6, Sharding::FullShard, 16, 8, 2);
 }
 
 TEST_CASE("the Chrome trace has one track per stream, the host's included, and one slice per task") {

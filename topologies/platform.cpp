@@ -90,7 +90,14 @@ Platform build_platform(sg4::Engine& engine, const Cluster& c, bool per_rail) {
     if (pods) {
       pod_zone = sg4::create_star_zone(fmt::format("pod{}", pod));
       pod_zone->set_parent(root);
-      pod_gw = pod_zone->create_router(fmt::format("pod{}-switch", pod));
+      // The pod's switch sits in a zone of its own beside the leaves: SimGrid 3.32 cannot route
+      // from a host two zones down to a router of its grandparent zone (docs/simgrid-notes.md).
+      auto* spine = sg4::create_star_zone(fmt::format("pod{}-spine", pod));
+      spine->set_parent(pod_zone);
+      pod_gw = spine->create_router(fmt::format("pod{}-switch", pod));
+      spine->seal();
+      pod_zone->add_route(spine->get_netpoint(), nullptr, pod_gw, nullptr, {}, false);
+      pod_zone->add_route(nullptr, spine->get_netpoint(), nullptr, pod_gw, {}, false);
     }
     for (int l = 0; l < leaves_per_pod && pod * leaves_per_pod + l < leaves; ++l) {
       const int leaf = pod * leaves_per_pod + l;
