@@ -183,6 +183,15 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   for (const auto& p : s.points)
     if (const auto& c = p.setup.cluster; c.nodes > 1)
       if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); !caveat.empty()) add(caveat, &p);
+  // A fabric setting that cannot act at this size should not look like a result.
+  for (const auto& p : s.points)
+    if (const auto& c = p.setup.cluster;
+        c.nodes > 1 && c.fabric.kind != topologies::Fabric::Kind::SingleSwitch && c.leaves() == 1 &&
+        c.fabric.oversubscription > 1)
+      add(fmt::format("all {} nodes sit under one leaf switch, so the fabric's {:g}:1 oversubscription does not "
+                      "apply",
+                      c.nodes, c.fabric.oversubscription),
+          &p);
   std::vector<std::string> out;
   for (const auto& [text, points] : notes) {
     if (points.size() == s.points.size()) {

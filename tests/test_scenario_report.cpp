@@ -54,6 +54,15 @@ TEST_CASE("512 A100 on SuperPOD leaves of 20 nodes run, and the heading says the
   CHECK(table.find("2-level fat tree, 20 nodes per leaf (the last of 4 leaves holds 4)") != std::string::npos);
 }
 
+TEST_CASE("an oversubscription that cannot act, all nodes under one leaf, is noted at the points it belongs to") {
+  const auto s = parse_scenario("model: gpt2\ncluster: {preset: dgx-h100-ib400, nodes: 2, fabric: {oversubscription: 4}}\n"
+                                "training: {micro_batch: 1, seq_len: 1024}\nsweep:\n  cluster.nodes: [2, 64]\n", "t.yaml");
+  const auto table = format_results(s, run(s), Format::Table);
+  CHECK(table.find("note: (at cluster.nodes=2) all 2 nodes sit under one leaf switch, so the fabric's 4:1 "
+                   "oversubscription does not apply") != std::string::npos);
+  CHECK(table.find("all 64 nodes") == std::string::npos);
+}
+
 TEST_CASE("a point within 15% of the GPU's memory carries the memory-pressure caveat, and only that point") {
   // Llama 3.1 8B, 8 x 96 GiB, 8k tokens, per-op checkpointing: 62.2 GiB at the peak with one
   // sequence per micro-batch (65%), 93.8 GiB with two (98%).
