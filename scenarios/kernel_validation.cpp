@@ -50,12 +50,14 @@ double attention_rate(const KernelProfile& p, const KernelProfile::AttentionCurv
   return 3.5 / (1 / rate(false) + 2.5 / rate(true));  // fwd+bwd: the backward does 2.5x the forward's FLOPs
 }
 
+// The median, and the other quantiles by nearest rank (the smallest error a share q of the points
+// stay within), as `tagcsim validate` and `calibrate validate` take them.
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const double at = q * double(v.size() - 1);
-  const auto i = std::size_t(std::floor(at));
-  return i + 1 < v.size() ? v[i] + (at - double(i)) * (v[i + 1] - v[i]) : v.back();
+  const std::size_t n = v.size();
+  if (q == 0.5) return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return v[std::min(n - 1, std::size_t(std::ceil(q * double(n))) - 1)];
 }
 
 }  // namespace

@@ -97,8 +97,9 @@ std::string format_validation(const ValidationRun& run);
 // calibrate/profiles/fit-training.yaml for these fits.
 std::string fit_file_text(const FamilyFits& fits, const std::string& command);
 // With leave-one-source-out predictions: each fitted device's and family's counted rows, each
-// predicted by the fold without its source, summarised into the fit's `held_out` ("41 rows of 5
-// sources held out: median 2.6%, p90 8.0%"), which the fit file keeps and `tagcsim run` prints.
+// predicted by the fold without its source, summarised into the fit's `held_out` ("35 rows of 5
+// sources, each source held out of the fit: median 3.7%, p90 6.4% off"), which the fit file keeps
+// and `tagcsim run` prints.
 void attach_held_out(ValidationRun& run);
 
 }  // namespace tagcsim::scenarios
