@@ -25,10 +25,11 @@ int symmetric_nodes(const Schedule& schedule, const topologies::Cluster& c) {
   // the cluster needs whole periods of the patterns (`base`), not whole multiples of the cut.
   long period = N / cell >= 2 ? 2 * cell : N;
   long base = cell;
-  // A partly filled last leaf carries no more of a whole-cluster ring than a full one (one hop out,
-  // one in, per ring) on the same uplinks, so the full leaves set the time; groups that tile the
-  // cluster would meet it at a different place in their pattern, so they need whole cells.
-  bool only_whole_cluster_rings = true;
+  // A partly filled last leaf carries no more than a full one on the same uplinks (one hop out and
+  // one in per ring crossing it), so the full leaves set the time, provided it holds whole repeats
+  // of the groups' pattern (`pattern`: their spans and strides), so that no group meets it
+  // elsewhere in its pattern than a full leaf's groups do.
+  long pattern = 1;
   for (const auto& t : schedule.tasks) {
     for (const auto& ph : t.phases) {
       const Group& g = ph.plan.group;
@@ -36,7 +37,7 @@ int symmetric_nodes(const Schedule& schedule, const topologies::Cluster& c) {
       const long span = long(g.nodes) * g.node_stride;
       if (span >= N) {
         if (rotating_chain(ph.plan)) return c.nodes;
-        if (g.node_stride != 1) only_whole_cluster_rings = false;
+        pattern = std::lcm(pattern, long(g.node_stride));
         // A ring over the whole cluster: keep at least two nodes in it, and
         // its stride in step with the cells.
         period = std::lcm(period, 2L * g.node_stride);
@@ -45,7 +46,7 @@ int symmetric_nodes(const Schedule& schedule, const topologies::Cluster& c) {
         // Groups tiling the cluster; one that straddles cells repeats with the cells every
         // lcm(span, cell) nodes, the period the cut must hold whole.
         if (N % span != 0) return c.nodes;
-        only_whole_cluster_rings = false;
+        pattern = std::lcm(pattern, span);
         period = std::lcm(period, span);
         base = std::lcm(base, span);
       }
@@ -53,7 +54,7 @@ int symmetric_nodes(const Schedule& schedule, const topologies::Cluster& c) {
     }
   }
   if (N % base == 0) return int(period);
-  return only_whole_cluster_rings && base == cell ? int(period) : c.nodes;
+  return base == cell && (N % cell) % pattern == 0 ? int(period) : c.nodes;
 }
 
 topologies::Cluster reduced_cluster(const topologies::Cluster& c, int nodes) {

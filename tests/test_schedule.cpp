@@ -432,14 +432,17 @@ TEST_CASE("replaying two leaves instead of the whole fat tree gives the same tim
   check_cut(4 * 2 * 3, Sharding::FullShard, 16, 8, 2);
 }
 
-TEST_CASE("a partly filled last leaf: two full leaves stand for a whole-cluster ring, not for groups that tile") {
+TEST_CASE("a partly filled last leaf: two full leaves stand for the cluster when it holds whole repeats of the groups") {
   // 5 full leaves and one of 2 nodes (or 1): FULL_SHARD's rings span the whole cluster.
   check_cut(22, Sharding::FullShard, 8, 2);
   check_cut(21, Sharding::FullShard, 8, 2);
   // HSDP: one node per shard group, replica rings over all 22 nodes: still whole-cluster rings.
   check_cut(22, Sharding::HybridShard, 8, 2);
-  // Shard groups of 2 nodes tile the 22: the partial leaf breaks their pattern, so all 22 replay.
-  check_cut(22, Sharding::HybridShard, 22, 4);
+  // Shard groups of 2 nodes tile the 22 and the partial leaf holds one whole group: two leaves
+  // stand for it too. Groups of 3 nodes tile 21 but do not divide a leaf of 4, so their pattern
+  // does not repeat with the leaves: all 21 replay.
+  check_cut(22, Sharding::HybridShard, 8, 4);
+  check_cut(21, Sharding::HybridShard, 21, 6);
   // Three levels: two pods of two leaves, and a third pod of one leaf and a half.
   check_cut(4 * 2 * 2 + 6, Sharding::FullShard, 16, 8, 2);
 }
