@@ -21,7 +21,9 @@
 #          `cluster: {file: OUTDIR/box/cluster-*.yaml}`, every policy (OUTDIR/check/);
 #       4. kernels/gpu-check.sh run with what is left of the budget (OUTDIR/kernels/).
 #     TAGCSIM_BOX_FULL=1 runs the full box (the GEMM grid and attention sweep, up to 300 s) instead
-#     of --quick; TAGCSIM_SKIP_KERNELS=1 skips step 4 (a rerun after the kernels passed).
+#     of --quick; TAGCSIM_SKIP_KERNELS=1 skips step 4 (a rerun after the kernels passed);
+#     TAGCSIM_TORCH_GEMMS=1 runs `calibrate/torch-fsdp-step.py OUTDIR 100 --gemms` before step 4
+#     where the machine's Python has PyTorch (OUTDIR/torch-fsdp-step-gemms.json).
 #     Steps past the budget are skipped and say so. OUTDIR/summary.txt has one line per step. At the
 #     end the folders are packed into OUTDIR/results.tar.gz and the reports copied beside it, so
 #     OUTDIR holds at most 8 files (what the device tool brings back); TAGCSIM_NO_PACK=1 keeps
@@ -165,6 +167,20 @@ run() {
       --out "$out/check" || rc=$?
     if [[ $rc -eq 0 ]]; then step "check: ok: $(grep -A4 '^Step time' "$out/check.log" | tail -n +3 | tr -s ' ' | paste -sd ';')"
     else status=1; step "check: FAIL (exit $rc): $(grep -m1 -E 'error|Error' "$out/check.log")"; fi
+  fi
+
+  # 3b. PyTorch's own GEMMs at the box's shapes, where asked and PyTorch is there.
+  if [[ -n ${TAGCSIM_TORCH_GEMMS:-} ]]; then
+    if ! python3 -c 'import torch' >/dev/null 2>&1; then
+      step "torch gemms: skipped: no PyTorch in this machine's python3"
+    elif (($(left) < 130)); then
+      step "torch gemms: skipped: $(left) s left of the budget"
+    else
+      rc=0
+      timed 120 "$out/torch-gemms.log" python3 calibrate/torch-fsdp-step.py "$out" 100 --gemms || rc=$?
+      if [[ $rc -eq 0 ]]; then step "torch gemms: ok: $(grep -c '^gemm ' "$out/torch-gemms.log") shapes timed"
+      else status=1; step "torch gemms: FAIL (exit $rc): $(tail -1 "$out/torch-gemms.log")"; fi
+    fi
   fi
 
   # 4. The TAGC kernels' own GPU checks, with what is left.
