@@ -2,6 +2,7 @@
 #include "calibrate/param_ranges.hpp"
 
 #include "common/input.hpp"
+#include "common/quantiles.hpp"
 
 #include <Eigen/Dense>
 #include <fmt/format.h>
@@ -180,11 +181,8 @@ ErrorSummary summarize(const std::vector<PointFit>& points, const Band& band) {
   s.points = int(abs_errors.size());
   if (abs_errors.empty()) return s;
   s.mean_abs /= s.points;
-  std::sort(abs_errors.begin(), abs_errors.end());
-  const auto n = abs_errors.size();
-  s.median_abs = n % 2 ? abs_errors[n / 2] : (abs_errors[n / 2 - 1] + abs_errors[n / 2]) / 2;
-  // Nearest rank: the smallest error at or above which 10% of the points lie.
-  s.p90_abs = abs_errors[std::min(n - 1, std::size_t(std::ceil(0.9 * double(n))) - 1)];
+  s.median_abs = median(abs_errors);
+  s.p90_abs = nearest_rank(abs_errors, 0.9);
   return s;
 }
 

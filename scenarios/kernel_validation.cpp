@@ -3,6 +3,7 @@
 #include "scenarios/kernel_validation.hpp"
 
 #include "common/input.hpp"
+#include "common/quantiles.hpp"
 
 #include <fmt/format.h>
 
@@ -48,16 +49,6 @@ double attention_rate(const KernelProfile& p, const KernelProfile::AttentionCurv
   if (c.direction == "fwd") return rate(false);
   if (c.direction == "bwd") return rate(true);
   return 3.5 / (1 / rate(false) + 2.5 / rate(true));  // fwd+bwd: the backward does 2.5x the forward's FLOPs
-}
-
-// The median, and the other quantiles by nearest rank (the smallest error a share q of the points
-// stay within), as `tagcsim validate` and `calibrate validate` take them.
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  if (q == 0.5) return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  return v[std::min(n - 1, std::size_t(std::ceil(q * double(n))) - 1)];
 }
 
 }  // namespace
@@ -143,13 +134,13 @@ std::string format_kernel_checks(const std::string& title, const std::vector<Ker
   for (const auto& [key, errors] : by) {
     all.insert(all.end(), errors.begin(), errors.end());
     out += fmt::format("{:<18} {:<10} {:>5} {:>7.1f}% {:>7.1f}% {:>7.1f}% {:>12}\n", key.first, key.second,
-                       errors.size(), 100 * quantile(errors, 0.5), 100 * quantile(errors, 0.9),
-                       100 * quantile(errors, 1.0), unpredicted[key]);
+                       errors.size(), 100 * median(errors), 100 * nearest_rank(errors, 0.9),
+                       100 * nearest_rank(errors, 1.0), unpredicted[key]);
   }
   for (const auto& [key, n] : unpredicted)
     if (!by.count(key)) out += fmt::format("{:<18} {:<10} {:>5} {:>8} {:>8} {:>8} {:>12}\n", key.first, key.second, 0, "-", "-", "-", n);
   out += fmt::format("{:<18} {:<10} {:>5} {:>7.1f}% {:>7.1f}% {:>7.1f}%\n", "all", "", all.size(),
-                     100 * quantile(all, 0.5), 100 * quantile(all, 0.9), 100 * quantile(all, 1.0));
+                     100 * median(all), 100 * nearest_rank(all, 0.9), 100 * nearest_rank(all, 1.0));
   return out;
 }
 

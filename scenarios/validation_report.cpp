@@ -2,6 +2,7 @@
 // show trends, the rule-of-thumb baseline and the fitted parameters (docs/validation.md is this
 // text).
 #include "scenarios/validation.hpp"
+#include "common/quantiles.hpp"
 #include "sim/kernel_profile.hpp"
 
 #include <fmt/format.h>
@@ -12,17 +13,6 @@
 #include <set>
 
 namespace tagcsim::scenarios {
-namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
-
 namespace {
 
 struct Stats {
@@ -45,9 +35,7 @@ Stats stats(const std::vector<std::pair<double, std::string>>& errors) {
     s.past_15 += std::abs(e) > 0.15;
   }
   s.median_abs = median(a);
-  // Nearest rank, as `calibrate validate` takes it: the smallest error 90% of the rows stay within.
-  std::sort(a.begin(), a.end());
-  s.p90_abs = a[std::min(a.size() - 1, std::size_t(std::ceil(0.9 * double(a.size()))) - 1)];
+  s.p90_abs = nearest_rank(a, 0.9);
   return s;
 }
 

@@ -17,10 +17,4 @@ double Event::since(const Event& start) const {
   return double(ms) * 1e-3;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 }  // namespace tagcsim::calibrate::box

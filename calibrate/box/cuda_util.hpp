@@ -4,6 +4,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "common/quantiles.hpp"
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,7 +84,7 @@ class Event {
 };
 
 // Median of timed runs, in seconds.
-double median(std::vector<double> v);
+using tagcsim::median;
 
 // The median time of `iters` runs of `call` on stream `s` (CUDA events), after `warmup` untimed ones.
 template <class F>
