@@ -60,17 +60,13 @@ void configure_engine(sg4::Engine& engine) {
 
 Platform build_platform(sg4::Engine& engine, const Cluster& c, bool per_rail) {
   (void)engine;
-  using K = Fabric::Kind;
   Platform p;
   p.rails = per_rail ? c.rails() : 1;
   const Ports ports{p.rails, c.node_injection_bandwidth() / p.rails};
   p.nodes.resize(std::size_t(c.nodes) * p.rails);
   p.nic_links.resize(p.nodes.size());
   auto* root = sg4::create_star_zone("fabric");
-  const int leaf_size =
-      (c.fabric.kind == K::SingleSwitch || c.fabric.nodes_per_leaf <= 0 || c.fabric.nodes_per_leaf >= c.nodes)
-          ? c.nodes
-          : c.fabric.nodes_per_leaf;
+  const int leaf_size = c.nodes_in_leaf();
   if (leaf_size == c.nodes) {
     add_hosts(root, ports, 0, c.nodes, 0, p.rails, p);
     root->seal();
@@ -81,9 +77,9 @@ Platform build_platform(sg4::Engine& engine, const Cluster& c, bool per_rail) {
   // A rail-optimized leaf group is one switch per rail; built per rail, each gets its share of uplink.
   const int switches_per_leaf = c.fabric.rail_optimized ? p.rails : 1;
   const double leaf_up_bw = leaf_size * c.node_injection_bandwidth() / oversub / switches_per_leaf;
-  const bool pods = c.fabric.kind == K::FatTree3 && c.fabric.leaves_per_pod > 0 && c.fabric.leaves_per_pod < leaves;
-  const int leaves_per_pod = pods ? c.fabric.leaves_per_pod : leaves;
-  const int npods = (leaves + leaves_per_pod - 1) / leaves_per_pod;
+  const int leaves_per_pod = c.leaves_in_pod();
+  const int npods = c.pods();
+  const bool pods = npods > 1;
   for (int pod = 0; pod < npods; ++pod) {
     sg4::NetZone* pod_zone = root;
     NetPoint* pod_gw = nullptr;
