@@ -3,6 +3,7 @@
 #include "common/input.hpp"
 #include "kernels/profile.hpp"
 #include "models/kernel_list.hpp"
+#include "sim/kernel_profile_registry.hpp"
 
 #include <fmt/format.h>
 
@@ -11,7 +12,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <tuple>
 
 namespace tagcsim::sim {
 namespace {
@@ -94,22 +94,20 @@ const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu)
                                  "to a profile of that GPU, or '' for the datasheet roofline)",
                                  p.gpu_where, p.name, p.gpu, gpu.name));
   // A GPU that is not the one measured (another peak or HBM bandwidth than the profile's) gets a
-  // copy of the profile scaled to it, made once per process for each such GPU; its fitted scales
-  // follow the profile's, which a fit in this process may change after the copy was made.
+  // copy of the profile scaled to it, made once per process for each such GPU and kept with the
+  // loaded profiles, so that a fit made later in this process reaches it too.
   const double measured_bw = measured_memory_bandwidth(p);
   KernelProfile::DeviceScale s;
   if (p.peak.bf16 > 0 && gpu.peak_flops_bf16 > 0) s.tensor = gpu.peak_flops_bf16 / p.peak.bf16;
   if (measured_bw > 0 && gpu.memory_bandwidth > 0) s.memory = gpu.memory_bandwidth / measured_bw;
   if (std::abs(s.tensor - 1) < 1e-9 && std::abs(s.memory - 1) < 1e-9) return &p;
-  static std::mutex lock;
-  static std::map<std::tuple<std::string, double, double>, std::unique_ptr<KernelProfile>> scaled;
-  const std::lock_guard<std::mutex> hold(lock);
-  auto& copy = scaled[{p.name, s.tensor, s.memory}];
+  auto& r = detail::registry();
+  const std::lock_guard<std::mutex> hold(r.mu);
+  auto& copy = r.scaled[{p.file, s.tensor, s.memory}];
   if (!copy) {
     copy = std::make_unique<KernelProfile>(p);
     copy->device = s;
   }
-  copy->fitted = p.fitted;
   return copy.get();
 }
 

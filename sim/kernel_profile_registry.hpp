@@ -1,6 +1,7 @@
 // The process-wide state behind sim/kernel_profile.hpp: the loaded kernel profiles and the fitted
 // parameters (the fit file's, and the overrides the validation fits set). Internal to sim/:
-// kernel_profile.cpp loads profiles into it, fitted_parameters.cpp keeps the fits.
+// kernel_profile.cpp loads profiles into it, compute.cpp its scaled copies, fitted_parameters.cpp
+// keeps the fits and the profiles' fitted scales current.
 #pragma once
 
 #include "sim/kernel_profile.hpp"
@@ -10,12 +11,15 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace tagcsim::sim::detail {
 
 struct Registry {
   std::mutex mu;
   std::map<std::string, std::unique_ptr<KernelProfile>> profiles;  // by path
+  // Copies scaled to a GPU that is not the one measured (compute.cpp), by path and scales.
+  std::map<std::tuple<std::string, double, double>, std::unique_ptr<KernelProfile>> scaled;
   std::optional<std::map<std::string, FittedParameters>> fitted;   // from the fit file
   std::map<std::string, FittedParameters> overrides;
 };
