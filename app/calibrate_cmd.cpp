@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <optional>
 #include <thread>
 
@@ -41,6 +42,7 @@ struct Options {
   bool priors = false;
   std::string data;
   std::string loo = "source";
+  std::string held_out_out;  // validate: where to write the held-out errors per connection
 };
 
 // Arguments as a shell would need them to reproduce the command.
@@ -209,6 +211,7 @@ struct TableResult {
   const PublishedGroup* group = nullptr;
   std::string cluster;
   std::string unit;                 // what leaving it out leaves out
+  std::string connection;           // how its nodes are connected: a transport kind, or "one_node"
   std::vector<PointFit> preset;     // the presets as shipped (fitted on every table: in-sample)
   std::vector<PointFit> held_out;   // fitted without its unit, from the priors
 };
@@ -235,6 +238,38 @@ void print_summary_row(const std::string& name, const std::vector<PointFit>& pre
   fmt::print("{}\n", row);
 }
 
+// Per connection (a transport kind, or one node), the held-out points of its tables, summarised as
+// `tagcsim run` quotes them: >= 1 MiB (FSDP's collectives) first, then < 1 MiB.
+std::map<std::string, std::string> held_out_by_connection(const std::vector<TableResult>& results,
+                                                          const std::string& loo) {
+  struct Pool {
+    std::vector<PointFit> points;
+    std::set<std::string> tables, units;
+  };
+  std::map<std::string, Pool> pools;
+  for (const auto& t : results) {
+    if (t.connection.empty() || t.held_out.empty()) continue;
+    auto& pool = pools[t.connection];
+    pool.points.insert(pool.points.end(), t.held_out.begin(), t.held_out.end());
+    pool.tables.insert(t.group->name);
+    pool.units.insert(t.unit);
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [connection, pool] : pools) {
+    std::string bands;
+    for (const auto& b : {size_bands()[4], size_bands()[0]}) {
+      const auto s = summarize(pool.points, b);
+      if (s.points == 0) continue;
+      bands += fmt::format("{}{} median {:.1f}%, p90 {:.1f}% off ({} points)", bands.empty() ? "" : "; ", b.name,
+                           s.median_abs * 100, s.p90_abs * 100, s.points);
+    }
+    out[connection] = fmt::format("{} nccl-tests table{} of {} {}{}, each {} held out of the fit: {}", pool.tables.size(),
+                                  pool.tables.size() == 1 ? "" : "s", pool.units.size(), loo,
+                                  pool.units.size() == 1 ? "" : "s", loo, bands);
+  }
+  return out;
+}
+
 int run_validate(const Options& o) {
   if (o.loo != "source" && o.loo != "table" && o.loo != "none")
     throw InputError(fmt::format("--loo: expected source, table or none; got '{}'", o.loo));
@@ -259,6 +294,7 @@ int run_validate(const Options& o) {
     t.unit = unit_of(g, o.loo == "none" ? "table" : o.loo);
     if (!t.cluster.empty()) {
       auto s = samples_of(g, "", false);
+      if (!s.empty()) t.connection = g.nodes > 1 ? s.front().cluster.nics.transport.kind : "one_node";
       t.preset = evaluate(s);
       auto sp = samples_of(g, "", true);
       auto& u = by_unit[t.unit];
@@ -347,6 +383,21 @@ int run_validate(const Options& o) {
     }
     fmt::print("{}\n", line);
   }
+  if (o.loo != "none") {
+    const auto by_connection = held_out_by_connection(results, o.loo);
+    fmt::print("\n# Held out, by how the table's nodes are connected (what `tagcsim run` quotes)\n");
+    for (const auto& [connection, text] : by_connection) fmt::print("  {:<9} {}\n", connection, text);
+    if (!o.held_out_out.empty()) {
+      std::string yaml =
+          "# What the collective model misses on published nccl-tests tables it was not fitted to, by how the\n"
+          "# tables' nodes are connected (a transport kind, or one node). `tagcsim run` quotes the line of its\n"
+          "# cluster. Written by the command below; do not edit by hand.\n"
+          "format: tagcsim-collective-held-out/1\n";
+      yaml += fmt::format("command: \"tagcsim calibrate validate --loo {} --write-held-out FILE\"\nheld_out:\n", o.loo);
+      for (const auto& [connection, text] : by_connection) yaml += fmt::format("  {}: \"{}\"\n", connection, text);
+      write_file(o.held_out_out, yaml, "--write-held-out");
+    }
+  }
   return 0;
 }
 
@@ -391,6 +442,9 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   val->add_option("--loo", o->loo, "Leave one out: source (default: fit on the other sources), table, or none");
   val->add_option("--jobs,-j", o->jobs, "Held-out fits run at once (default: one per hardware thread; the output is the same)")
       ->check(CLI::NonNegativeNumber);
+  val->add_option("--write-held-out", o->held_out_out,
+                  "Write the held-out errors per connection (transport kind, or one node) to this file, e.g. "
+                  "calibrate/profiles/collective-held-out.yaml, which `tagcsim run` quotes");
   val->callback([o, &exit_code] { exit_code = run_validate(*o); });
 
   add_calibrate_box_commands(cal, exit_code);  // box, check (app/calibrate_box_cmd.cpp)

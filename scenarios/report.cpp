@@ -90,6 +90,16 @@ std::string coordinates_text(const Point& p) {
   return out;
 }
 
+// How far to trust the collectives: how the collective model did on published tables of clusters
+// connected like this one, each predicted by a fit without its source; "" when none was published.
+std::string collective_model_description(const topologies::Cluster& c) {
+  if (c.gpus() < 2) return "";
+  const auto held = topologies::collective_held_out(c.nodes > 1 ? c.nics.transport.kind : "one_node");
+  if (held.empty()) return "";
+  return fmt::format("NCCL's tuner and cost model{} ({})",
+                     c.nodes > 1 ? " over " + c.nics.transport.kind : std::string(" on one node"), held);
+}
+
 // What is simulated, per node and in total, so that a surprising input shows before the numbers.
 std::string heading(const Scenario& s, const Point& p) {
   const auto& st = p.setup;
@@ -111,6 +121,7 @@ std::string heading(const Scenario& s, const Point& p) {
                        fabric_text(c));
   else
     out += "  between nodes: none (one node)\n";
+  if (const auto d = collective_model_description(c); !d.empty()) out += "  collectives: " + d + "\n";
   const int seq = st.training.seq_len > 0 ? st.training.seq_len : st.model.seq_len;
   const auto& t = st.training;
   out += fmt::format("  {} ({}), {}, shard group {} GPUs, micro-batch {} x {} tokens, {} micro-batch(es) = {} sequences "
@@ -312,8 +323,15 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
     const auto d = json_string(sim::compute_model_description(p.setup.cluster.gpu));
     if (models.find(d) == std::string::npos) models += (models.empty() ? "" : ", ") + d;
   }
-  std::string out = fmt::format("{{\n  \"scenario\": {},\n  \"file\": {},\n  \"compute_models\": [{}],\n  \"results\": [",
-                                json_string(s.name), json_string(s.file), models);
+  std::string collective_models;  // likewise the collective model's held-out errors for each point's cluster
+  for (const auto& p : s.points)
+    if (const auto d = collective_model_description(p.setup.cluster); !d.empty())
+      if (const auto j = json_string(d); collective_models.find(j) == std::string::npos)
+        collective_models += (collective_models.empty() ? "" : ", ") + j;
+  std::string out = fmt::format(
+      "{{\n  \"scenario\": {},\n  \"file\": {},\n  \"compute_models\": [{}],\n  \"collective_models\": [{}],\n"
+      "  \"results\": [",
+      json_string(s.name), json_string(s.file), models, collective_models);
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const auto& st = r.step;

@@ -4,10 +4,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -140,9 +143,51 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data, its hel
   CHECK(o.output.find("  32 KiB-1 MiB    preset n=88") != std::string::npos);
   // Per table and size band, with each source left out in turn (three sources: S02, S12, S43).
   const std::string subset = published_subset({"S02", "S12", "S43"});
-  const auto loo = tagcsim("calibrate validate --data " + subset);
+  const std::string held_file = kTmp + "held_out.yaml";
+  const auto loo = tagcsim("calibrate validate --data " + subset + " --write-held-out " + held_file);
   CHECK(loo.code == 0);
   CHECK(loo.output.find("held out (source S12 left out)") != std::string::npos);
+  // Per connection: the median and p90 of the held-out points printed table by table above it.
+  // S02 and S43 are one node each (15 points of 1 MiB and up, 17 below, each); S12's three EFA
+  // tables have 33 and 34.
+  std::map<std::string, std::string> held;  // connection -> its quoted line
+  {
+    std::ifstream in(held_file);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("  ", 0) == 0 && line.find(": \"") != std::string::npos)
+        held[line.substr(2, line.find(':') - 2)] = line.substr(line.find(": \"") + 3, line.size() - line.find(": \"") - 4);
+  }
+  REQUIRE(held.size() == 2);
+  CHECK(held.at("efa").rfind("3 nccl-tests tables of 1 source, each source held out of the fit: >= 1 MiB median ", 0) == 0);
+  CHECK(held.at("efa").find("off (33 points); < 1 MiB median ") != std::string::npos);
+  CHECK(held.at("efa").find("off (34 points)") != std::string::npos);
+  const std::string one = held.at("one_node");
+  CHECK(one.rfind("2 nccl-tests tables of 2 sources, each source held out of the fit: >= 1 MiB median ", 0) == 0);
+  {
+    std::vector<double> big;  // |error| of the one-node tables' held-out points of 1 MiB and up
+    std::istringstream lines(loo.output);
+    bool one_node = false, held_rows = false;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("== ", 0) == 0) one_node = line.find("-1n-") != std::string::npos, held_rows = false;
+      if (line.find("   held out (source") == 0) held_rows = true;
+      double bytes = 0, ranks = 0, measured = 0, model = 0, error = 0;
+      if (one_node && held_rows && std::sscanf(line.c_str(), "%lf %lf %lf %lf %lf%%", &bytes, &ranks, &measured, &model, &error) == 5 &&
+          bytes >= 1 << 20)
+        big.push_back(std::abs(error));
+    }
+    REQUIRE(big.size() == 30);
+    std::sort(big.begin(), big.end());
+    const double median = (big[14] + big[15]) / 2, p90 = big[26];  // nearest rank: the 27th of 30
+    // The table prints errors to 0.1%, so the median of two printed values may round the other way.
+    double quoted_median = 0, quoted_p90 = 0;
+    int points = 0;
+    REQUIRE(std::sscanf(one.c_str() + one.find(">= 1 MiB median "), ">= 1 MiB median %lf%%, p90 %lf%% off (%d points)",
+                        &quoted_median, &quoted_p90, &points) == 3);
+    CHECK(points == 30);
+    CHECK(std::abs(quoted_median - median) <= 0.06);
+    CHECK(quoted_p90 == doctest::Approx(p90));
+  }
+  std::remove(held_file.c_str());
   CHECK(loo.output.find("nccl-a100-1n-mleng-allreduce") == std::string::npos);
   // The held-out folds run in parallel; one at a time, the output is byte for byte the same.
   CHECK(tagcsim("calibrate validate -j 1 --data " + subset).output == loo.output);
@@ -333,6 +378,12 @@ TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without -
   const auto o = tagcsim("collective --cluster aws-p4de --op all_reduce --bytes 1MiB");
   CHECK(o.code == 0);
   CHECK(o.output.rfind("# all_reduce on aws-p4de: 2 nodes x 8 GPUs = 16 GPUs (the preset's size; --gpus N to change)", 0) == 0);
+  // Beside it, how the model did on the published EFA tables when each was held out of the fit.
+  CHECK(o.output.find("\n# held out, on published tables over efa: 3 nccl-tests tables of 1 source, each source held "
+                      "out of the fit: >= 1 MiB median ") != std::string::npos);
+  CHECK(tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 8").output.find("on published tables of one node") !=
+        std::string::npos);
+  CHECK(tagcsim("collective --cluster eth-25g --bytes 1MiB").output.find("# held out") == std::string::npos);
   const auto j = tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 32 --format json");
   CHECK(j.output.find("\"nodes\": 4, \"gpus_per_node\": 8, \"ranks\": 32") != std::string::npos);
   // NCCL's own estimate beside the time: on one A100 node a 64 MiB Simple ring pays 28 slice flags

@@ -296,6 +296,31 @@ TEST_CASE("transports: a profile by name, by path or inline, and a missing field
   }
 }
 
+TEST_CASE("the collective model's held-out errors: one line per connection, a misspelt one is an error at its line") {
+  const std::string path = "/tmp/tagcsim_test_held_out_" + std::to_string(::getpid()) + ".yaml";
+  auto write = [&](const std::string& text) { std::ofstream(path) << text; };
+  write("format: tagcsim-collective-held-out/1\ncommand: c\nheld_out:\n  ib: \"2 tables: 5%\"\n  one_node: \"1 table\"\n");
+  const auto lines = load_collective_held_out(path);
+  CHECK(lines.size() == 2);
+  CHECK(lines.at("ib") == "2 tables: 5%");
+  CHECK(lines.at("one_node") == "1 table");
+  write("format: tagcsim-collective-held-out/1\ncommand: c\nheld_out:\n  infiniband: \"x\"\n");
+  CHECK_THROWS_WITH_AS(load_collective_held_out(path),
+                       Contains((path + ":4: held_out.infiniband: unknown connection 'infiniband'").c_str()), InputError);
+  write("format: tagcsim-collective-held-out/2\ncommand: c\nheld_out: {}\n");
+  CHECK_THROWS_WITH_AS(load_collective_held_out(path),
+                       Contains((path + ":1: format: expected tagcsim-collective-held-out/1").c_str()), InputError);
+  write("format: tagcsim-collective-held-out/1\nheld_out: {}\n");
+  CHECK_THROWS_WITH_AS(load_collective_held_out(path), Contains("missing required key 'command'"), InputError);
+  std::remove(path.c_str());
+  // The shipped file covers the transports the published tables cross, and one node; none crosses sockets.
+  for (const char* c : {"ib", "roce", "efa", "tcpx", "tcpxo", "one_node"}) {
+    CAPTURE(c);
+    CHECK(collective_held_out(c).find("held out of the fit: >= 1 MiB median ") != std::string::npos);
+  }
+  CHECK(collective_held_out("socket").empty());
+}
+
 TEST_CASE("rails: GPUs map to their NICs, and more rails than GPUs or NICs that do not split are errors") {
   Cluster c = load("cluster:\n  preset: dgx-h100-ib400\n  nics: {count: 4, bandwidth: 100 Gb/s}\n");
   CHECK(c.rails() == 4);

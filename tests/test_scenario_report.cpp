@@ -119,6 +119,25 @@ TEST_CASE("a prediction across TCPX or TCPXO nodes says what the published table
   CHECK(topologies::transport_caveat("ib").empty());
 }
 
+TEST_CASE("the heading quotes how the collective model did, held out, on tables connected like the cluster") {
+  auto table = [](const std::string& cluster) {
+    const auto s = parse_scenario("model: gpt2-124m\ncluster: " + cluster + "\n", "t.yaml");
+    return format_results(s, run(s), Format::Table);
+  };
+  const std::string ib = topologies::collective_held_out("ib"), one = topologies::collective_held_out("one_node");
+  REQUIRE(!ib.empty());
+  REQUIRE(!one.empty());
+  CHECK(table("{preset: dgx-h100-ib400, nodes: 2}").find("\n  collectives: NCCL's tuner and cost model over ib (" + ib +
+                                                          ")\n") != std::string::npos);
+  CHECK(table("{preset: dgx-h100-ib400, nodes: 2, nics: {transport: roce}}")
+            .find("cost model over roce (" + topologies::collective_held_out("roce") + ")") != std::string::npos);
+  CHECK(table("{preset: dgx-h100-ib400, nodes: 1}").find("\n  collectives: NCCL's tuner and cost model on one node (" +
+                                                          one + ")\n") != std::string::npos);
+  // One GPU runs no collective; sockets cross no published table: no line.
+  CHECK(table("{preset: dgx-h100-ib400, nodes: 1, gpus_per_node: 1}").find("  collectives:") == std::string::npos);
+  CHECK(table("{preset: eth-25g, nodes: 2}").find("  collectives:") == std::string::npos);
+}
+
 TEST_CASE("a sweep plots as one curve per policy along the first swept key") {
   const auto s = parse("policies: [fsdp, tagc-batched]\nsweep:\n  cluster.nodes: [1, 2]\n");
   const auto results = run(s);

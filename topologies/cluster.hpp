@@ -7,6 +7,7 @@
 
 #include "common/input.hpp"
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +76,12 @@ std::vector<std::string> transport_names();  // the shipped profiles
 // What the published tables say the model misses on a transport kind ("tcpx", "tcpxo"), for the
 // reports to print beside a prediction across nodes; "" when nothing is known.
 std::string transport_caveat(const std::string& kind);
+// How the collective model did on published nccl-tests tables it was not fitted to, for clusters
+// connected like `connection` (a transport kind, or "one_node"), as `tagcsim calibrate validate
+// --write-held-out` wrote it into calibrate/profiles/collective-held-out.yaml; "" when it has no line.
+std::string collective_held_out(const std::string& connection);
+// Such a file's lines by connection. InputError at file:line for an unknown connection or format.
+std::map<std::string, std::string> load_collective_held_out(const std::string& path);
 
 // The NICs of one node. `bandwidth` is per NIC, per direction.
 //

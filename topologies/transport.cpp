@@ -122,6 +122,36 @@ Transport load_transport(const Input& in) {
   }
 }
 
+std::map<std::string, std::string> load_collective_held_out(const std::string& path) {
+  const Input doc = Input::load_file(path);
+  if (!doc.is_map()) doc.fail("expected a map with 'format', 'command' and 'held_out'");
+  doc.expect_keys({"format", "command", "held_out"});
+  if (doc["format"].as_string() != "tagcsim-collective-held-out/1")
+    doc["format"].fail("expected tagcsim-collective-held-out/1");
+  doc["command"].as_string();  // how the file was made: required, so that it can be made again
+  static const std::vector<std::string> known = {"one_node", "ib", "roce", "efa", "tcpx", "tcpxo", "socket"};
+  std::map<std::string, std::string> out;
+  const Input held = doc["held_out"];
+  for (const auto& key : held.keys()) {
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      held[key].fail(unknown_name("connection", key, known));
+    out[key] = held[key].as_string();
+  }
+  return out;
+}
+
+std::string collective_held_out(const std::string& connection) {
+  // The first profile folder that has the file answers, read once per process.
+  static const std::map<std::string, std::string> lines = [] {
+    for (const auto& dir : profile_dirs())
+      if (const std::string path = dir + "/collective-held-out.yaml"; std::filesystem::exists(path))
+        return load_collective_held_out(path);
+    return std::map<std::string, std::string>{};
+  }();
+  const auto it = lines.find(connection);
+  return it == lines.end() ? "" : it->second;
+}
+
 // ---- NCCL pins ----
 
 namespace {
