@@ -211,7 +211,7 @@ struct TableResult {
   const PublishedGroup* group = nullptr;
   std::string cluster;
   std::string unit;                 // what leaving it out leaves out
-  std::string connection;           // how its nodes are connected: a transport kind, or "one_node"
+  std::string connection;           // how its GPUs are connected (topologies::connection_key)
   std::vector<PointFit> preset;     // the presets as shipped (fitted on every table: in-sample)
   std::vector<PointFit> held_out;   // fitted without its unit, from the priors
 };
@@ -238,7 +238,7 @@ void print_summary_row(const std::string& name, const std::vector<PointFit>& pre
   fmt::print("{}\n", row);
 }
 
-// Per connection (a transport kind, or one node), the held-out points of its tables, summarised as
+// Per connection (a transport kind, or one node's NVLink generation), the held-out points of its tables, summarised as
 // `tagcsim run` quotes them: >= 1 MiB (FSDP's collectives) first, then < 1 MiB.
 std::map<std::string, std::string> held_out_by_connection(const std::vector<TableResult>& results,
                                                           const std::string& loo) {
@@ -294,7 +294,7 @@ int run_validate(const Options& o) {
     t.unit = unit_of(g, o.loo == "none" ? "table" : o.loo);
     if (!t.cluster.empty()) {
       auto s = samples_of(g, "", false);
-      if (!s.empty()) t.connection = g.nodes > 1 ? s.front().cluster.nics.transport.kind : "one_node";
+      if (!s.empty()) t.connection = topologies::connection_key(s.front().cluster);
       t.preset = evaluate(s);
       auto sp = samples_of(g, "", true);
       auto& u = by_unit[t.unit];
@@ -385,13 +385,13 @@ int run_validate(const Options& o) {
   }
   if (o.loo != "none") {
     const auto by_connection = held_out_by_connection(results, o.loo);
-    fmt::print("\n# Held out, by how the table's nodes are connected (what `tagcsim run` quotes)\n");
-    for (const auto& [connection, text] : by_connection) fmt::print("  {:<9} {}\n", connection, text);
+    fmt::print("\n# Held out, by how the table's GPUs are connected (what `tagcsim run` quotes)\n");
+    for (const auto& [connection, text] : by_connection) fmt::print("  {:<17} {}\n", connection, text);
     if (!o.held_out_out.empty()) {
       std::string yaml =
           "# What the collective model misses on published nccl-tests tables it was not fitted to, by how the\n"
-          "# tables' nodes are connected (a transport kind, or one node). `tagcsim run` quotes the line of its\n"
-          "# cluster. Written by the command below; do not edit by hand.\n"
+          "# tables' GPUs are connected (a transport kind, or one_node_ and the NVLink generation). `tagcsim run`\n"
+          "# quotes the line of its cluster. Written by the command below; do not edit by hand.\n"
           "format: tagcsim-collective-held-out/1\n";
       yaml += fmt::format("command: \"tagcsim calibrate validate --loo {} --write-held-out FILE\"\nheld_out:\n", o.loo);
       for (const auto& [connection, text] : by_connection) yaml += fmt::format("  {}: \"{}\"\n", connection, text);
@@ -443,7 +443,7 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   val->add_option("--jobs,-j", o->jobs, "Held-out fits run at once (default: one per hardware thread; the output is the same)")
       ->check(CLI::NonNegativeNumber);
   val->add_option("--write-held-out", o->held_out_out,
-                  "Write the held-out errors per connection (transport kind, or one node) to this file, e.g. "
+                  "Write the held-out errors per connection (transport kind, or one node's NVLink) to this file, e.g. "
                   "calibrate/profiles/collective-held-out.yaml, which `tagcsim run` quotes");
   val->callback([o, &exit_code] { exit_code = run_validate(*o); });
 

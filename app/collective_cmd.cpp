@@ -84,10 +84,9 @@ int run(const CollectiveOptions& o) {
     if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); c.nodes > 1 && !caveat.empty())
       out += "# note: " + caveat + "\n";
     if (c.gpus() > 1)
-      if (const auto held = topologies::collective_held_out(c.nodes > 1 ? c.nics.transport.kind : "one_node");
-          !held.empty())
+      if (const auto held = topologies::collective_held_out(topologies::connection_key(c)); !held.empty())
         out += fmt::format("# held out, on published tables {}: {}\n",
-                           c.nodes > 1 ? "over " + c.nics.transport.kind : std::string("of one node"), held);
+                           c.nodes > 1 ? "over " + c.nics.transport.kind : "of one node, " + c.intra.name, held);
     out += fmt::format("# {:>12} {:>9} {:>6} {:>3} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "size (B)",
                        "algo", "proto", "ch", "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us",
                        "latency us", "tuner us");

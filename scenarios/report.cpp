@@ -94,10 +94,10 @@ std::string coordinates_text(const Point& p) {
 // connected like this one, each predicted by a fit without its source; "" when none was published.
 std::string collective_model_description(const topologies::Cluster& c) {
   if (c.gpus() < 2) return "";
-  const auto held = topologies::collective_held_out(c.nodes > 1 ? c.nics.transport.kind : "one_node");
+  const auto held = topologies::collective_held_out(topologies::connection_key(c));
   if (held.empty()) return "";
-  return fmt::format("NCCL's tuner and cost model{} ({})",
-                     c.nodes > 1 ? " over " + c.nics.transport.kind : std::string(" on one node"), held);
+  return fmt::format("NCCL's tuner and cost model {} ({})",
+                     c.nodes > 1 ? "over " + c.nics.transport.kind : "on one node, " + c.intra.name, held);
 }
 
 // What is simulated, per node and in total, so that a surprising input shows before the numbers.

@@ -148,7 +148,7 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data, its hel
   CHECK(loo.code == 0);
   CHECK(loo.output.find("held out (source S12 left out)") != std::string::npos);
   // Per connection: the median and p90 of the held-out points printed table by table above it.
-  // S02 and S43 are one node each (15 points of 1 MiB and up, 17 below, each); S12's three EFA
+  // S02 and S43 are one H100 node each (NVLink4) (15 points of 1 MiB and up, 17 below, each); S12's three EFA
   // tables have 33 and 34.
   std::map<std::string, std::string> held;  // connection -> its quoted line
   {
@@ -161,7 +161,7 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data, its hel
   CHECK(held.at("efa").rfind("3 nccl-tests tables of 1 source, each source held out of the fit: >= 1 MiB median ", 0) == 0);
   CHECK(held.at("efa").find("off (33 points); < 1 MiB median ") != std::string::npos);
   CHECK(held.at("efa").find("off (34 points)") != std::string::npos);
-  const std::string one = held.at("one_node");
+  const std::string one = held.at("one_node_nvlink4");
   CHECK(one.rfind("2 nccl-tests tables of 2 sources, each source held out of the fit: >= 1 MiB median ", 0) == 0);
   {
     std::vector<double> big;  // |error| of the one-node tables' held-out points of 1 MiB and up
@@ -381,8 +381,8 @@ TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without -
   // Beside it, how the model did on the published EFA tables when each was held out of the fit.
   CHECK(o.output.find("\n# held out, on published tables over efa: 3 nccl-tests tables of 1 source, each source held "
                       "out of the fit: >= 1 MiB median ") != std::string::npos);
-  CHECK(tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 8").output.find("on published tables of one node") !=
-        std::string::npos);
+  CHECK(tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 8").output.find(
+            "# held out, on published tables of one node, nvlink3: 2 nccl-tests tables of 2 sources") != std::string::npos);
   CHECK(tagcsim("collective --cluster eth-25g --bytes 1MiB").output.find("# held out") == std::string::npos);
   const auto j = tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 32 --format json");
   CHECK(j.output.find("\"nodes\": 4, \"gpus_per_node\": 8, \"ranks\": 32") != std::string::npos);

@@ -299,11 +299,11 @@ TEST_CASE("transports: a profile by name, by path or inline, and a missing field
 TEST_CASE("the collective model's held-out errors: one line per connection, a misspelt one is an error at its line") {
   const std::string path = "/tmp/tagcsim_test_held_out_" + std::to_string(::getpid()) + ".yaml";
   auto write = [&](const std::string& text) { std::ofstream(path) << text; };
-  write("format: tagcsim-collective-held-out/1\ncommand: c\nheld_out:\n  ib: \"2 tables: 5%\"\n  one_node: \"1 table\"\n");
+  write("format: tagcsim-collective-held-out/1\ncommand: c\nheld_out:\n  ib: \"2 tables: 5%\"\n  one_node_nvlink4: \"1 table\"\n");
   const auto lines = load_collective_held_out(path);
   CHECK(lines.size() == 2);
   CHECK(lines.at("ib") == "2 tables: 5%");
-  CHECK(lines.at("one_node") == "1 table");
+  CHECK(lines.at("one_node_nvlink4") == "1 table");
   write("format: tagcsim-collective-held-out/1\ncommand: c\nheld_out:\n  infiniband: \"x\"\n");
   CHECK_THROWS_WITH_AS(load_collective_held_out(path),
                        Contains((path + ":4: held_out.infiniband: unknown connection 'infiniband'").c_str()), InputError);
@@ -313,12 +313,17 @@ TEST_CASE("the collective model's held-out errors: one line per connection, a mi
   write("format: tagcsim-collective-held-out/1\nheld_out: {}\n");
   CHECK_THROWS_WITH_AS(load_collective_held_out(path), Contains("missing required key 'command'"), InputError);
   std::remove(path.c_str());
-  // The shipped file covers the transports the published tables cross, and one node; none crosses sockets.
-  for (const char* c : {"ib", "roce", "efa", "tcpx", "tcpxo", "one_node"}) {
+  // The shipped file covers the transports the published tables cross, and one node of NVLink3 and
+  // NVLink4; no table crosses sockets or has one node of NVLink5.
+  for (const char* c : {"ib", "roce", "efa", "tcpx", "tcpxo", "one_node_nvlink3", "one_node_nvlink4"}) {
     CAPTURE(c);
     CHECK(collective_held_out(c).find("held out of the fit: >= 1 MiB median ") != std::string::npos);
   }
   CHECK(collective_held_out("socket").empty());
+  CHECK(collective_held_out("one_node_nvlink5").empty());
+  CHECK(connection_key(load("cluster: {preset: dgx-h100-ib400, nodes: 2}")) == "ib");
+  CHECK(connection_key(load("cluster: {preset: dgx-h100-ib400, nodes: 1}")) == "one_node_nvlink4");
+  CHECK(connection_key(load("cluster: {preset: aws-p4de, nodes: 1}")) == "one_node_nvlink3");
 }
 
 TEST_CASE("rails: GPUs map to their NICs, and more rails than GPUs or NICs that do not split are errors") {

@@ -124,18 +124,19 @@ TEST_CASE("the heading quotes how the collective model did, held out, on tables 
     const auto s = parse_scenario("model: gpt2-124m\ncluster: " + cluster + "\n", "t.yaml");
     return format_results(s, run(s), Format::Table);
   };
-  const std::string ib = topologies::collective_held_out("ib"), one = topologies::collective_held_out("one_node");
+  const std::string ib = topologies::collective_held_out("ib"), one = topologies::collective_held_out("one_node_nvlink4");
   REQUIRE(!ib.empty());
   REQUIRE(!one.empty());
   CHECK(table("{preset: dgx-h100-ib400, nodes: 2}").find("\n  collectives: NCCL's tuner and cost model over ib (" + ib +
                                                           ")\n") != std::string::npos);
   CHECK(table("{preset: dgx-h100-ib400, nodes: 2, nics: {transport: roce}}")
             .find("cost model over roce (" + topologies::collective_held_out("roce") + ")") != std::string::npos);
-  CHECK(table("{preset: dgx-h100-ib400, nodes: 1}").find("\n  collectives: NCCL's tuner and cost model on one node (" +
-                                                          one + ")\n") != std::string::npos);
-  // One GPU runs no collective; sockets cross no published table: no line.
+  CHECK(table("{preset: dgx-h100-ib400, nodes: 1}")
+            .find("\n  collectives: NCCL's tuner and cost model on one node, nvlink4 (" + one + ")\n") != std::string::npos);
+  // One GPU runs no collective; no published table crosses sockets or has one node of NVLink5: no line.
   CHECK(table("{preset: dgx-h100-ib400, nodes: 1, gpus_per_node: 1}").find("  collectives:") == std::string::npos);
   CHECK(table("{preset: eth-25g, nodes: 2}").find("  collectives:") == std::string::npos);
+  CHECK(table("{preset: dgx-b200-ib400, nodes: 1}").find("  collectives:") == std::string::npos);
 }
 
 TEST_CASE("a sweep plots as one curve per policy along the first swept key") {

@@ -77,8 +77,8 @@ std::vector<std::string> transport_names();  // the shipped profiles
 // reports to print beside a prediction across nodes; "" when nothing is known.
 std::string transport_caveat(const std::string& kind);
 // How the collective model did on published nccl-tests tables it was not fitted to, for clusters
-// connected like `connection` (a transport kind, or "one_node"), as `tagcsim calibrate validate
-// --write-held-out` wrote it into calibrate/profiles/collective-held-out.yaml; "" when it has no line.
+// connected like `connection` (connection_key), as `tagcsim calibrate validate --write-held-out`
+// wrote it into calibrate/profiles/collective-held-out.yaml; "" when it has no line.
 std::string collective_held_out(const std::string& connection);
 // Such a file's lines by connection. InputError at file:line for an unknown connection or format.
 std::map<std::string, std::string> load_collective_held_out(const std::string& path);
@@ -193,6 +193,10 @@ struct Cluster {
   int leaves_in_pod() const;       // FatTree3: min(leaves(), leaves_per_pod); otherwise leaves()
   int pods() const;                // ceil(leaves() / leaves_in_pod())
 };
+
+// What the collective model's held-out errors are kept by (collective_held_out): across nodes the
+// transport's kind ("ib"); inside one node "one_node_" and the NVLink generation ("one_node_nvlink4").
+std::string connection_key(const Cluster& c);
 
 // Device presets: a100-40gb, a100-80gb, h100-sxm, h200-sxm, v100-32gb, l4, ...
 std::vector<std::string> device_names();

@@ -129,7 +129,8 @@ std::map<std::string, std::string> load_collective_held_out(const std::string& p
   if (doc["format"].as_string() != "tagcsim-collective-held-out/1")
     doc["format"].fail("expected tagcsim-collective-held-out/1");
   doc["command"].as_string();  // how the file was made: required, so that it can be made again
-  static const std::vector<std::string> known = {"one_node", "ib", "roce", "efa", "tcpx", "tcpxo", "socket"};
+  static const std::vector<std::string> known = {"ib",     "roce",   "efa",  "tcpx", "tcpxo", "socket", "one_node_nvlink3",
+                                                 "one_node_nvlink4", "one_node_nvlink5", "one_node_pcie4"};
   std::map<std::string, std::string> out;
   const Input held = doc["held_out"];
   for (const auto& key : held.keys()) {
@@ -138,6 +139,10 @@ std::map<std::string, std::string> load_collective_held_out(const std::string& p
     out[key] = held[key].as_string();
   }
   return out;
+}
+
+std::string connection_key(const Cluster& c) {
+  return c.nodes > 1 ? c.nics.transport.kind : "one_node_" + c.intra.name;
 }
 
 std::string collective_held_out(const std::string& connection) {
