@@ -238,8 +238,8 @@ void print_summary_row(const std::string& name, const std::vector<PointFit>& pre
   fmt::print("{}\n", row);
 }
 
-// Per connection (a transport kind, or one node's NVLink generation), the held-out points of its tables, summarised as
-// `tagcsim run` quotes them: >= 1 MiB (FSDP's collectives) first, then < 1 MiB.
+// Per connection (a transport kind, or one node's NVLink generation), the held-out points of its
+// tables, summarised as `tagcsim run` quotes them: >= 1 MiB (FSDP's collectives) first, then < 1 MiB.
 std::map<std::string, std::string> held_out_by_connection(const std::vector<TableResult>& results,
                                                           const std::string& loo) {
   struct Pool {

@@ -129,8 +129,10 @@ std::map<std::string, std::string> load_collective_held_out(const std::string& p
   if (doc["format"].as_string() != "tagcsim-collective-held-out/1")
     doc["format"].fail("expected tagcsim-collective-held-out/1");
   doc["command"].as_string();  // how the file was made: required, so that it can be made again
-  static const std::vector<std::string> known = {"ib",     "roce",   "efa",  "tcpx", "tcpxo", "socket", "one_node_nvlink3",
-                                                 "one_node_nvlink4", "one_node_nvlink5", "one_node_pcie4"};
+  static const std::vector<std::string> known = {"ib",   "roce",   "efa",
+                                                 "tcpx", "tcpxo",  "socket",  // across nodes: the transport's kind
+                                                 "one_node_nvlink3", "one_node_nvlink4", "one_node_nvlink5",
+                                                 "one_node_pcie4"};           // one node: its NVLink generation
   std::map<std::string, std::string> out;
   const Input held = doc["held_out"];
   for (const auto& key : held.keys()) {
