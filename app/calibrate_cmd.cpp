@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -273,6 +274,13 @@ std::map<std::string, std::string> held_out_by_connection(const std::vector<Tabl
 int run_validate(const Options& o) {
   if (o.loo != "source" && o.loo != "table" && o.loo != "none")
     throw InputError(fmt::format("--loo: expected source, table or none; got '{}'", o.loo));
+  if (!o.held_out_out.empty()) {
+    // Said before the folds run, not after.
+    if (o.loo == "none") throw InputError("--write-held-out: needs the held-out fits; not with --loo none");
+    const auto dir = std::filesystem::path(o.held_out_out).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir))
+      throw InputError(fmt::format("--write-held-out: cannot write '{}': no folder '{}'", o.held_out_out, dir.string()));
+  }
   const std::string file = data_path(o);
   const auto groups = load_published(file);
   // The shipped tables are named as the repository does, so the output is the same on every machine.

@@ -195,6 +195,10 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data, its hel
   CHECK(tagcsim("calibrate validate --loo table --data " + subset).output.find(
             "held out (table nccl-h100-1n-dgxc-allreduce left out)") != std::string::npos);
   CHECK(tagcsim("calibrate validate --loo sources").code == 2);
+  CHECK(tagcsim("calibrate validate --loo none --write-held-out " + kTmp + "h.yaml").output ==
+        "tagcsim: error: --write-held-out: needs the held-out fits; not with --loo none\n");
+  CHECK(tagcsim("calibrate validate --write-held-out /nonexistent-dir/h.yaml").output ==
+        "tagcsim: error: --write-held-out: cannot write '/nonexistent-dir/h.yaml': no folder '/nonexistent-dir'\n");
   std::remove(subset.c_str());
 }
 
