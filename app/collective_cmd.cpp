@@ -85,8 +85,7 @@ int run(const CollectiveOptions& o) {
       out += "# note: " + caveat + "\n";
     if (c.gpus() > 1)
       if (const auto held = topologies::collective_held_out(topologies::connection_key(c)); !held.empty())
-        out += fmt::format("# held out, on published tables {}: {}\n",
-                           c.nodes > 1 ? "over " + c.nics.transport.kind : "of one node, " + c.intra.name, held);
+        out += fmt::format("# held out, on published tables {}: {}\n", topologies::connection_text(c), held);
     out += fmt::format("# {:>12} {:>9} {:>6} {:>3} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "size (B)",
                        "algo", "proto", "ch", "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us",
                        "latency us", "tuner us");

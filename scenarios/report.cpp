@@ -96,8 +96,7 @@ std::string collective_model_description(const topologies::Cluster& c) {
   if (c.gpus() < 2) return "";
   const auto held = topologies::collective_held_out(topologies::connection_key(c));
   if (held.empty()) return "";
-  return fmt::format("NCCL's tuner and cost model {} ({})",
-                     c.nodes > 1 ? "over " + c.nics.transport.kind : "on one node, " + c.intra.name, held);
+  return fmt::format("NCCL's tuner and cost model {} ({})", topologies::connection_text(c), held);
 }
 
 // What is simulated, per node and in total, so that a surprising input shows before the numbers.

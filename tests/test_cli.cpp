@@ -386,7 +386,7 @@ TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without -
   CHECK(o.output.find("\n# held out, on published tables over efa: 3 nccl-tests tables of 1 source, each source held "
                       "out of the fit: >= 1 MiB median ") != std::string::npos);
   CHECK(tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 8").output.find(
-            "# held out, on published tables of one node, nvlink3: 2 nccl-tests tables of 2 sources") != std::string::npos);
+            "# held out, on published tables on one node, nvlink3: 2 nccl-tests tables of 2 sources") != std::string::npos);
   CHECK(tagcsim("collective --cluster eth-25g --bytes 1MiB").output.find("# held out") == std::string::npos);
   const auto j = tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 32 --format json");
   CHECK(j.output.find("\"nodes\": 4, \"gpus_per_node\": 8, \"ranks\": 32") != std::string::npos);

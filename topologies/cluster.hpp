@@ -197,6 +197,8 @@ struct Cluster {
 // What the collective model's held-out errors are kept by (collective_held_out): across nodes the
 // transport's kind ("ib"); inside one node "one_node_" and the NVLink generation ("one_node_nvlink4").
 std::string connection_key(const Cluster& c);
+// The same in words: "over ib", "on one node, nvlink4".
+std::string connection_text(const Cluster& c);
 
 // Device presets: a100-40gb, a100-80gb, h100-sxm, h200-sxm, v100-32gb, l4, ...
 std::vector<std::string> device_names();

@@ -147,6 +147,10 @@ std::string connection_key(const Cluster& c) {
   return c.nodes > 1 ? c.nics.transport.kind : "one_node_" + c.intra.name;
 }
 
+std::string connection_text(const Cluster& c) {
+  return c.nodes > 1 ? "over " + c.nics.transport.kind : "on one node, " + c.intra.name;
+}
+
 std::string collective_held_out(const std::string& connection) {
   // The first profile folder that has the file answers, read once per process.
   static const std::map<std::string, std::string> lines = [] {
