@@ -1,6 +1,6 @@
 // tagcsim calibrate: fit the collective model to nccl-tests timings, and check it against the
 // published ones.
-//   calibrate nccl-tests FILE... --cluster C [--out profile.yaml] [--transport-out t.yaml]   your logs
+//   calibrate nccl-tests FILE... --cluster C [--out profile.yaml] [--held-out]              your logs
 //   calibrate published --group NAME | --all [--cluster C] [--out ...]                   published tables
 //   calibrate validate [--data FILE] [--loo source|table|none]                            model vs every table
 #include "app/commands.hpp"
@@ -44,6 +44,7 @@ struct Options {
   std::string data;
   std::string loo = "source";
   std::string held_out_out;  // validate: where to write the held-out errors per connection
+  bool held_out = false;     // nccl-tests: also predict each log from a fit to the others
 };
 
 // Arguments as a shell would need them to reproduce the command.
@@ -136,7 +137,21 @@ int run_nccl_tests(const Options& o) {
         return s.point.nodes > 1;
       }))
     transports.push_back(base.nics.transport);
+  if (o.held_out && o.files.size() < 2)
+    throw InputError("--held-out: needs two or more logs, each predicted by a fit to the others");
   emit(fit(samples, fit_options(o)), how, o, transports);
+  if (o.held_out) {
+    // After the profile, as comments, so that printed YAML stays YAML.
+    const auto held = held_out_by_table(samples, fit_options(o));
+    fmt::print("# Each log predicted by a fit to the other logs (median / p90 |error| of the time):\n");
+    for (const auto& f : o.files) {
+      std::vector<PointFit> pts;
+      for (const auto& p : held)
+        if (p.table == f) pts.push_back(p);
+      fmt::print("#   {}: {}\n", f, band_line(pts));
+    }
+    fmt::print("#   all logs: {}\n", band_line(held));
+  }
   return 0;
 }
 
@@ -435,6 +450,8 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   nt->add_option("--nodes", o->nodes, "Nodes, for logs without '#  Rank ... on HOST' lines");
   nt->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node, likewise");
   add_fit_flags(nt, *o);
+  nt->add_flag("--held-out", o->held_out,
+               "Also predict each log from a fit to the others: what the fit does on a run it has not seen");
   nt->callback([o, &exit_code] { exit_code = run_nccl_tests(*o); });
 
   auto* pub = cal->add_subcommand("published", "Fit to one published nccl-tests table, or to all of them");

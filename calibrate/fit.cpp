@@ -416,4 +416,21 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
   return res;
 }
 
+std::vector<PointFit> held_out_by_table(const std::vector<Sample>& samples, const FitOptions& opts) {
+  std::vector<std::string> tables;
+  for (const auto& s : samples)
+    if (std::find(tables.begin(), tables.end(), s.table) == tables.end()) tables.push_back(s.table);
+  if (tables.size() < 2) throw InputError("held out: needs two or more tables (logs), one to predict from the others");
+  std::vector<PointFit> out;
+  for (const auto& table : tables) {
+    std::vector<Sample> train, held;
+    for (const auto& s : samples) (s.table == table ? held : train).push_back(s);
+    const FitResult r = fit(train, opts);
+    for (auto& s : held) s.cluster = with_fit(s.cluster, r);
+    const auto pts = evaluate(held);
+    out.insert(out.end(), pts.begin(), pts.end());
+  }
+  return out;
+}
+
 }  // namespace tagcsim::calibrate

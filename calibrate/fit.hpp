@@ -129,6 +129,10 @@ FitResult fit(const std::vector<Sample>& samples, const FitOptions& opts = {});
 FitResult fit(const std::vector<Point>& points, const topologies::Cluster& base, const FitOptions& opts = {});
 // Applies a fit's values to another cluster (those of its scopes).
 topologies::Cluster with_fit(topologies::Cluster c, const FitResult& r);
+// Each table (an nccl-tests log, or a published run) predicted by a fit to all the others: what a
+// fit does on a run it has not seen. Grouped by table, in the order the tables first appear.
+// InputError for fewer than two tables.
+std::vector<PointFit> held_out_by_table(const std::vector<Sample>& samples, const FitOptions& opts = {});
 
 // Values before any fit, each from a datasheet, NCCL's sources or a maintainer's statement (never
 // from the shipped tables), for validation that holds data out: NCCL's costs at its own model (no

@@ -15,6 +15,7 @@
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
 
 namespace {
 
@@ -376,6 +377,51 @@ TEST_CASE("cli: YAML, block and sweep mistakes are one plain line with exit code
     CHECK(one_error_line(o));
     CHECK(o.output.find(expected) != std::string::npos);
   }
+}
+
+TEST_CASE("calibrate nccl-tests --held-out: each log predicted by a fit to the others") {
+  // Two 2 x 2 all-gather logs of the same sizes, the second 10 us slower throughout. A fit to one
+  // reproduces its times, so it predicts the other's as its own: a (19.8, 21.0, 22.0 us, the faster
+  // placement) from b (29.8, 31.0, 32.0) is +50.5, +47.6, +45.5% off, median 47.6; b from a -33.6,
+  // -32.3, -31.3%, median 32.3.
+  auto log = [](const char* t1, const char* u1, const char* t2, const char* u2, const char* t3, const char* u3) {
+    std::string text = R"(# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21903
+# Collective test starting: all_gather_perf
+# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid  1001 on     node-a device  0 [0x07] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid  1002 on     node-a device  1 [0x0a] NVIDIA H100 80GB HBM3
+#  Rank  2 Group  0 Pid  2001 on     node-b device  0 [0x07] NVIDIA H100 80GB HBM3
+#  Rank  3 Group  0 Pid  2002 on     node-b device  1 [0x0a] NVIDIA H100 80GB HBM3
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+        1024            64     float    none      -1    {t1}    0.05    0.04      0    {u1}    0.05    0.04      0
+        2048           128     float    none      -1    {t2}    0.10    0.07      0    {u2}    0.10    0.07      0
+        4096           256     float    none      -1    {t3}    0.19    0.14      0    {u3}    0.19    0.14      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0.08
+)";
+    for (auto [key, v] : {std::pair{"{t1}", t1}, {"{u1}", u1}, {"{t2}", t2}, {"{u2}", u2}, {"{t3}", t3}, {"{u3}", u3}})
+      text.replace(text.find(key), std::string(key).size(), v);
+    return text;
+  };
+  const auto a = write_temp("a.log", log("20.50", "19.80", "21.00", "21.40", "22.00", "22.10"));
+  const auto b = write_temp("b.log", log("30.50", "29.80", "31.00", "31.40", "32.00", "32.10"));
+  const auto o = tagcsim("calibrate nccl-tests " + a + " " + b + " --cluster dgx-h100-ib400 --held-out");
+  REQUIRE(o.code == 0);
+  auto median_of = [&](const std::string& file) {
+    const auto at = o.output.find("#   " + file + ": < 1 MiB median ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(o.output.substr(at + file.size() + 20));
+  };
+  CHECK(std::abs(median_of(a) - 47.6) < 1.5);
+  CHECK(std::abs(median_of(b) - 32.3) < 1.5);
+  CHECK(o.output.find("#   all logs: < 1 MiB median ") != std::string::npos);
+  CHECK(tagcsim("calibrate nccl-tests " + a + " --cluster dgx-h100-ib400 --held-out").output ==
+        "tagcsim: error: --held-out: needs two or more logs, each predicted by a fit to the others\n");
 }
 
 TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without --gpus") {
