@@ -1,5 +1,6 @@
 // The command line as a user meets it: exit codes and one-line errors.
 #include "command_testing.hpp"
+#include "nccl_log_testing.hpp"
 
 #include <doctest/doctest.h>
 
@@ -384,28 +385,11 @@ TEST_CASE("calibrate nccl-tests --held-out: each log predicted by a fit to the o
   // reproduces its times, so it predicts the other's as its own: a (19.8, 21.0, 22.0 us, the faster
   // placement) from b (29.8, 31.0, 32.0) is +50.5, +47.6, +45.5% off, median 47.6; b from a -33.6,
   // -32.3, -31.3%, median 32.3.
+  // The shared log's times, out-of-place then in-place per size, replaced.
   auto log = [](const char* t1, const char* u1, const char* t2, const char* u2, const char* t3, const char* u3) {
-    std::string text = R"(# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21903
-# Collective test starting: all_gather_perf
-# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
-#
-# Using devices
-#  Rank  0 Group  0 Pid  1001 on     node-a device  0 [0x07] NVIDIA H100 80GB HBM3
-#  Rank  1 Group  0 Pid  1002 on     node-a device  1 [0x0a] NVIDIA H100 80GB HBM3
-#  Rank  2 Group  0 Pid  2001 on     node-b device  0 [0x07] NVIDIA H100 80GB HBM3
-#  Rank  3 Group  0 Pid  2002 on     node-b device  1 [0x0a] NVIDIA H100 80GB HBM3
-#
-#                                                              out-of-place                       in-place
-#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
-#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
-        1024            64     float    none      -1    {t1}    0.05    0.04      0    {u1}    0.05    0.04      0
-        2048           128     float    none      -1    {t2}    0.10    0.07      0    {u2}    0.10    0.07      0
-        4096           256     float    none      -1    {t3}    0.19    0.14      0    {u3}    0.19    0.14      0
-# Out of bounds values : 0 OK
-# Avg bus bandwidth    : 0.08
-)";
-    for (auto [key, v] : {std::pair{"{t1}", t1}, {"{u1}", u1}, {"{t2}", t2}, {"{u2}", u2}, {"{t3}", t3}, {"{u3}", u3}})
-      text.replace(text.find(key), std::string(key).size(), v);
+    std::string text = kTwoByTwoAllGatherLog;
+    for (auto [from, to] : {std::pair{"20.50", t1}, {"19.80", u1}, {"21.00", t2}, {"21.40", u2}, {"22.00", t3}, {"22.10", u3}})
+      text.replace(text.find(from), std::string(from).size(), to);
     return text;
   };
   const auto a = write_temp("a.log", log("20.50", "19.80", "21.00", "21.40", "22.00", "22.10"));
