@@ -330,8 +330,17 @@ BoxFit fit_box(const BoxMeasurements& m, const std::optional<ScenarioShapes>& sc
     f.notes.push_back("NCCL fit skipped: " + f.nccl_skipped + "; the cluster file keeps the starting values");
   } else {
     std::vector<Sample> samples;
-    for (const auto& p : points) samples.push_back({p, f.base, "this box"});
+    for (const auto& p : points)
+      samples.push_back({p, f.base, fmt::format("{} over {} GPU{}", p.op_name, p.ranks(), p.ranks() == 1 ? "" : "s")});
     f.nccl = fit(samples, box_fit_options());
+    for (const auto& s : samples)
+      if (std::find(f.held_out_groups.begin(), f.held_out_groups.end(), s.table) == f.held_out_groups.end())
+        f.held_out_groups.push_back(s.table);
+    if (f.held_out_groups.size() > 1) try {
+        f.nccl_held_out = held_out_by_table(samples, box_fit_options());
+      } catch (const InputError& e) {
+        f.held_out_skipped = e.what();
+      }
     for (auto& p : f.nccl->params) {  // the reasons, in this command's words (it has no --hold or --free)
       if (p.status == ParamFit::Status::Held && p.why.rfind("on request", 0) == 0)
         p.why = "NCCL's own pipeline constant: held at the presets' value, fitted to every published table "
