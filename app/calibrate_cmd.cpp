@@ -143,13 +143,8 @@ int run_nccl_tests(const Options& o) {
   if (o.held_out) {
     // After the profile, as comments, so that printed YAML stays YAML.
     const auto held = held_out_by_table(samples, fit_options(o));
-    fmt::print("# Each log predicted by a fit to the other logs (median / p90 |error| of the time):\n");
-    for (const auto& f : o.files) {
-      std::vector<PointFit> pts;
-      for (const auto& p : held)
-        if (p.table == f) pts.push_back(p);
-      fmt::print("#   {}: {}\n", f, band_line(pts));
-    }
+    fmt::print("# Each log predicted by a fit to the other logs (median / p90 |error| of the time):\n{}",
+               held_out_table_lines(held, "#   "));
     fmt::print("#   all logs: {}\n", band_line(held));
   }
   return 0;

@@ -333,10 +333,8 @@ BoxFit fit_box(const BoxMeasurements& m, const std::optional<ScenarioShapes>& sc
     for (const auto& p : points)
       samples.push_back({p, f.base, fmt::format("{} over {} GPU{}", p.op_name, p.ranks(), p.ranks() == 1 ? "" : "s")});
     f.nccl = fit(samples, box_fit_options());
-    for (const auto& s : samples)
-      if (std::find(f.held_out_groups.begin(), f.held_out_groups.end(), s.table) == f.held_out_groups.end())
-        f.held_out_groups.push_back(s.table);
-    if (f.held_out_groups.size() > 1) try {
+    if (std::any_of(samples.begin(), samples.end(), [&](const Sample& s) { return s.table != samples.front().table; }))
+      try {
         f.nccl_held_out = held_out_by_table(samples, box_fit_options());
       } catch (const InputError& e) {
         f.held_out_skipped = e.what();

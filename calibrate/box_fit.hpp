@@ -73,11 +73,10 @@ struct BoxFit {
   topologies::Cluster cluster;      // after: what the cluster file holds
   std::optional<FitResult> nccl;    // absent when no sample spans two GPUs
   std::string nccl_skipped;         // why not
-  // Each collective and GPU count predicted by a fit to the box's other NCCL samples (what the fit
-  // does on a collective it was not given), grouped as `held_out_groups` names them; empty with one
-  // group, and `held_out_skipped` says why when a fold cannot be fitted.
+  // Each collective and GPU count ("all_gather over 8 GPUs", its points' table) predicted by a fit to
+  // the box's other NCCL samples: what the fit does on a collective it was not given. Empty with one
+  // such group; `held_out_skipped` says why when a fold cannot be fitted.
   std::vector<PointFit> nccl_held_out;
-  std::vector<std::string> held_out_groups;
   std::string held_out_skipped;
   DeviceFit device;
   std::optional<ScenarioShapes> scenario;

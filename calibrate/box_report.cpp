@@ -51,13 +51,8 @@ std::string box_report(const BoxFit& f) {
     out += "  by size: " + band_line(f.nccl->points) + "\n";
     if (!f.nccl_held_out.empty()) {
       out += "  held out, each predicted by a fit to the other samples (what the fit does on a collective it was "
-             "not given):\n";
-      for (const auto& g : f.held_out_groups) {
-        std::vector<PointFit> pts;
-        for (const auto& p : f.nccl_held_out)
-          if (p.table == g) pts.push_back(p);
-        out += fmt::format("    {}: {}\n", g, band_line(pts));
-      }
+             "not given):\n" +
+             held_out_table_lines(f.nccl_held_out, "    ");
     } else if (!f.held_out_skipped.empty()) {
       out += "  held out: not fitted (" + f.held_out_skipped + ")\n";
     }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <map>
 
 namespace tagcsim::calibrate {
@@ -119,6 +120,19 @@ std::string band_line(const std::vector<PointFit>& points) {
     if (s.points == 0) continue;
     out += fmt::format("{}{} median {:.1f}% p90 {:.1f}% (n={})", out.empty() ? "" : "; ", b.name, s.median_abs * 100,
                        s.p90_abs * 100, s.points);
+  }
+  return out;
+}
+
+std::string held_out_table_lines(const std::vector<PointFit>& held, const std::string& prefix) {
+  std::vector<std::string> tables;
+  for (const auto& p : held)
+    if (std::find(tables.begin(), tables.end(), p.table) == tables.end()) tables.push_back(p.table);
+  std::string out;
+  for (const auto& t : tables) {
+    std::vector<PointFit> pts;
+    std::copy_if(held.begin(), held.end(), std::back_inserter(pts), [&](const PointFit& p) { return p.table == t; });
+    out += prefix + t + ": " + band_line(pts) + "\n";
   }
   return out;
 }

@@ -34,5 +34,7 @@ std::string residual_table(const std::vector<PointFit>& points, const std::strin
 std::string param_table(const FitResult& fit, const std::string& prefix);
 // "points  median  p90  max" per size band.
 std::string band_line(const std::vector<PointFit>& points);
+// Held-out points (held_out_by_table) as one line per table, in their order: PREFIX table: band_line.
+std::string held_out_table_lines(const std::vector<PointFit>& held, const std::string& prefix);
 
 }  // namespace tagcsim::calibrate
