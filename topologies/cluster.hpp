@@ -73,8 +73,8 @@ struct Transport {
 Transport load_transport(const std::string& name_or_path);
 Transport load_transport(const Input& in);   // `transport:` in a cluster: a name, a path, or a map
 std::vector<std::string> transport_names();  // the shipped profiles
-// What the published tables say the model misses on a transport kind ("tcpx", "tcpxo"), for the
-// reports to print beside a prediction across nodes; "" when nothing is known.
+// Why the published tables say the model misses on a transport kind ("tcpx", "tcpxo"), for the
+// reports to print beside a prediction across nodes (how much: collective_held_out); "" otherwise.
 std::string transport_caveat(const std::string& kind);
 // How the collective model did on published nccl-tests tables it was not fitted to, for clusters
 // connected like `connection` (connection_key), as `tagcsim calibrate validate --write-held-out`
