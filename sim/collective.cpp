@@ -201,9 +201,10 @@ Candidate tree(const Ctx& x, int p) {
   Candidate cand{kTree, p};
   auto& plan = cand.plan;
   const int nc = channels_for(x, p, kTree);
-  double f = kTreeFraction[p];
-  if (p == kLL128 && x.n == 1) f = 0.92 * 7.0 / 9;
-  if (const int ls = log2i(x.S / 64); x.S >= 64 && ls < 23) f *= kTreeCorrection[p][ls];
+  const double proto = p == kLL128 && x.n == 1 ? 7.0 / 9 : kTreeFraction[p] / 0.92;  // of the links' 0.92
+  double correction = 1;
+  if (const int ls = log2i(x.S / 64); x.S >= 64 && ls < 23) correction = kTreeCorrection[p][ls];
+  const double f = 0.92 * proto * correction;
   const int levels = x.n > 1 ? log2i(x.n) : 0;
   // A chain inside each node (S up, S down per GPU) and a double binary tree across nodes.
   plan.steps = 2 * (x.k - 1) + 2 * levels;
@@ -212,16 +213,20 @@ Candidate tree(const Ctx& x, int p) {
   plan.node_egress_bytes = egress / kRingFraction[p];
   plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / channel_rate(x, x.nvl_rate * f, nc) : 0;
   plan.network_seconds = x.n > 1 ? egress / channel_rate(x, x.net_rate * f, nc) : 0;
-  double cap = x.nch * kPerChTree[x.gen][std::min(x.n, 3) - 1] * GBps;
+  // NCCL's ceilings, in tuning.cc's order: every protocol's bus bandwidth at perChMaxTreeBw a channel,
+  // then the protocol's share of that, and LL's at llMaxBw and LL128's at perChMaxTreeLL128Bw after
+  // their share, not before; the medium-size correction last.
+  double cap = x.nch * kPerChTree[x.gen][std::min(x.n, 3) - 1] * GBps * proto;
   if (p == kLL) cap = std::min(cap, x.ll_max);
   if (p == kLL128) cap = std::min(cap, x.nch * kPerChTreeLL128[x.gen][std::min(x.n, 3) - 1] * GBps);
-  plan.nvlink_seconds = std::max(plan.nvlink_seconds, 2 * x.S / channel_rate(x, cap * f / 0.92, nc));
+  plan.nvlink_seconds = std::max(plan.nvlink_seconds, 2 * x.S / channel_rate(x, cap * correction, nc));
   const double lat = x.scale * x.table->base[kTree][p] * us +
                      2 * ((x.k - 1) * intra_hop(x, kTree, p) + levels * inter_hop(x, kTree, p));
   // A chunk climbs the chain and the tree of nodes and comes back down, stage after stage: with few
   // chunks per channel little of that overlaps. `tree_depth` chunk-times of the slowest link.
   const double chunk = std::min(kTreeChunk[p], x.S / nc);
-  finish(x, cand, lat, chunk, x.c.collectives.tree_depth * chunk_time(plan, chunk, x.S / nc), nc,
+  const double fill = p != kLL ? x.c.collectives.tree_depth * chunk_time(plan, chunk, x.S / nc) : 0.0;
+  finish(x, cand, lat, chunk, fill, nc,
          {.latency = 2 * (x.k - 1) * x.generation_step});
   plan.channels = nc;
   return cand;
