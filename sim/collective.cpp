@@ -367,6 +367,13 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
       options.protocol != Protocol::Auto
           ? proto_bit(options.protocol == Protocol::LL ? kLL : options.protocol == Protocol::LL128 ? kLL128 : kSimple)
           : (c.nccl.protos ? c.nccl.protos : 7u);
+  // NCCL enables LL128 by default only where NVIDIA tested it (tuning.cc): a node's GPUs joined by
+  // NVLink (typeIntra <= PATH_NVB) and NICs beside the GPUs (typeInter <= PATH_PXB, PXN from Hopper).
+  // A socket transport's NIC hangs off the host; PCIe GPUs reach each other through it. NCCL_PROTO
+  // naming LL128 turns it on anyway.
+  const bool ll128_off = c.nccl.protos == 0 && options.protocol == Protocol::Auto &&
+                         ((n > 1 && c.nics.transport.kind == "socket") || (k > 1 && !x.nvlink));
+  if (ll128_off) protos &= ~proto_bit(kLL128);
   // Measured, not in NCCL's tuner: all-gathers and reduce-scatters across nodes run at Simple's speed
   // where the tuner would pick LL128 (docs/calibration.md). Unless LL128 is pinned alone.
   const bool gather_or_scatter = op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter;
@@ -416,6 +423,7 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
   p.max_channels = best.a == kNvls || best.a == kNvlsTree ? x.nvls_ch : x.nch;
   p.rails = n > 1 ? rails : 0;
   p.ll128_left_out = ll128_left_out;
+  p.ll128_off = ll128_off;
   return p;
 }
 

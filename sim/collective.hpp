@@ -68,6 +68,7 @@ struct CollectivePlan {
   double chunk_bytes = 0;         // per channel and pipeline step
   double fill_seconds = 0;        // pipeline fill, part of latency_seconds
   bool ll128_left_out = false;    // LL128 was allowed but left out: a multi-node all-gather or reduce-scatter
+  bool ll128_off = false;         // NCCL does not enable LL128 here by default: socket NICs or PCIe between GPUs
   // The time NCCL's tuner sees, by which it chose: seconds() less what it leaves out (Simple's slice
   // flags, LL128's real NVLink rate). They differ where the tuner is optimistic.
   double tuner_seconds = 0;

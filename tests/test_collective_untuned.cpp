@@ -125,6 +125,34 @@ TEST_CASE("all-gathers and reduce-scatters across nodes run Simple where the tun
             .protocol == Protocol::LL128);
 }
 
+TEST_CASE("NCCL turns LL128 on by default only over NVLink and NICs beside the GPUs, not over sockets or PCIe") {
+  // tuning.cc: LL128 is enabled by default where typeIntra <= PATH_NVB and typeInter <= PATH_PXB (PXN
+  // from Hopper on). The same 16 MiB all-reduce that runs LL128 across two NVLink nodes with RDMA NICs
+  // (the case above) runs Simple when the NICs are sockets on the host, unless NCCL_PROTO names LL128.
+  auto two = h100_nodes(2);
+  const double S = 16 * MiB;
+  auto plan = plan_collective(two, CollectiveOp::AllReduce, S, whole_cluster(two));
+  CHECK(plan.protocol == Protocol::LL128);
+  CHECK_FALSE(plan.ll128_off);
+  two.nics.transport.kind = "socket";
+  plan = plan_collective(two, CollectiveOp::AllReduce, S, whole_cluster(two));
+  CHECK(plan.protocol == Protocol::Simple);
+  CHECK(plan.ll128_off);
+  two.nccl.protos = topologies::NcclPins::LL | topologies::NcclPins::LL128 | topologies::NcclPins::Simple;
+  plan = plan_collective(two, CollectiveOp::AllReduce, S, whole_cluster(two));
+  CHECK(plan.protocol == Protocol::LL128);
+  CHECK_FALSE(plan.ll128_off);
+  // Eight GPUs of one node joined by PCIe: a 4 MiB all-gather the tuner would run LL128 (pinned in)
+  // runs Simple.
+  auto pcie = h100_nodes(1);
+  pcie.intra = {.kind = "pcie", .bandwidth = 31.5e9, .latency = 0, .efficiency = 0.8};
+  plan = plan_collective(pcie, CollectiveOp::AllGather, 4 * MiB, whole_cluster(pcie));
+  CHECK(plan.protocol == Protocol::Simple);
+  CHECK(plan.ll128_off);
+  pcie.nccl.protos = two.nccl.protos;
+  CHECK(plan_collective(pcie, CollectiveOp::AllGather, 4 * MiB, whole_cluster(pcie)).protocol == Protocol::LL128);
+}
+
 TEST_CASE("an NVLink generation's step latency: every step inside the node pays it, none between nodes") {
   // 2 x 8 GPUs, 8 B: a tree all-reduce climbs and descends 7 NVLink hops in each node (2 x 7 steps), a
   // ring all-gather takes 15 steps of which one leaves the node (14). 0.8 us each: 11.2 us more.
