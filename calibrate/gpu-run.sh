@@ -23,7 +23,9 @@
 #     TAGCSIM_BOX_FULL=1 runs the full box (the GEMM grid and attention sweep, up to 300 s) instead
 #     of --quick; TAGCSIM_SKIP_KERNELS=1 skips step 4 (a rerun after the kernels passed);
 #     TAGCSIM_TORCH_GEMMS=1 runs `calibrate/torch-fsdp-step.py OUTDIR 100 --gemms` before step 4
-#     where the machine's Python has PyTorch (OUTDIR/torch-fsdp-step-gemms.json).
+#     where the machine's Python has PyTorch (OUTDIR/torch-fsdp-step-gemms.json);
+#     TAGCSIM_TORCH_MEMORY=1 runs its `--memory-pressure` mode likewise (OUTDIR/torch-fsdp-step-
+#     memory-pressure.json: the step under a shrinking allocator cap, retries per step).
 #     Steps past the budget are skipped and say so. OUTDIR/summary.txt has one line per step. At the
 #     end the folders are packed into OUTDIR/results.tar.gz and the reports copied beside it, so
 #     OUTDIR holds at most 8 files (what the device tool brings back); TAGCSIM_NO_PACK=1 keeps
@@ -183,6 +185,20 @@ run() {
     fi
   fi
 
+  # 3c. The step under memory pressure: what the caching allocator's retries cost.
+  if [[ -n ${TAGCSIM_TORCH_MEMORY:-} ]]; then
+    if ! python3 -c 'import torch' >/dev/null 2>&1; then
+      step "torch memory pressure: skipped: no PyTorch in this machine's python3"
+    elif (($(left) < 130)); then
+      step "torch memory pressure: skipped: $(left) s left of the budget"
+    else
+      rc=0
+      timed 120 "$out/torch-memory.log" python3 calibrate/torch-fsdp-step.py "$out" 100 --memory-pressure || rc=$?
+      if [[ $rc -eq 0 ]]; then step "torch memory pressure: ok: $(grep -c '^memory .*: cap' "$out/torch-memory.log") caps timed"
+      else status=1; step "torch memory pressure: FAIL (exit $rc): $(tail -1 "$out/torch-memory.log")"; fi
+    fi
+  fi
+
   # 4. The TAGC kernels' own GPU checks, with what is left.
   if [[ -n ${TAGCSIM_SKIP_KERNELS:-} ]]; then
     step "kernels: skipped: TAGCSIM_SKIP_KERNELS is set"
@@ -209,6 +225,6 @@ run() {
 
 case "${1:-}" in
   prepare) prepare "${2:-build}" ;;
-  ""|-h|--help) sed -n '2,30p' "$0"; exit 2 ;;
+  ""|-h|--help) sed -n '2,34p' "$0"; exit 2 ;;
   *) run "$1" "${2:-}" ;;
 esac

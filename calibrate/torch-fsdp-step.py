@@ -2,7 +2,7 @@
 """Measures what tagcsim predicts, on one GPU, with PyTorch itself: FSDP2 training steps of
 Llama-shaped models and the SDPA attention kernels, for `tagcsim validate` and the device profiles.
 
-    python3 calibrate/torch-fsdp-step.py OUTDIR [BUDGET_SECONDS] [--compile | --profile | --sustained | --gemms]
+    python3 calibrate/torch-fsdp-step.py OUTDIR [BUDGET_SECONDS] [--compile | --profile | --sustained | --gemms | --memory-pressure]
 
 Writes OUTDIR/torch-fsdp-step.json (with --compile: torch-fsdp-step-compile.json, the blocks
 compiled one by one before fully_shard as torchtitan does, the loss eager; no attention sweep) and
@@ -12,8 +12,13 @@ simulator's host stream is checked against. --sustained runs one large configura
 the budget while nvidia-smi samples clocks, power and temperature every second
 (torch-fsdp-step-sustained.json): whether the step slows down once the GPU is hot. --gemms times
 F.linear and torch._scaled_mm at the shapes `tagcsim calibrate box` timed with cuBLAS
-(torch-fsdp-step-gemms.json), to compare with `tagcsim validate --kernels-against`. Not run in CI: it needs a
-GPU and PyTorch, neither of which the simulator needs.
+(torch-fsdp-step-gemms.json), to compare with `tagcsim validate --kernels-against`. --memory-pressure
+runs one configuration under a shrinking cap on the caching allocator
+(torch.cuda.set_per_process_memory_fraction), from its unconstrained reserved peak down toward its
+allocated peak, and records the step time and the allocator's retries (free the cache, synchronize,
+allocate again) per step (torch-fsdp-step-memory-pressure.json): what a run whose memory is nearly
+full pays, which tagcsim does not model yet (docs/validation.md, "Memory pressure"). Not run in
+CI: it needs a GPU and PyTorch, neither of which the simulator needs.
 
 The step is the one tagcsim's `framework: torchtitan` scenarios describe, written here from that
 description (docs/fsdp-semantics.md), not copied from torchtitan: fully_shard on the token
@@ -206,6 +211,70 @@ def sustained(cfg, seconds, out_dir):
             "nvidia_smi_fields": "timestamp, clocks.sm, clocks.mem, power.draw, temperature.gpu, clocks_throttle_reasons.active"}
 
 
+def allocator_counts():
+    st = torch.cuda.memory_stats()
+    return {k: st.get(k, 0) for k in ("num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free",
+                                      "num_sync_all_streams")}
+
+
+def timed_steps(model, opt, inputs, labels, warmup, timed):
+    for _ in range(warmup):
+        one_step(model, opt, inputs, labels)
+    torch.cuda.synchronize()
+    before, times = allocator_counts(), []
+    for _ in range(timed):
+        t0 = time.perf_counter()
+        one_step(model, opt, inputs, labels)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    after = allocator_counts()
+    return times, {k: (after[k] - before[k]) / timed for k in after}
+
+
+def memory_pressure(cfg, deadline):
+    # The cap is the caching allocator's limit: past it, an allocation that no cached block serves
+    # makes the allocator give its unused cached blocks back (a device synchronize and cudaFree
+    # each) and try again, counted in num_alloc_retries; OOM when that fails too.
+    total = torch.cuda.get_device_properties(0).total_memory
+    model, opt, inputs, labels = build(cfg)
+    torch.cuda.reset_peak_memory_stats()
+    times, per_step = timed_steps(model, opt, inputs, labels, WARMUP, TIMED)
+    allocated, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+    rows = [{"cap_GiB": None, "step_seconds": statistics.median(times), "step_seconds_all": times,
+             "per_step": per_step, "max_memory_allocated_GiB": allocated / 2**30,
+             "max_memory_reserved_GiB": reserved / 2**30}]
+    print(f"memory {cfg[0]}: no cap: {rows[0]['step_seconds']:.4f} s, allocated {allocated / 2**30:.2f} GiB, "
+          f"reserved {reserved / 2**30:.2f} GiB", flush=True)
+    gap = reserved - allocated
+    caps = [allocated + f * gap for f in (1.0, 0.75, 0.5, 0.3, 0.2, 0.1, 0.05)] + [allocated * 1.01, allocated * 1.003]
+    for cap in sorted(set(int(c) for c in caps), reverse=True):
+        if time.monotonic() > deadline - 15:
+            break
+        torch.cuda.empty_cache()
+        torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total), 0)
+        torch.cuda.reset_peak_memory_stats()
+        row = {"cap_GiB": cap / 2**30, "cap_over_allocated_peak": cap / allocated}
+        try:
+            times, per_step = timed_steps(model, opt, inputs, labels, 2, 5)
+            row.update({"step_seconds": statistics.median(times), "step_seconds_all": times, "per_step": per_step,
+                        "max_memory_allocated_GiB": torch.cuda.max_memory_allocated() / 2**30,
+                        "max_memory_reserved_GiB": torch.cuda.max_memory_reserved() / 2**30})
+            print(f"memory {cfg[0]}: cap {cap / 2**30:.2f} GiB ({cap / allocated:.3f} x allocated): "
+                  f"{row['step_seconds']:.4f} s, {per_step['num_alloc_retries']:.1f} retries and "
+                  f"{per_step['num_device_free']:.1f} cudaFree per step", flush=True)
+        except torch.cuda.OutOfMemoryError as e:
+            row["error"] = "OutOfMemoryError: " + (str(e).splitlines() or [""])[0][:160]
+            print(f"memory {cfg[0]}: cap {cap / 2**30:.2f} GiB: out of memory", flush=True)
+            rows.append(row)
+            break
+        rows.append(row)
+    torch.cuda.set_per_process_memory_fraction(1.0, 0)
+    del model, opt
+    torch.cuda.empty_cache()
+    return {"name": cfg[0], "device_memory_GiB": total / 2**30, "caps": rows,
+            "note": "per_step: the allocator's counters (memory_stats) over the timed steps, divided by their number"}
+
+
 def train_steps(cfg, deadline, compile_blocks):
     name, layers, hidden, heads, kv_heads, ffn, vocab, seq, mb, ac = cfg
     torch.cuda.reset_peak_memory_stats()
@@ -319,7 +388,7 @@ def gemm_sweep(deadline):
 
 
 def main():
-    modes = {"--compile", "--profile", "--sustained", "--gemms"}
+    modes = {"--compile", "--profile", "--sustained", "--gemms", "--memory-pressure"}
     args = [a for a in sys.argv[1:] if a not in modes]
     mode = next((a for a in sys.argv[1:] if a in modes), "")
     compile_blocks = mode == "--compile"
@@ -347,6 +416,12 @@ def main():
         with open(path, "w") as f:
             json.dump(result, f, indent=1)
 
+    if mode == "--memory-pressure":
+        result["memory_pressure"] = memory_pressure(CONFIGS[3], deadline)
+        save()
+        torch.distributed.destroy_process_group()
+        print(f"wrote {path}", flush=True)
+        return
     if mode == "--gemms":
         result["gemms"] = gemm_sweep(deadline - 10)
         save()
