@@ -171,33 +171,25 @@ run() {
     else status=1; step "check: FAIL (exit $rc): $(grep -m1 -E 'error|Error' "$out/check.log")"; fi
   fi
 
-  # 3b. PyTorch's own GEMMs at the box's shapes, where asked and PyTorch is there.
-  if [[ -n ${TAGCSIM_TORCH_GEMMS:-} ]]; then
+  # 3b, 3c. PyTorch's own measurements where asked and PyTorch is there (120 s each): its GEMMs at
+  # the box's shapes; the step under memory pressure, what the caching allocator's retries cost.
+  # torch_mode LABEL MODE LOG PATTERN UNIT: the mode of calibrate/torch-fsdp-step.py, and how many
+  # lines of its log match PATTERN.
+  torch_mode() {
     if ! python3 -c 'import torch' >/dev/null 2>&1; then
-      step "torch gemms: skipped: no PyTorch in this machine's python3"
+      step "$1: skipped: no PyTorch in this machine's python3"
     elif (($(left) < 130)); then
-      step "torch gemms: skipped: $(left) s left of the budget"
+      step "$1: skipped: $(left) s left of the budget"
     else
       rc=0
-      timed 120 "$out/torch-gemms.log" python3 calibrate/torch-fsdp-step.py "$out" 100 --gemms || rc=$?
-      if [[ $rc -eq 0 ]]; then step "torch gemms: ok: $(grep -c '^gemm ' "$out/torch-gemms.log") shapes timed"
-      else status=1; step "torch gemms: FAIL (exit $rc): $(tail -1 "$out/torch-gemms.log")"; fi
+      timed 120 "$out/$3" python3 calibrate/torch-fsdp-step.py "$out" 100 "$2" || rc=$?
+      if [[ $rc -eq 0 ]]; then step "$1: ok: $(grep -c "$4" "$out/$3") $5"
+      else status=1; step "$1: FAIL (exit $rc): $(tail -1 "$out/$3")"; fi
     fi
-  fi
-
-  # 3c. The step under memory pressure: what the caching allocator's retries cost.
-  if [[ -n ${TAGCSIM_TORCH_MEMORY:-} ]]; then
-    if ! python3 -c 'import torch' >/dev/null 2>&1; then
-      step "torch memory pressure: skipped: no PyTorch in this machine's python3"
-    elif (($(left) < 130)); then
-      step "torch memory pressure: skipped: $(left) s left of the budget"
-    else
-      rc=0
-      timed 120 "$out/torch-memory.log" python3 calibrate/torch-fsdp-step.py "$out" 100 --memory-pressure || rc=$?
-      if [[ $rc -eq 0 ]]; then step "torch memory pressure: ok: $(grep -c '^memory .*: cap' "$out/torch-memory.log") caps timed"
-      else status=1; step "torch memory pressure: FAIL (exit $rc): $(tail -1 "$out/torch-memory.log")"; fi
-    fi
-  fi
+  }
+  [[ -n ${TAGCSIM_TORCH_GEMMS:-} ]] && torch_mode "torch gemms" --gemms torch-gemms.log '^gemm ' "shapes timed"
+  [[ -n ${TAGCSIM_TORCH_MEMORY:-} ]] &&
+    torch_mode "torch memory pressure" --memory-pressure torch-memory.log '^memory .*: cap' "caps timed"
 
   # 4. The TAGC kernels' own GPU checks, with what is left.
   if [[ -n ${TAGCSIM_SKIP_KERNELS:-} ]]; then
