@@ -147,6 +147,31 @@ const std::vector<std::pair<std::string, Maker>>& table() {
                       "Llama Team 2024 (The Llama 3 Herd of Models, Table 3); meta-llama/Llama-3.1-70B config.json: "
                       "70,553,706,496 parameters");
        }},
+      {"llama3.2-1b",
+       [] {
+         auto m = llama("llama3.2-1b", 16, 2048, 32, 8, 8192, 128256, 8192,
+                        "Meta 2024 (Llama 3.2 model card); meta-llama/Llama-3.2-1B config.json (hidden 2048, 16 "
+                        "layers, 32/8 heads, intermediate 8192, vocab 128256, tie_word_embeddings true): "
+                        "1,235,814,400 parameters; sequence 8192 as the Llama 3.1 presets");
+         m.tied_embeddings = true;
+         return m;
+       }},
+      {"llama3.2-3b",
+       [] {
+         auto m = llama("llama3.2-3b", 28, 3072, 24, 8, 8192, 128256, 8192,
+                        "Meta 2024 (Llama 3.2 model card); meta-llama/Llama-3.2-3B config.json (hidden 3072, 28 "
+                        "layers, 24/8 heads, intermediate 8192, vocab 128256, tie_word_embeddings true): "
+                        "3,212,749,824 parameters; sequence 8192 as the Llama 3.1 presets");
+         m.tied_embeddings = true;
+         return m;
+       }},
+      {"mistral-7b-v0.3",
+       [] {
+         return llama("mistral-7b-v0.3", 32, 4096, 32, 8, 14336, 32768, 8192,
+                      "Jiang et al. 2023 (Mistral 7B, Table 1: context 8192); mistralai/Mistral-7B-v0.3 config.json "
+                      "(vocab 32768, sliding_window null: full attention, unlike v0.1's 4096-token window): "
+                      "7,248,023,552 parameters");
+       }},
       {"llama3.1-405b",
        [] {
          return llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 8192,
@@ -192,7 +217,8 @@ const Aliases& preset_aliases() {
       {"llama3-70b", "llama3.1-70b"},   {"llama-3-70b", "llama3.1-70b"}, {"llama-3.1-70b", "llama3.1-70b"},
       {"llama-3.1-405b", "llama3.1-405b"}, {"llama-2-7b", "llama2-7b"},  {"llama-2-13b", "llama2-13b"},
       {"llama-2-70b", "llama2-70b"},    {"gpt2", "gpt2-124m"},           {"gpt2-medium", "gpt2-355m"},
-      {"gpt2-large", "gpt2-774m"},      {"gpt2-xl", "gpt2-1.5b"},
+      {"gpt2-large", "gpt2-774m"},      {"gpt2-xl", "gpt2-1.5b"},        {"llama-3.2-1b", "llama3.2-1b"},
+      {"llama-3.2-3b", "llama3.2-3b"},  {"mistral-7b", "mistral-7b-v0.3"},
   };
   return aliases;
 }

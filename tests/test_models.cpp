@@ -46,6 +46,8 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
   };
   // GPT-2: V*h + 1024*h + L*(12h^2 + 13h) + 2h; 124M: 38,597,376 + 786,432 + 85,054,464 + 1,536.
   // Llama: 2*V*h + L*(attn + 3*h*ffn + 2h) + h; 7B: 262,144,000 + 32*202,383,360 + 4,096.
+  // Llama 3.2 ties its embedding: 1B = 128256*2048 + 16*(2*2048^2 + 2*2048*512 + 3*2048*8192 + 2*2048) + 2048
+  // = 262,668,288 + 16*60,821,504 + 2,048.
   // MPT (LLM Foundry yamls, no published exact count): 50368*h + L*(12h^2 + 2h) + h.
   const Row rows[] = {
       {"gpt2-124m", 124'439'808},         {"gpt2-355m", 354'823'168},
@@ -58,6 +60,8 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
       {"mpt-1b", 1'311'213'568},          {"mpt-3b", 2'645'690'880},
       {"mpt-7b", 6'649'024'512},          {"mpt-13b", 12'841'210'880},
       {"mpt-30b", 29'956'742'144},        {"mpt-70b", 64'838'443'008},
+      {"llama3.2-1b", 1'235'814'400},     {"llama3.2-3b", 3'212'749'824},
+      {"mistral-7b-v0.3", 7'248'023'552},
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
