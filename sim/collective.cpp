@@ -223,7 +223,8 @@ Candidate tree(const Ctx& x, int p) {
   const double lat = x.scale * x.table->base[kTree][p] * us +
                      2 * ((x.k - 1) * intra_hop(x, kTree, p) + levels * inter_hop(x, kTree, p));
   // A chunk climbs the chain and the tree of nodes and comes back down, stage after stage: with few
-  // chunks per channel little of that overlaps. `tree_depth` chunk-times of the slowest link.
+  // chunks per channel little of that overlaps. `tree_depth` chunk-times of the slowest link. Not for
+  // LL: each 8-byte line carries its own flag and goes on as it lands, so no chunk waits at a hop.
   const double chunk = std::min(kTreeChunk[p], x.S / nc);
   const double fill = p != kLL ? x.c.collectives.tree_depth * chunk_time(plan, chunk, x.S / nc) : 0.0;
   finish(x, cand, lat, chunk, fill, nc,
