@@ -50,6 +50,12 @@ TransformerConfig llama(std::string name, int layers, int hidden, int heads, int
   return m;
 }
 
+// The small Llama 3.2 models share the token embedding with the output projection.
+TransformerConfig tied(TransformerConfig m) {
+  m.tied_embeddings = true;
+  return m;
+}
+
 // LLM Foundry's MPT: ALiBi, no biases anywhere (no_bias: true, LayerNorm
 // weight only), tied embeddings, expansion ratio 4, GPT-NeoX vocab padded to 50368.
 TransformerConfig mpt(std::string name, int layers, int hidden, int heads, std::string source) {
@@ -149,21 +155,17 @@ const std::vector<std::pair<std::string, Maker>>& table() {
        }},
       {"llama3.2-1b",
        [] {
-         auto m = llama("llama3.2-1b", 16, 2048, 32, 8, 8192, 128256, 8192,
-                        "Meta 2024 (Llama 3.2 model card); meta-llama/Llama-3.2-1B config.json (hidden 2048, 16 "
-                        "layers, 32/8 heads, intermediate 8192, vocab 128256, tie_word_embeddings true): "
-                        "1,235,814,400 parameters; sequence 8192 as the Llama 3.1 presets");
-         m.tied_embeddings = true;
-         return m;
+         return tied(llama("llama3.2-1b", 16, 2048, 32, 8, 8192, 128256, 8192,
+                           "Meta 2024 (Llama 3.2 model card); meta-llama/Llama-3.2-1B config.json (hidden 2048, 16 "
+                           "layers, 32/8 heads, intermediate 8192, vocab 128256, tie_word_embeddings true): "
+                           "1,235,814,400 parameters; sequence 8192 as the Llama 3.1 presets"));
        }},
       {"llama3.2-3b",
        [] {
-         auto m = llama("llama3.2-3b", 28, 3072, 24, 8, 8192, 128256, 8192,
-                        "Meta 2024 (Llama 3.2 model card); meta-llama/Llama-3.2-3B config.json (hidden 3072, 28 "
-                        "layers, 24/8 heads, intermediate 8192, vocab 128256, tie_word_embeddings true): "
-                        "3,212,749,824 parameters; sequence 8192 as the Llama 3.1 presets");
-         m.tied_embeddings = true;
-         return m;
+         return tied(llama("llama3.2-3b", 28, 3072, 24, 8, 8192, 128256, 8192,
+                           "Meta 2024 (Llama 3.2 model card); meta-llama/Llama-3.2-3B config.json (hidden 3072, 28 "
+                           "layers, 24/8 heads, intermediate 8192, vocab 128256, tie_word_embeddings true): "
+                           "3,212,749,824 parameters; sequence 8192 as the Llama 3.1 presets"));
        }},
       {"mistral-7b-v0.3",
        [] {
