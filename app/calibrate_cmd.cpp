@@ -167,6 +167,7 @@ std::vector<std::string> describe(const PublishedGroup& g) {
       "source: " + g.source_key + " " + g.source + " (via validation/data/published_measurements.yaml)",
       "time column: " + g.measurement};
   if (!g.algorithm_note.empty()) d.push_back("published note: " + g.algorithm_note);
+  if (!g.not_fitted.empty()) d.push_back("not fitted (its preset line is a prediction too): " + g.not_fitted);
   return d;
 }
 
@@ -193,6 +194,10 @@ int run_published(const Options& o) {
   std::vector<topologies::Transport> transports;  // each fitted transport, in table order
   for (const auto& g : groups) {
     if (!o.all && g.name != o.group) continue;
+    if (o.all && !g.not_fitted.empty()) {
+      how.data.push_back(g.name + ": validated, not fitted: " + g.not_fitted);
+      continue;
+    }
     auto s = samples_of(g, o.cluster, o.priors);
     if (s.empty()) {
       if (!o.all)
@@ -304,7 +309,8 @@ int run_validate(const Options& o) {
                o.loo, o.loo, prior_sources());
 
   std::vector<TableResult> results;
-  std::map<std::string, std::vector<Sample>> by_unit;  // training data per unit, from the priors
+  std::map<std::string, std::vector<Sample>> by_unit;  // each unit's samples, from the priors
+  std::map<std::string, std::vector<Sample>> train;    // the same, less the tables kept out of every fit
   for (const auto& g : groups) {
     TableResult t;
     t.group = &g;
@@ -317,6 +323,8 @@ int run_validate(const Options& o) {
       auto sp = samples_of(g, "", true);
       auto& u = by_unit[t.unit];
       u.insert(u.end(), sp.begin(), sp.end());
+      auto& f = train[t.unit];
+      if (g.not_fitted.empty()) f.insert(f.end(), sp.begin(), sp.end());
     }
     results.push_back(std::move(t));
   }
@@ -332,13 +340,13 @@ int run_validate(const Options& o) {
     auto worker = [&] {
       for (std::size_t i; (i = next++) < units.size();) try {
           const std::string& unit = *units[i];
-          std::vector<Sample> train;
-          for (const auto& [other, s] : by_unit)
-            if (other != unit) train.insert(train.end(), s.begin(), s.end());
-          if (train.empty()) continue;
+          std::vector<Sample> others;
+          for (const auto& [other, s] : train)
+            if (other != unit) others.insert(others.end(), s.begin(), s.end());
+          if (others.empty()) continue;
           FitOptions fo;
           fo.prior_weight = kPriorWeight;
-          auto r = fit(train, fo);
+          auto r = fit(others, fo);
           std::vector<Sample> held = by_unit.at(unit);
           for (auto& s : held) s.cluster = with_fit(s.cluster, r);
           r.points = evaluate(held);

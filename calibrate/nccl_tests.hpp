@@ -63,10 +63,12 @@ struct PublishedGroup {
   std::string source_key;      // the source's key in the file (S01, S02, S12)
   std::string system;          // hardware.system, when published ("Azure ND96isr H100 v5")
   std::string cpu;             // hardware.cpu, when published (the host CPU: NCCL's per-step network cost)
+  std::string not_fitted;      // `not_fitted: why`: validated (always held out), kept out of every fit
   std::vector<Point> points;   // point.where = entry id
 };
 
-// Loads every `kind: nccl` entry, in file order. A malformed entry is an InputError at its line.
+// Loads every `kind: nccl` entry, in file order. An entry's `not_fitted` (a reason) keeps its table
+// out of every fit: `calibrate validate` predicts it from the fit to all the others. A malformed entry is an InputError at its line.
 // What a run set is kept with each point: setup.nccl_algo / nccl_proto (NCCL_ALGO / NCCL_PROTO, NCCL's
 // spellings, comma lists), setup.nccl_version (or "nccl X.Y.Z" in hardware.software).
 std::vector<PublishedGroup> load_published(const std::string& path);

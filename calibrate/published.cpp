@@ -191,6 +191,7 @@ std::vector<PublishedGroup> load_published(const std::string& path) {
         groups.push_back(std::move(g));
       }
       PublishedGroup& g = groups[it->second];
+      if (const std::string why = opt_string(e, "not_fitted"); !why.empty()) g.not_fitted = why;
       for (auto k : {"algorithm_hint", "algorithm_default"}) {
         const std::string note = opt_string(setup, k);
         const std::string tagged = fmt::format("{}: {}", k, note);
@@ -217,7 +218,8 @@ std::string published_base_cluster(const PublishedGroup& g) {
       {"ND96isr H200 v5", "azure-nd-h200-v5"},  {"a3-megagpu-8g", "gcp-a3-mega"},
       {"a3-highgpu-8g", "gcp-a3-high"},        {"a3-ultragpu-8g", "gcp-a3-ultra"},
       {"p5.48xlarge", "aws-p5"},               {"p5e.48xlarge", "aws-p5e"},
-      {"p4de.24xlarge", "aws-p4de"},           {"a4-highgpu-8g", "gcp-a4-high"}};
+      {"p4de.24xlarge", "aws-p4de"},           {"a4-highgpu-8g", "gcp-a4-high"},
+      {"GB200 NVL72", "gb200-nvl72"}};
   for (auto [system, preset] : kSystems)
     if (contains(g.system, system) || contains(g.gpu, system)) return fmt::format("{{preset: {}, {}}}", preset, n);
   const bool efa = contains(g.inter_node, "EFA");

@@ -274,7 +274,7 @@ TEST_CASE("a profile reads back as the fitted cluster, and a transport profile a
 TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(kPublished == std::string(TAGCSIM_SOURCE_DIR) + "/validation/data/published_measurements.yaml");
   const auto groups = load_published(kPublished);
-  REQUIRE(groups.size() == 29);
+  REQUIRE(groups.size() == 32);  // 29 fitted, 3 validated only (GB200 NVL72)
   CHECK(groups[0].name == "nccl-a100-1n-mleng-allreduce");
   CHECK(groups[0].source_key == "S01");
   CHECK(groups[0].points.size() == 20);
@@ -329,6 +329,19 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(gke.points[0].time_s == doctest::Approx(110.0e-6));
   CHECK(groups[15].name == "nccl-h100-1n-gcp-a3mega-mgcafe-allreduce");
   CHECK(published_base_cluster(groups[15]) == "{preset: gcp-a3-mega, nodes: 1}");
+  // CoreWeave's GB200 NVL72 tables: validated on the NVL72 preset (a rack is a node), never fitted.
+  int racks = 0;
+  for (const auto& g : groups) {
+    if (g.name.rfind("nccl-gb200-nvl72-", 0) != 0) {
+      CHECK(g.not_fitted.empty());
+      continue;
+    }
+    CAPTURE(g.name);
+    CHECK(g.not_fitted.find("Validated, held out of every fit") != std::string::npos);
+    CHECK(published_base_cluster(g) == fmt::format("{{preset: gb200-nvl72, nodes: {}}}", g.nodes));
+    racks += g.nodes;
+  }
+  CHECK(racks == 1 + 2 + 20);
   CHECK(error_of([] { load_published("/nonexistent/pm.yaml"); }).find("published measurements not found") !=
         std::string::npos);
 }
@@ -337,6 +350,7 @@ TEST_CASE("fitting every published table at once, from the priors: the presets' 
   const auto groups = load_published(kPublished);
   std::vector<Sample> samples;
   for (const auto& g : groups) {
+    if (!g.not_fitted.empty()) continue;  // as `calibrate published --all`: validated, never fitted
     const auto c = with_priors(load_cluster_arg(published_base_cluster(g)));
     for (const auto& p : g.points) samples.push_back({p, c, g.name});
   }

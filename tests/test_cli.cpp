@@ -135,6 +135,20 @@ std::string published_subset(std::initializer_list<const char*> refs) {
   return path;
 }
 
+TEST_CASE("a table marked not_fitted is validated, predicted by the fit to the others, and in no fit") {
+  // S02 (DGX H100, 32 points) and CoreWeave's GB200 NVL72 tables (S64, marked not_fitted).
+  const std::string subset = published_subset({"S02", "S64"});
+  const auto fitted = tagcsim("calibrate published --all --priors --data " + subset);
+  CHECK(fitted.code == 0);
+  CHECK(fitted.output.find("nccl-gb200-nvl72-1r-coreweave-allreduce: validated, not fitted: ") != std::string::npos);
+  CHECK(fitted.output.find(", 32 points") != std::string::npos);  // S02's alone
+  const auto v = tagcsim("calibrate validate --data " + subset);
+  CHECK(v.code == 0);
+  CHECK(v.output.find("held out (source S64 left out)") != std::string::npos);
+  // Without S02 nothing is left to fit: S02 gets no held-out prediction.
+  CHECK(v.output.find("held out (source S02 left out)") == std::string::npos);
+}
+
 TEST_CASE("calibrate validate runs on the shipped tables without --data, its held-out folds in parallel") {
   const auto o = tagcsim("calibrate validate --loo none");
   CHECK(o.code == 0);

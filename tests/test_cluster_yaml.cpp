@@ -324,6 +324,15 @@ TEST_CASE("the collective model's held-out errors: one line per connection, a mi
   CHECK(connection_key(load("cluster: {preset: dgx-h100-ib400, nodes: 2}")) == "ib");
   CHECK(connection_key(load("cluster: {preset: dgx-h100-ib400, nodes: 1}")) == "one_node_nvlink4");
   CHECK(connection_key(load("cluster: {preset: aws-p4de, nodes: 1}")) == "one_node_nvlink3");
+  // An NVL72 rack is its own kind of node: CoreWeave's GB200 tables (validated, never fitted) speak
+  // for racks, not for an 8-GPU B200 baseboard, nor do the H100 InfiniBand clusters speak for racks.
+  CHECK(connection_key(load("cluster: {preset: gb200-nvl72, nodes: 1}")) == "one_node_nvlink5_nvl72");
+  CHECK(connection_key(load("cluster: {preset: gb200-nvl72, nodes: 2}")) == "ib_nvl72");
+  CHECK(connection_key(load("cluster: {preset: dgx-b200-ib400, nodes: 1}")) == "one_node_nvlink5");
+  for (const char* c : {"one_node_nvlink5_nvl72", "ib_nvl72"}) {
+    CAPTURE(c);
+    CHECK(collective_held_out(c).find("of 1 source, each source held out of the fit") != std::string::npos);
+  }
 }
 
 TEST_CASE("rails: GPUs map to their NICs, and more rails than GPUs or NICs that do not split are errors") {

@@ -132,7 +132,8 @@ std::map<std::string, std::string> load_collective_held_out(const std::string& p
   static const std::vector<std::string> known = {"ib",   "roce",   "efa",
                                                  "tcpx", "tcpxo",  "socket",  // across nodes: the transport's kind
                                                  "one_node_nvlink3", "one_node_nvlink4", "one_node_nvlink5",
-                                                 "one_node_pcie4"};           // one node: its NVLink generation
+                                                 "one_node_pcie4",            // one node: its NVLink generation
+                                                 "ib_nvl72", "one_node_nvlink5_nvl72"};  // NVL72 racks as nodes
   std::map<std::string, std::string> out;
   const Input held = doc["held_out"];
   for (const auto& key : held.keys()) {
@@ -143,12 +144,16 @@ std::map<std::string, std::string> load_collective_held_out(const std::string& p
   return out;
 }
 
+// A node whose NVLink domain spans more than one 8-GPU baseboard (an NVL72 rack) is its own kind:
+// its rings are 9x longer, and what an HGX node's tables say does not carry over to it, nor back.
 std::string connection_key(const Cluster& c) {
-  return c.nodes > 1 ? c.nics.transport.kind : "one_node_" + c.intra.name;
+  const std::string rack = c.gpus_per_node > 8 ? "_nvl" + std::to_string(c.gpus_per_node) : "";
+  return (c.nodes > 1 ? c.nics.transport.kind : "one_node_" + c.intra.name) + rack;
 }
 
 std::string connection_text(const Cluster& c) {
-  return c.nodes > 1 ? "over " + c.nics.transport.kind : "on one node, " + c.intra.name;
+  const std::string rack = c.gpus_per_node > 8 ? ", " + std::to_string(c.gpus_per_node) + "-GPU NVLink domains" : "";
+  return (c.nodes > 1 ? "over " + c.nics.transport.kind : "on one node, " + c.intra.name) + rack;
 }
 
 std::string collective_held_out(const std::string& connection) {
