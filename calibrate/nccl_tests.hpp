@@ -67,8 +67,9 @@ struct PublishedGroup {
   std::vector<Point> points;   // point.where = entry id
 };
 
-// Loads every `kind: nccl` entry, in file order. An entry's `not_fitted` (a reason) keeps its table
-// out of every fit: `calibrate validate` predicts it from the fit to all the others. A malformed entry is an InputError at its line.
+// Loads every `kind: nccl` entry, in file order. A malformed entry is an InputError at its line. An
+// entry's `not_fitted` (a reason) keeps its table out of every fit: `calibrate validate` predicts it
+// from the fit to all the others.
 // What a run set is kept with each point: setup.nccl_algo / nccl_proto (NCCL_ALGO / NCCL_PROTO, NCCL's
 // spellings, comma lists), setup.nccl_version (or "nccl X.Y.Z" in hardware.software).
 std::vector<PublishedGroup> load_published(const std::string& path);
