@@ -102,8 +102,7 @@ std::string ParamId::name() const { return scope.empty() ? param_key(param) : fm
 
 std::vector<ParamId> params_of(const topologies::Cluster& c, const Point& p) {
   std::vector<ParamId> out;
-  for (auto q : {Param::LaunchLatency, Param::RingDepth, Param::TreeDepth, Param::NvlsDepth, Param::NvlsChunkOverhead,
-                 Param::SliceLatency})
+  for (auto q : {Param::LaunchLatency, Param::RingDepth, Param::TreeDepth, Param::NvlsDepth, Param::NvlsChunkOverhead})
     out.push_back({q, ""});
   // The host's launch costs are CPU time: one pair per host CPU.
   for (auto q : {Param::HostLaunch, Param::HostLaunchPerChannel}) out.push_back({q, topologies::to_string(c.host_cpu)});
@@ -114,6 +113,8 @@ std::vector<ParamId> params_of(const topologies::Cluster& c, const Point& p) {
     if (c.intra.nvls_efficiency > 0 && p.nodes > 1) out.push_back({Param::NvlsTreeEfficiency, intra});
     if (c.intra.kind != "pcie") out.push_back({Param::Ll128Efficiency, intra});
     out.push_back({Param::IntraStepLatency, intra});
+    // A single-node Simple ring's slice flags: a cost of the NVLink generation's flag round trip.
+    if (p.nodes == 1) out.push_back({Param::SliceLatency, intra});
   }
   if (p.nodes > 1) {
     const std::string tr = c.nics.transport.name.empty() ? "custom" : c.nics.transport.name;
@@ -164,7 +165,9 @@ void set(topologies::Cluster& c, const ParamId& id, double v) {
     case Param::TreeDepth: cl.tree_depth = v; break;
     case Param::NvlsDepth: cl.nvls_depth = v; break;
     case Param::NvlsChunkOverhead: cl.nvls_chunk_overhead = v; break;
-    case Param::SliceLatency: cl.slice_latency = v; break;
+    case Param::SliceLatency:
+      if (in_scope(c.intra.name)) cl.slice_latency = v;
+      break;
     case Param::IntraEfficiency:
       if (in_scope(c.intra.name)) c.intra.efficiency = v;
       break;
