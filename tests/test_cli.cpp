@@ -442,7 +442,7 @@ TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without -
     const auto p = t.output.find("\"" + key + "\": ");
     return p == std::string::npos ? -1.0 : std::stod(t.output.substr(p + key.size() + 4));
   };
-  CHECK((at("time_s") - at("tuner_s")) / (28 * 5.178e-6) == doctest::Approx(1).epsilon(1e-3));
+  CHECK((at("time_s") - at("tuner_s")) / (28 * 5.178e-6) == doctest::Approx(1).epsilon(2e-3));  // to the printed digits
 }
 
 TEST_CASE("tagcsim validate prints predicted against measured, a row's scenario runs, and its folds run side by side") {

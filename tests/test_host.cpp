@@ -50,6 +50,8 @@ TEST_CASE("after a read back the GPU waits for the host to issue each kernel aga
   const double issue = prof.issue_seconds, floor = prof.min_kernel_seconds;  // 6.8 us, 2.52 us
   REQUIRE(issue > floor);
   const double a = prof.memory_seconds(1e9);
+  const double tiny = prof.memory_seconds(8);  // the launch floor and 8 bytes: 0.03 us over it
+  CHECK(tiny == Approx(floor).epsilon(0.02));
   // A (1 GB, read back), B and C (launch floors), D (1 GB). A ends at a; the host resumes when
   // the copy back lands (a + floor) and issues B at a + floor + issue, C one issue later, D one
   // more: D starts at a + floor + 3 issue, so the unit takes 2a + floor + 3 issue, where the same
@@ -66,7 +68,7 @@ TEST_CASE("after a read back the GPU waits for the host to issue each kernel aga
                                         models::AttentionKernel::Flash2, issue);
   const auto free_running = sim::unit_compute(unit_of(false), gpu, sim::Dtype::BF16, false,
                                               models::AttentionKernel::Flash2, issue);
-  CHECK(free_running.forward_seconds == Approx(2 * a + 2 * floor));
+  CHECK(free_running.forward_seconds == Approx(2 * a + 2 * tiny));
   CHECK(synced.forward_seconds == Approx(2 * a + floor + 3 * issue));
   CHECK(synced.forward_kernels == 4);
   CHECK(synced.forward_issue_seconds == Approx(4 * issue));  // the host's issuing is the same

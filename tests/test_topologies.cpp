@@ -140,7 +140,10 @@ TEST_CASE("AWS, Ethernet and TAGC presets: per-node NIC totals and slower TCP la
   CHECK(preset("aws-p5").nccl.protos == 0);
   // TCP pays more per message than RDMA; EFA's fitted cost sits between.
   const double ib = preset("dgx-h100-ib400").nics.transport.latency;
-  for (const char* name : {"eth-25g", "eth-100g", "tagc-2x1-1g"}) CHECK(preset(name).nics.transport.latency == Approx(ib + 10e-6));
+  for (const char* name : {"eth-25g", "eth-100g", "tagc-2x1-1g"}) {
+    CHECK(preset(name).nics.transport.latency == Approx(10e-6));  // the socket profile's, assumed
+    CHECK(preset(name).nics.transport.latency > ib + 5e-6);
+  }
   CHECK(preset("aws-p5").nics.transport.name == "efa");
   CHECK(preset("gcp-a3-high").nics.transport.kind == "tcpx");
   CHECK(preset("gcp-a3-high").rails() == 4);
@@ -202,8 +205,8 @@ TEST_CASE("presets for the clouds whose tables we are judged on: their NICs, tra
     CHECK(c.rails() == std::min(8, r.nics));  // one rail per GPU, or per NIC
   }
   // The host's launch costs are CPU time: one fitted pair per host CPU (calibrate/profiles/nccl-model.yaml).
-  CHECK(preset("aws-p5").collectives.host_launch == Approx(5.062e-6));
-  CHECK(preset("dgx-h100-ib400").collectives.host_launch == Approx(3.334e-6));
+  CHECK(preset("aws-p5").collectives.host_launch == Approx(5.082e-6));
+  CHECK(preset("dgx-h100-ib400").collectives.host_launch == Approx(3.634e-6));
   // Google's documented NCCL settings: TCPX ring / Simple; TCPXO ring and tree, Simple, no NVLS.
   CHECK(preset("gcp-a3-high").nccl.algos == NcclPins::Ring);
   CHECK(preset("gcp-a3-high").nccl.protos == NcclPins::Simple);
