@@ -184,7 +184,7 @@ std::string format_validation(const ValidationRun& run) {
     if (loso)
       held = res.has_held_out ? fmt::format(" {:.0f} | {} |", res.held_out.tps, pct(res.held_out.error(r.measured_tps)))
                               : " - | - |";
-    out += fmt::format("| {}{} | {} | {} | {} | {} | {:.0f} | {:.0f} | {} |{} {} | {:.3f} | {:.3f} | {:.1f} of {:.0f} "
+    out += fmt::format("| {}{} | {} | {} | {} | {} | {:.0f} | {:.0f} | {} |{} {} | {:.3f} | {:.3f} | {:.1f} of {:.1f} "
                        "GiB{} |\n",
                        r.id, r.counted ? "" : " (not counted: " + r.note + ")", r.source, r.model, r.gpus, r.seq,
                        r.measured_tps, p.tps, pct(p.error(r.measured_tps)), held,

@@ -20,7 +20,7 @@ struct DeviceProfile {
   double peak_flops_bf16 = 0;        // FLOP/s
   double peak_flops_fp32 = 0;        // FLOP/s (non-tensor-core fp32; TF32 is separate)
   double peak_flops_tf32 = 0;        // FLOP/s
-  double memory_bytes = 0;           // HBM capacity
+  double memory_bytes = 0;           // HBM capacity as the driver gives it to a process (torch total_memory)
   double memory_bandwidth = 0;       // bytes/s, datasheet
   double gemm_efficiency = 0.7;      // achieved / peak for large GEMMs (from published GEMM rates)
   double memory_efficiency = 0.85;   // achieved / datasheet HBM bandwidth for streaming kernels

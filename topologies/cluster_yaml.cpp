@@ -19,7 +19,7 @@ void write_device(YamlMap m, const DeviceProfile& d) {
         "dense, without tensor cores");
   m.put("peak_flops_tf32", yaml_quantity(d.peak_flops_tf32, Quantity::FlopRate, {"TFLOP/s", "GFLOP/s"}),
         "dense, fp32 matmuls with tf32: true");
-  m.put("memory_bytes", yaml_quantity(d.memory_bytes, Quantity::Bytes, {"GiB", "GB", "MiB", "MB"}), "HBM per GPU");
+  m.put("memory_bytes", yaml_quantity(d.memory_bytes, Quantity::Bytes, {"GiB", "GB", "MiB", "MB"}), "HBM per GPU, as the driver gives it to a process");
   m.put("memory_bandwidth", yaml_quantity(d.memory_bandwidth, Quantity::Bandwidth, {"TB/s", "GB/s"}), "HBM, datasheet");
   m.put("gemm_efficiency", yaml_number(d.gemm_efficiency), "achieved / peak in training GEMMs");
   m.put("memory_efficiency", yaml_number(d.memory_efficiency), "achieved / datasheet HBM bandwidth");

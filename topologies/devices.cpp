@@ -21,6 +21,12 @@ constexpr double GiB = 1073741824.0;
 // The published measurements behind the efficiencies (ids in published_measurements.yaml).
 constexpr const char* kMamf =
     "stas00/ml-engineering compute/accelerator/README.md, Maximum Achievable Matmul FLOPS table";
+// Capacity is what the driver gives a process (cudaMemGetInfo's total, torch.cuda's total_memory):
+// what PyTorch's caching allocator and the CUDA context share, a little below nvidia-smi's total.
+constexpr const char* kCapacity =
+    "capacity as the CUDA driver reports it to a process (torch.cuda.get_device_properties().total_memory, "
+    "the 'total capacity' of PyTorch's out-of-memory message), not the datasheet's";
+
 constexpr const char* kStream =
     "Azure/AI-benchmarking-guide ND A100 v4 / ND H100 v5, HBM Bandwidth "
     "(STREAM triad; link-azure-hbm-stream)";
@@ -40,59 +46,66 @@ DeviceTable with_sm(DeviceTable table) {
 const DeviceTable& device_table() {
   static const DeviceTable table = with_sm({
       {"a100-40gb",
-       {"A100-SXM4-40GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 40 * GiB, 1.555 * TB, 0.675, 0.834, "device-a100-40gb",
+       {"A100-SXM4-40GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 39.5 * GiB, 1.555 * TB, 0.675, 0.834, "device-a100-40gb",
         fmt::format("NVIDIA A100 datasheet (SXM4 40GB): bf16 312 TFLOP/s dense, TF32 156, FP32 19.5, "
-                    "40 GB HBM2 (taken as 40 GiB, nvidia-smi 40960 MiB) at 1,555 GB/s. "
+                    "40 GB HBM2 at 1,555 GB/s; 39.5 GiB: {} (published out-of-memory messages on A100 40GB: "
+                    "39.50 GiB, TianheWu/CoSeR#10, 2025; 39.59 GiB with older drivers, raoyongming/DenseCLIP#52; "
+                    "nvidia-smi shows 40960 MiB, modal-labs/modal-client#2797). "
                     "Kernels are timed from the kernel profile device-a100-*gb (calibrate/profiles; docs/compute-model.md). "
                     "gemm_efficiency and memory_efficiency serve only the datasheet roofline, when the profile is "
                     "cleared: gemm_efficiency 0.675 is the former fit of a single training GEMM efficiency to "
                     "fms-fsdp / torchtitan throughput (the best bf16 matmul reaches 0.869 = 271.2 / 312, {}; "
                     "gemm-a100-sxm-mamf-bf16). memory_efficiency 0.834 = 1.70 / 2.039 TB/s, measured on "
                     "the 80GB part ({}); the same ratio is assumed for the 40GB part.",
-                    kMamf, kStream)}},
+                    kCapacity, kMamf, kStream)}},
       {"a100-80gb",
-       {"A100-SXM4-80GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 80 * GiB, 2.039 * TB, 0.675, 0.834, "device-a100-80gb",
+       {"A100-SXM4-80GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 79.25 * GiB, 2.039 * TB, 0.675, 0.834, "device-a100-80gb",
         fmt::format("NVIDIA A100 datasheet (SXM4 80GB): bf16 312 TFLOP/s dense, TF32 156, FP32 19.5, "
-                    "80 GB HBM2e (taken as 80 GiB, nvidia-smi 81920 MiB) at 2,039 GB/s. "
+                    "80 GB HBM2e at 2,039 GB/s; 79.25 GiB: {} (a published out-of-memory message on A100 80GB, "
+                    "levihsu/OOTDiffusion#235; nvidia-smi shows 81920 MiB, modal-labs/modal-client#2797). "
                     "Kernels are timed from the kernel profile device-a100-*gb (calibrate/profiles; docs/compute-model.md). "
                     "gemm_efficiency and memory_efficiency serve only the datasheet roofline, when the profile is "
                     "cleared: gemm_efficiency 0.675 is the former fit of a single training GEMM efficiency to "
                     "fms-fsdp / torchtitan throughput (the best bf16 matmul reaches 0.869 = 271.2 / 312, {}; "
                     "gemm-a100-sxm-mamf-bf16). memory_efficiency 0.834 = 1.70 / 2.039 TB/s ({}).",
-                    kMamf, kStream)}},
+                    kCapacity, kMamf, kStream)}},
       {"h100-sxm",
-       {"H100-SXM5-80GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 80 * GiB, 3.35 * TB, 0.455, 0.887, "device-h100-sxm",
+       {"H100-SXM5-80GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 79.11 * GiB, 3.35 * TB, 0.455, 0.887, "device-h100-sxm",
         fmt::format("NVIDIA H100 datasheet (SXM5): bf16 989.4 TFLOP/s dense, TF32 494.7, FP32 66.9, "
-                    "80 GB HBM3 (taken as 80 GiB) at 3.35 TB/s. Kernels are timed from the kernel profile "
+                    "80 GB HBM3 at 3.35 TB/s; 79.11 GiB: {} (a published out-of-memory message on H100 80GB, "
+                    "vllm-project/vllm#27508; nvidia-smi shows 81559 MiB, huggingface/text-embeddings-inference#350). "
+                    "Kernels are timed from the kernel profile "
                     "device-h100-sxm (calibrate/profiles; docs/compute-model.md); gemm_efficiency and "
                     "memory_efficiency serve only the datasheet roofline, when the profile is cleared: "
                     "gemm_efficiency 0.455 is the former fit of a single training GEMM efficiency to fms-fsdp "
                     "throughput (the best bf16 matmul reaches 0.803 = 794.5 / 989, {}; gemm-h100-sxm-mamf-bf16). "
                     "memory_efficiency 0.887 = 2.97 / 3.35 TB/s ({}).",
-                    kMamf, kStream)}},
+                    kCapacity, kMamf, kStream)}},
       {"h200-sxm",
-       {"H200-SXM-141GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 141 * GB, 4.8 * TB, 0.455, 0.887, "device-h200-sxm",
+       {"H200-SXM-141GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 139.80 * GiB, 4.8 * TB, 0.455, 0.887, "device-h200-sxm",
         fmt::format("NVIDIA H200 datasheet (SXM): same compute as H100 SXM (bf16 989.4 TFLOP/s dense, "
-                    "TF32 494.7, FP32 66.9), 141 GB HBM3e (decimal; nvidia-smi shows slightly more) at "
-                    "4.8 TB/s. Kernels are timed from the kernel profile device-h200-sxm (H100's GEMM and "
+                    "TF32 494.7, FP32 66.9), 141 GB HBM3e at 4.8 TB/s; 139.80 GiB: {}, measured on our H200 "
+                    "(calibrate/profiles/measured/h200-2026-12-04: torch 2.11, driver 580.159.04; nvidia-smi "
+                    "shows 143771 MiB). Kernels are timed from the kernel profile device-h200-sxm (H100's GEMM and "
                     "attention measurements, H200's own memory curve; docs/compute-model.md), not validated "
                     "against H200 FSDP throughput (none in our sources). For the roofline only: "
                     "gemm_efficiency 0.455 as for H100 SXM (best matmul 0.803, {}, 'H200 is the same'). memory_efficiency 0.887: the H100 STREAM ratio 2.97 / 3.35 "
                     "({}), assumed to carry over; no H200 STREAM measurement in our sources.",
-                    kMamf, kStream)}},
+                    kCapacity, kMamf, kStream)}},
       {"b200",
-       {"B200-SXM-180GB", 2250 * TFLOPS, 80 * TFLOPS, 1100 * TFLOPS, 180 * GB, 8 * TB, 0.455, 0.887, "device-b200",
-        "NVIDIA HGX B200 datasheet, 1,000 W configuration, per GPU (as tabulated in glennklockwood.com/garden/"
+       {"B200-SXM-180GB", 2250 * TFLOPS, 80 * TFLOPS, 1100 * TFLOPS, 178.35 * GiB, 8 * TB, 0.455, 0.887, "device-b200",
+        fmt::format("NVIDIA HGX B200 datasheet, 1,000 W configuration, per GPU (as tabulated in glennklockwood.com/garden/"
         "processors/B200): bf16 2,250 TFLOP/s dense, TF32 1,100, FP32 80; 180 GB HBM3e (1.44 TB per 8-GPU "
-        "board) at 8 TB/s; 148 SMs. Kernels are timed from the kernel profile device-b200 (published B200 "
+        "board) at 8 TB/s; 148 SMs. 178.35 GiB: {} (cudaGetDeviceProperties' totalGlobalMem printed in "
+        "pytorch/ao#4002; nvidia-smi shows 183359 MiB, NVIDIA/TensorRT-LLM#10278). Kernels are timed from the kernel profile device-b200 (published B200 "
         "GEMM, FlashAttention-2 and bandwidth measurements; docs/compute-model.md), whose family's training "
         "scales are not fitted (one FSDP source). For the roofline only: gemm_efficiency 0.455 and "
-        "memory_efficiency 0.887, H100 SXM's, assumed to carry over."}},
+        "memory_efficiency 0.887, H100 SXM's, assumed to carry over.", kCapacity)}},
       {"gb200",
        {"GB200-186GB", 2500 * TFLOPS, 80 * TFLOPS, 1250 * TFLOPS, 186 * GB, 8 * TB, 0.455, 0.887, "device-b200",
         "NVIDIA GB200 NVL72 product page, per rack, divided by its 72 GPUs (NVIDIA lists the tensor rates "
         "with sparsity; halved here): bf16 360 PFLOP/s -> 2,500 TFLOP/s dense per GPU, TF32 180 -> 1,250; "
-        "13.4 TB HBM3e -> 186 GB per GPU at 576 TB/s -> 8 TB/s; the B200 die at up to 1,200 W beside a Grace "
+        "13.4 TB HBM3e -> 186 GB per GPU (a datasheet figure: no driver-reported capacity in our sources) at 576 TB/s -> 8 TB/s; the B200 die at up to 1,200 W beside a Grace "
         "CPU. FP32 80 TFLOP/s: B200's, assumed. Kernels are timed from the kernel profile device-b200 (B200 "
         "measurements at 1,000 W; no GB200 kernel measurement is in it), whose family's training scales "
         "are not fitted. For the roofline only: gemm_efficiency 0.455 and memory_efficiency 0.887, H100 "
