@@ -25,7 +25,9 @@
 #     TAGCSIM_TORCH_GEMMS=1 runs `calibrate/torch-fsdp-step.py OUTDIR 100 --gemms` before step 4
 #     where the machine's Python has PyTorch (OUTDIR/torch-fsdp-step-gemms.json);
 #     TAGCSIM_TORCH_MEMORY=1 runs its `--memory-pressure` mode likewise (OUTDIR/torch-fsdp-step-
-#     memory-pressure.json: the step under a shrinking allocator cap, retries per step).
+#     memory-pressure.json: the step under a shrinking allocator cap, retries per step);
+#     TAGCSIM_TORCH_PROFILE=1 its `--profile` mode (OUTDIR/torch-fsdp-step-profile.json: kernels per
+#     step, the attention backend SDPA chose, the allocated peak of each phase of the step).
 #     Steps past the budget are skipped and say so. OUTDIR/summary.txt has one line per step. At the
 #     end the folders are packed into OUTDIR/results.tar.gz and the reports copied beside it, so
 #     OUTDIR holds at most 8 files (what the device tool brings back); TAGCSIM_NO_PACK=1 keeps
@@ -171,8 +173,9 @@ run() {
     else status=1; step "check: FAIL (exit $rc): $(grep -m1 -E 'error|Error' "$out/check.log")"; fi
   fi
 
-  # 3b, 3c. PyTorch's own measurements where asked and PyTorch is there (120 s each): its GEMMs at
-  # the box's shapes; the step under memory pressure, what the caching allocator's retries cost.
+  # 3b-3d. PyTorch's own measurements where asked and PyTorch is there (120 s each): its GEMMs at
+  # the box's shapes; the step under memory pressure, what the caching allocator's retries cost;
+  # the kernels and the per-phase memory peaks of one step.
   # torch_mode LABEL MODE LOG PATTERN UNIT: the mode of calibrate/torch-fsdp-step.py, and how many
   # lines of its log match PATTERN.
   torch_mode() {
@@ -190,6 +193,8 @@ run() {
   [[ -n ${TAGCSIM_TORCH_GEMMS:-} ]] && torch_mode "torch gemms" --gemms torch-gemms.log '^gemm ' "shapes timed"
   [[ -n ${TAGCSIM_TORCH_MEMORY:-} ]] &&
     torch_mode "torch memory pressure" --memory-pressure torch-memory.log '^memory .*: cap' "caps timed"
+  [[ -n ${TAGCSIM_TORCH_PROFILE:-} ]] &&
+    torch_mode "torch profile" --profile torch-profile.log '^profile ' "configurations profiled"
 
   # 4. The TAGC kernels' own GPU checks, with what is left.
   if [[ -n ${TAGCSIM_SKIP_KERNELS:-} ]]; then
