@@ -87,8 +87,9 @@ const DeviceTable& device_table() {
                     "TF32 494.7, FP32 66.9), 141 GB HBM3e at 4.8 TB/s; 139.80 GiB: {}, measured on our H200 "
                     "(calibrate/profiles/measured/h200-2026-12-04: torch 2.11, driver 580.159.04; nvidia-smi "
                     "shows 143771 MiB). Kernels are timed from the kernel profile device-h200-sxm (H100's GEMM and "
-                    "attention measurements, H200's own memory curve; docs/compute-model.md), not validated "
-                    "against H200 FSDP throughput (none in our sources). For the roofline only: "
+                    "attention measurements, H200's own memory curve; docs/compute-model.md), its training scale "
+                    "fitted to two H200 FSDP sources (Trainy's 32-64 GPUs, S60; our one-GPU steps, S63; "
+                    "docs/validation.md). For the roofline only: "
                     "gemm_efficiency 0.455 as for H100 SXM (best matmul 0.803, {}, 'H200 is the same'). memory_efficiency 0.887: the H100 STREAM ratio 2.97 / 3.35 "
                     "({}), assumed to carry over; no H200 STREAM measurement in our sources.",
                     kCapacity, kMamf, kStream)}},
@@ -98,8 +99,8 @@ const DeviceTable& device_table() {
         "processors/B200): bf16 2,250 TFLOP/s dense, TF32 1,100, FP32 80; 180 GB HBM3e (1.44 TB per 8-GPU "
         "board) at 8 TB/s; 148 SMs. 178.35 GiB: {} (cudaGetDeviceProperties' totalGlobalMem printed in "
         "pytorch/ao#4002; nvidia-smi shows 183359 MiB, NVIDIA/TensorRT-LLM#10278). Kernels are timed from the kernel profile device-b200 (published B200 "
-        "GEMM, FlashAttention-2 and bandwidth measurements; docs/compute-model.md), whose family's training "
-        "scales are not fitted (one FSDP source). For the roofline only: gemm_efficiency 0.455 and "
+        "GEMM, FlashAttention-2 and bandwidth measurements; docs/compute-model.md), its training scale "
+        "fitted to one FSDP source of power-limited B200s (S59, the cap not stated; docs/validation.md). For the roofline only: gemm_efficiency 0.455 and "
         "memory_efficiency 0.887, H100 SXM's, assumed to carry over.", kCapacity)}},
       {"gb200",
        {"GB200-186GB", 2500 * TFLOPS, 80 * TFLOPS, 1250 * TFLOPS, 186 * GB, 8 * TB, 0.455, 0.887, "device-b200",
