@@ -258,6 +258,7 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
       if (auto v = m.find("mfu")) r.published_mfu = v->as_double();
       if (auto v = m.find("mfu_pct")) r.published_mfu = v->as_double() / 100;
       if (auto v = m.find("peak_memory_GiB")) r.published_reserved_gib = v->as_positive();
+      if (auto v = m.find("peak_allocated_GiB")) r.published_allocated_gib = v->as_positive();
       not_counted(e, r);
       r.scenario_file = "scenarios/validation/" + r.id + ".yaml";  // as the repository names it
       const auto path = dir / (r.id + ".yaml");

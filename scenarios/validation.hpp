@@ -26,6 +26,7 @@ struct ValidationRow {
   double measured_tps = 0;  // tokens/s/GPU
   double published_mfu = 0; // as a fraction, 0 when not published
   double published_reserved_gib = 0;  // torchtitan's logged peak memory (max_reserved_gib), 0 when not published
+  double published_allocated_gib = 0;  // torch.cuda.max_memory_allocated where a source gives it (ours), else 0
   int seq = 0, gpus = 0;
   double params = 0;        // the scenario model's parameter count
   bool counted = true;      // false: listed, kept out of the fit and the statistics (`note` says why)

@@ -58,6 +58,11 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").measured_tps == Approx(24348.0).epsilon(1e-4));
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").device == "H200-SXM-141GB");
   CHECK(!row("fsdp-own-llama-small-12l-768-h200-1gpu").counted);
+  // Our steps give both peaks (max reserved, max allocated); torchtitan's logs the reserved only.
+  CHECK(row("fsdp-own-llama3-8b-shape-8l-s16384-h200-1gpu").published_reserved_gib == Approx(134.16));
+  CHECK(row("fsdp-own-llama3-8b-shape-8l-s16384-h200-1gpu").published_allocated_gib == Approx(116.08));
+  CHECK(row("fsdp-tt-llama31-8b-h100-8gpu-fsdp").published_reserved_gib == Approx(82.4));
+  CHECK(row("fsdp-tt-llama31-8b-h100-8gpu-fsdp").published_allocated_gib == 0);
   CHECK(!row("fsdp-mpt7b-h100-80gb-8gpu-seq65536-mb1-acT").counted);
   CHECK(row("fsdp-mpt7b-h100-80gb-8gpu-seq65536-mb1-acT").measured_tps == 1956);
   CHECK(row("fsdp-tt-llama3-8b-b200-8gpu-compile").family == "blackwell");
