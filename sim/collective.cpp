@@ -56,6 +56,7 @@ struct Ctx {
   double net_overhead; // s per network step posted: NCCL's for the host CPU + the transport's own
   int gpus_per_process;
   const NcclTable* table;  // NCCL's constants of the release that runs
+  const PerChannelCeilings* per_channel;  // and its per-channel ceilings for this GPU
   double ll_max;       // LL's bus bandwidth ceiling, bytes/s (one node: by GPU; across nodes: by host CPU)
 };
 
@@ -146,7 +147,7 @@ Candidate ring(const Ctx& x, int p) {
   // Protocol ceilings on the ring's bus bandwidth (per GPU), NCCL's llMaxBw and LL128 per channel.
   double cap = std::numeric_limits<double>::infinity();
   if (p == kLL) cap = x.ll_max;
-  if (p == kLL128) cap = x.nch * kPerChRingLL128[x.gen][std::min(x.n, 3) - 1] * GBps;
+  if (p == kLL128) cap = x.nch * x.per_channel->ring_ll128[std::min(x.n, 3) - 1] * GBps;
   if (std::isfinite(cap)) plan.nvlink_seconds = std::max(plan.nvlink_seconds, per_link / channel_rate(x, cap, nc));
   // A chain's links take turns: S crosses each, one after the other, so the fabric carries
   // (n-1)/n of S per node on average.
@@ -216,9 +217,9 @@ Candidate tree(const Ctx& x, int p) {
   // NCCL's ceilings, in tuning.cc's order: every protocol's bus bandwidth at perChMaxTreeBw a channel,
   // then the protocol's share of that, and LL's at llMaxBw and LL128's at perChMaxTreeLL128Bw after
   // their share, not before; the medium-size correction last.
-  double cap = x.nch * kPerChTree[x.gen][std::min(x.n, 3) - 1] * GBps * proto;
+  double cap = x.nch * x.per_channel->tree[std::min(x.n, 3) - 1] * GBps * proto;
   if (p == kLL) cap = std::min(cap, x.ll_max);
-  if (p == kLL128) cap = std::min(cap, x.nch * kPerChTreeLL128[x.gen][std::min(x.n, 3) - 1] * GBps);
+  if (p == kLL128) cap = std::min(cap, x.nch * x.per_channel->tree_ll128[std::min(x.n, 3) - 1] * GBps);
   plan.nvlink_seconds = std::max(plan.nvlink_seconds, 2 * x.S / channel_rate(x, cap * correction, nc));
   const double lat = x.scale * x.table->base[kTree][p] * us +
                      2 * ((x.k - 1) * intra_hop(x, kTree, p) + levels * inter_hop(x, kTree, p));
@@ -352,8 +353,9 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         .net_overhead = (cl.latency_scale > 0 ? net_overhead_us(c.host_cpu) * us : 0.0) + c.nics.transport.overhead,
         .gpus_per_process = std::max(1, options.gpus_per_process),
         .table = &nccl_table(c.nccl.version),
+        .per_channel = &per_channel_ceilings(generation(c.gpu.sm), c.nccl.version),
         .ll_max = 0};
-  x.ll_max = (n == 1 ? x.table->ll_one_node[x.gen]
+  x.ll_max = (n == 1 ? x.table->ll_one_node[tuning_generation(x.gen, c.nccl.version)]
                      : (c.host_cpu == topologies::HostCpu::Amd ? kLlMaxNetAmd : kLlMaxNetIntel)[n > 2 ? 1 : 0]) *
              GBps;
 

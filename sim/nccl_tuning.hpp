@@ -24,7 +24,8 @@ struct NcclTable {
   double nvlink[4][3];      // hwLat NVLINK
   double pcie[4][3];        // hwLat PCI
   double net[4][3];         // hwLat NET
-  double ll_one_node[4];    // llMaxBws[compCap][0] (Volta, Ampere, Hopper, Blackwell), GB/s
+  double ll_one_node[4];    // llMaxBws[compCap][0] (Volta, Ampere, Hopper, Blackwell), GB/s; read through
+                            // tuning_generation, so a release before 2.25 gives Blackwell Hopper's
 };
 // Newest first. Rows [ring, tree, nvls, nvls_tree]; NCCL writes them [tree, ring, ...].
 inline constexpr NcclTable kNcclTables[] = {
@@ -45,19 +46,19 @@ inline constexpr NcclTable kNcclTables[] = {
      {{0.6, 1.9, 3.4}, {0.6, 1.25, 28}, {0, 0, 25}, {0, 0, 25}},
      {{1.0, 2.5, 5.7}, {1.0, 1.9, 28}, {0, 0, 0}, {0, 0, 0}},
      {{2.7, 4.0, 14.0}, {5.0, 8.5, 28}, {0, 0, 18}, {0, 0, 14}},
-     {39.0, 87.7, 141.0, 282.0}},
+     {39.0, 87.7, 141.0, 141.0}},
     {21900,  // 2.19: tree Simple 28 us per hop, NVLS 23 us as a hop latency
      {{6.6, 14.0, 8.4}, {6.8, 14.0, 0}, {0, 0, 0}, {0, 0, 0}},
      {{0.6, 1.9, 3.4}, {0.6, 1.25, 28}, {0, 0, 23}, {0, 0, 23}},
      {{1.0, 2.5, 5.7}, {1.0, 1.9, 28}, {0, 0, 0}, {0, 0, 0}},
      {{2.7, 4.0, 14.0}, {5.0, 8.5, 28}, {0, 0, 18}, {0, 0, 14}},
-     {39.0, 87.7, 87.7, 175.4}},
+     {39.0, 87.7, 87.7, 87.7}},
     {0,  // up to 2.18: NVLS and NVLS tree 23 us as a base latency
      {{6.6, 14.0, 8.4}, {6.8, 14.0, 0}, {0, 0, 23}, {0, 0, 23}},
      {{0.6, 1.9, 3.4}, {0.6, 1.25, 4}, {0, 0, 0}, {0, 0, 0}},
      {{1.0, 2.5, 5.7}, {1.0, 1.9, 6}, {0, 0, 0}, {0, 0, 0}},
      {{2.7, 4.0, 14.0}, {5.0, 8.5, 14}, {0, 0, 18}, {0, 0, 19}},
-     {39.0, 87.7, 87.7, 175.4}},
+     {39.0, 87.7, 87.7, 87.7}},
 };
 inline const NcclTable& nccl_table(int version) {
   for (const auto& t : kNcclTables)
@@ -70,9 +71,37 @@ inline constexpr double kLlMaxNetIntel[2] = {39.0, 20.4};
 inline constexpr double kLlMaxNetAmd[2] = {22.5, 19.0};
 // NCCL's per-step network post cost by host CPU (getNetOverhead), us: Intel 1, AMD 2, others 1.
 inline double net_overhead_us(topologies::HostCpu cpu) { return cpu == topologies::HostCpu::Amd ? 2.0 : 1.0; }
-inline constexpr double kPerChRingLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {73.4, 73.4, 73.4}};
-inline constexpr double kPerChTreeLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
-inline constexpr double kPerChTree[4][3] = {{26.5, 18.5, 10}, {24, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70, 42.8, 24}};
+// NCCL's compute-capability index for its tables. Before 2.25 NCCL knows no Blackwell row: an
+// sm100 GPU takes Hopper's (tuning.cc, compCapIndex: minCompCap >= 90 is Hopper).
+inline int tuning_generation(int gen, int version) { return gen == 3 && version != 0 && version < 22500 ? 2 : gen; }
+// Per-channel bus-bandwidth ceilings, GB/s, for [1 node, 2 nodes, more]: perChMaxRingLL128Bws,
+// perChMaxTreeLL128Bws and perChMaxTreeBws. Volta's, Ampere's and Hopper's rows are the same in
+// every release from 2.18 to 2.28.9; Blackwell's came in 2.25 and changed twice.
+struct PerChannelCeilings {
+  double ring_ll128[3], tree_ll128[3], tree[3];
+};
+inline constexpr PerChannelCeilings kPerChannel[3] = {
+    {{20, 20, 20}, {20, 20, 20}, {26.5, 18.5, 10}},            // Volta
+    {{20, 20, 20}, {20, 20, 20}, {24, 23.6, 17.8}},            // Ampere
+    {{36.7, 36.7, 36.7}, {36.7, 36.7, 29.0}, {38.7, 41.4, 36.0}},  // Hopper
+};
+struct BlackwellRows {
+  int since;
+  PerChannelCeilings rows;
+};
+// Newest first.
+inline constexpr BlackwellRows kBlackwellPerChannel[] = {
+    {22807, {{73.4, 34.6, 73.4}, {55.6, 31.67, 20.0}, {70, 42.8, 24}}},  // 2.28.7: ring LL128 across 2 nodes 34.6
+    {22803, {{73.4, 73.4, 73.4}, {55.6, 31.67, 20.0}, {70, 42.8, 24}}},  // 2.28.3: trees' own rows
+    {22500, {{73.4, 73.4, 73.4}, {73.4, 73.4, 58.0}, {77.4, 82.8, 72.0}}},  // 2.25: twice Hopper's
+};
+inline const PerChannelCeilings& per_channel_ceilings(int gen, int version) {
+  gen = tuning_generation(gen, version);
+  if (gen < 3) return kPerChannel[gen];
+  for (const auto& b : kBlackwellPerChannel)
+    if (version == 0 || version >= b.since) return b.rows;
+  return kBlackwellPerChannel[std::size(kBlackwellPerChannel) - 1].rows;  // not reached: older ones take Hopper's
+}
 // "Trees are not perfectly sticking to the model for medium sizes": tree bandwidth x this, by
 // log2(bytes / 64), 64 B to 256 MB.
 inline constexpr double kTreeCorrection[3][23] = {

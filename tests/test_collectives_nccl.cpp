@@ -257,6 +257,50 @@ TEST_CASE("NCCL releases: LL's one-node ceiling on Hopper (87.7 -> 141 GB/s in 2
   }
 }
 
+TEST_CASE("NCCL releases: Blackwell's ceilings are Hopper's before 2.25, then its own rows, which 2.28.3 and 2.28.7 changed") {
+  // B200 nodes: NVLink5 at 900 GB/s x 0.825 = 742.5 GB/s. tuning.cc rates an sm100 GPU with Hopper's
+  // rows until 2.25 added Blackwell's (compCapIndex).
+  auto c = h100_node(8, 0);
+  c.gpu.sm = 100;
+  c.intra.bandwidth = 900e9;
+  c.nccl.algos = topologies::NcclPins::Ring;
+  c.nccl.protos = topologies::NcclPins::LL;
+  const double S = 256e6;
+  // One node, ring LL: bus bandwidth min(742.5 x 0.5, llMaxBw): Hopper's 141 GB/s in 2.24, 2 x 141 from 2.25.
+  for (auto [version, ll] : {std::pair{22403, 141.0}, std::pair{22602, 282.0}, std::pair{0, 282.0}}) {
+    CAPTURE(version);
+    c.nccl.version = version;
+    CHECK(plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c)).nvlink_seconds ==
+          doctest::Approx(1.75 * S / (ll * 1e9)));
+  }
+  // Two nodes, 8 NICs of 50 GB/s, 4 channels pinned so that the per-channel ceilings bind, at 1 GiB
+  // (past the trees' medium-size correction):
+  //   ring LL128: 2 x 15/16 x S over 4 x perChMaxRingLL128Bw[2 nodes]: 36.7 (2.24), 73.4 (2.25-2.28.6), 34.6 (2.28.7+);
+  //   tree Simple: 2S over 4 x perChMaxTreeBw[2 nodes] (the 0.92 is the links', not the ceiling's):
+  //   41.4 (2.24), 82.8 (2.25-2.28.2), 42.8 (2.28.3+).
+  const double G = 1073741824;
+  c.nodes = 2;
+  c.nics.count = 8;
+  c.nccl.channels = 4;
+  struct Case {
+    int version;
+    double ring_ll128, tree;
+  };
+  for (const auto& k : {Case{22403, 36.7, 41.4}, Case{22602, 73.4, 82.8}, Case{22803, 73.4, 42.8},
+                        Case{22807, 34.6, 42.8}, Case{0, 34.6, 42.8}}) {
+    CAPTURE(k.version);
+    c.nccl.version = k.version;
+    c.nccl.algos = topologies::NcclPins::Ring;
+    c.nccl.protos = topologies::NcclPins::LL128;
+    CHECK(plan_collective(c, CollectiveOp::AllReduce, G, whole_cluster(c)).nvlink_seconds ==
+          doctest::Approx(1.875 * G / (4 * k.ring_ll128 * 1e9)));
+    c.nccl.algos = topologies::NcclPins::Tree;
+    c.nccl.protos = topologies::NcclPins::Simple;
+    CHECK(plan_collective(c, CollectiveOp::AllReduce, G, whole_cluster(c)).nvlink_seconds ==
+          doctest::Approx(2 * G / (4 * k.tree * 1e9)));
+  }
+}
+
 TEST_CASE("LL's ceiling across nodes follows the host CPU: 39 GB/s on Intel, 22.5 on AMD (2 nodes)") {
   auto c = h100_pair();
   c.nccl.algos = topologies::NcclPins::Ring;
