@@ -212,16 +212,20 @@ std::string published_base_cluster(const PublishedGroup& g) {
   // the machine itself. H200 first: its description mentions H100 ("same NVLink generation as H100 SXM").
   const bool h200 = contains(g.gpu, "H200"), a100 = contains(g.gpu, "A100"), h100 = !h200 && contains(g.gpu, "H100");
   const std::string n = fmt::format("nodes: {}", g.nodes);
-  // A named machine: its preset carries its NICs, transport and host CPU.
-  constexpr std::pair<std::string_view, std::string_view> kSystems[] = {
-      {"ND96amsr A100 v4", "azure-nd-a100-v4"}, {"ND96isr H100 v5", "azure-nd-h100-v5"},
-      {"ND96isr H200 v5", "azure-nd-h200-v5"},  {"a3-megagpu-8g", "gcp-a3-mega"},
-      {"a3-highgpu-8g", "gcp-a3-high"},        {"a3-ultragpu-8g", "gcp-a3-ultra"},
-      {"p5.48xlarge", "aws-p5"},               {"p5e.48xlarge", "aws-p5e"},
-      {"p4de.24xlarge", "aws-p4de"},           {"a4-highgpu-8g", "gcp-a4-high"},
-      {"GB200 NVL72", "gb200-nvl72"}};
-  for (auto [system, preset] : kSystems)
-    if (contains(g.system, system) || contains(g.gpu, system)) return fmt::format("{{preset: {}, {}}}", preset, n);
+  // A named machine: its preset carries its NICs, transport and host CPU. An ND GB200 v6 VM is one
+  // compute tray of an NVL72 rack: its 4 GPUs, on the rack's NVLink.
+  struct System {
+    std::string_view name, preset, more;
+  };
+  constexpr System kSystems[] = {
+      {"ND96amsr A100 v4", "azure-nd-a100-v4", ""}, {"ND96isr H100 v5", "azure-nd-h100-v5", ""},
+      {"ND96isr H200 v5", "azure-nd-h200-v5", ""},  {"a3-megagpu-8g", "gcp-a3-mega", ""},
+      {"a3-highgpu-8g", "gcp-a3-high", ""},        {"a3-ultragpu-8g", "gcp-a3-ultra", ""},
+      {"p5.48xlarge", "aws-p5", ""},               {"p5e.48xlarge", "aws-p5e", ""},
+      {"p4de.24xlarge", "aws-p4de", ""},           {"a4-highgpu-8g", "gcp-a4-high", ""},
+      {"ND GB200 v6", "gb200-nvl72", ", gpus_per_node: 4"}, {"GB200 NVL72", "gb200-nvl72", ""}};
+  for (const auto& m : kSystems)
+    if (contains(g.system, m.name) || contains(g.gpu, m.name)) return fmt::format("{{preset: {}, {}{}}}", m.preset, n, m.more);
   const bool efa = contains(g.inter_node, "EFA");
   if (efa && a100) return fmt::format("{{preset: aws-p4de, {}}}", n);
   if (efa && h100) return fmt::format("{{preset: aws-p5, {}}}", n);

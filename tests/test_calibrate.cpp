@@ -274,7 +274,7 @@ TEST_CASE("a profile reads back as the fitted cluster, and a transport profile a
 TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(kPublished == std::string(TAGCSIM_SOURCE_DIR) + "/validation/data/published_measurements.yaml");
   const auto groups = load_published(kPublished);
-  REQUIRE(groups.size() == 32);  // 29 fitted, 3 validated only (GB200 NVL72)
+  REQUIRE(groups.size() == 33);  // 29 fitted, 4 validated only (GB200 NVL72 racks, Azure's GB200 VM)
   CHECK(groups[0].name == "nccl-a100-1n-mleng-allreduce");
   CHECK(groups[0].source_key == "S01");
   CHECK(groups[0].points.size() == 20);
@@ -307,6 +307,16 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(ndv5.points[0].nccl_version == 21805);
   CHECK(ndv5.points[0].time_s == doctest::Approx(1.75 * 1024 / 0.07e9));  // from busbw 0.07 GB/s
   CHECK(published_base_cluster(ndv5) == "{preset: azure-nd-h100-v5, nodes: 1}");
+  // Azure's ND GB200 v6: one VM is 4 GPUs of an NVL72 rack; the script pins NCCL_ALGO=Ring on 4 GPUs.
+  const auto& gb200 = groups.back();
+  CHECK(gb200.name == "nccl-gb200-1n4-azure-ndgb200v6-allreduce");
+  CHECK(gb200.points.size() == 24);
+  CHECK(gb200.points[0].gpus_per_process == 4);
+  CHECK(gb200.points[0].algos == topologies::NcclPins::Ring);
+  CHECK(gb200.points[0].nccl_version == 22501);
+  CHECK(gb200.points.back().time_s == doctest::Approx(1.5 * 8589934592.0 / 679.61e9));  // 2 (4-1)/4 x S / busbw
+  CHECK(!gb200.not_fitted.empty());
+  CHECK(published_base_cluster(gb200) == "{preset: gb200-nvl72, nodes: 1, gpus_per_node: 4}");
   // GCP a3-mega over TCPXO: Google's profile pins NCCL_ALGO=Ring,Tree and NCCL_PROTO=Simple.
   const auto& tcpxo = groups[10];
   CHECK(tcpxo.name == "nccl-h100-2n-gcp-a3mega-tcpxo-allreduce");
@@ -333,7 +343,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   int racks = 0;
   for (const auto& g : groups) {
     if (g.name.rfind("nccl-gb200-nvl72-", 0) != 0) {
-      CHECK(g.not_fitted.empty());
+      CHECK(g.not_fitted.empty() == (g.name != "nccl-gb200-1n4-azure-ndgb200v6-allreduce"));
       continue;
     }
     CAPTURE(g.name);

@@ -313,14 +313,13 @@ TEST_CASE("the collective model's held-out errors: one line per connection, a mi
   write("format: tagcsim-collective-held-out/1\nheld_out: {}\n");
   CHECK_THROWS_WITH_AS(load_collective_held_out(path), Contains("missing required key 'command'"), InputError);
   std::remove(path.c_str());
-  // The shipped file covers the transports the published tables cross, and one node of NVLink3 and
-  // NVLink4; no table crosses sockets or has one node of NVLink5.
-  for (const char* c : {"ib", "roce", "efa", "tcpx", "tcpxo", "one_node_nvlink3", "one_node_nvlink4"}) {
+  // The shipped file covers the transports the published tables cross, and one node of NVLink3,
+  // NVLink4 and NVLink5 (Azure's 4-GPU GB200 VM, predicted, not fitted); no table crosses sockets.
+  for (const char* c : {"ib", "roce", "efa", "tcpx", "tcpxo", "one_node_nvlink3", "one_node_nvlink4", "one_node_nvlink5"}) {
     CAPTURE(c);
     CHECK(collective_held_out(c).find("held out of the fit: >= 1 MiB median ") != std::string::npos);
   }
   CHECK(collective_held_out("socket").empty());
-  CHECK(collective_held_out("one_node_nvlink5").empty());
   CHECK(connection_key(load("cluster: {preset: dgx-h100-ib400, nodes: 2}")) == "ib");
   CHECK(connection_key(load("cluster: {preset: dgx-h100-ib400, nodes: 1}")) == "one_node_nvlink4");
   CHECK(connection_key(load("cluster: {preset: aws-p4de, nodes: 1}")) == "one_node_nvlink3");
