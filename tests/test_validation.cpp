@@ -58,6 +58,15 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").measured_tps == Approx(24348.0).epsilon(1e-4));
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").device == "H200-SXM-141GB");
   CHECK(!row("fsdp-own-llama-small-12l-768-h200-1gpu").counted);
+  // Our steps call SDPA without choosing a backend: PyTorch puts cuDNN first on sm90 with cuDNN > 9.15
+  // (torch 2.11, cuDNN 9.19 there); torchtitan's own attention asks for flash first on Hopper.
+  auto attention = [](const std::string& id) {
+    const auto s = scenarios::parse_scenario(row(id).scenario, row(id).scenario_file);
+    return s.points.front().setup.training.impl.attention;
+  };
+  CHECK(attention("fsdp-own-llama3-8b-shape-8l-s16384-h200-1gpu") == models::AttentionKernel::Cudnn);
+  CHECK(attention("fsdp-own-llama3-8b-shape-8l-s8192-compile-h200-1gpu") == models::AttentionKernel::Cudnn);
+  CHECK(attention("fsdp-trainy-llama31-8b-h200-64gpu-compile-float8") == models::AttentionKernel::Flash2);
   // Our steps give both peaks (max reserved, max allocated); torchtitan's logs the reserved only.
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s16384-h200-1gpu").published_reserved_gib == Approx(134.16));
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s16384-h200-1gpu").published_allocated_gib == Approx(116.08));
