@@ -46,7 +46,7 @@ struct Ctx {
   double net_rate;     // bytes/s out of a node through the rails its GPUs in this collective use
   int rails;
   bool nvlink;
-  int gen;
+  int gen;             // NCCL's compute-capability index for its tables, as the release that runs has it
   int nch;             // channels of the communicator
   int nvls_ch;
   double scale;        // x NCCL's latency table
@@ -324,6 +324,7 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
   const int gpus_used = int(std::min<double>(c.gpus_per_node, lanes * k));
   const int rails = c.rails_of_gpus(g.first_gpu, gpus_used);
   const auto& cl = c.collectives;
+  const int gen = tuning_generation(generation(c.gpu.sm), c.nccl.version);
   Ctx x{.c = c,
         .op = op,
         .S = bytes,
@@ -338,7 +339,7 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         .net_rate = rails * c.rail_bandwidth(),
         .rails = rails,
         .nvlink = c.intra.kind != "pcie",
-        .gen = generation(c.gpu.sm),
+        .gen = gen,
         .nch = communicator_channels(c, k),
         .nvls_ch = c.gpu.sm >= 100 ? (n > 1 ? 32 : 24) : 16,
         .scale = cl.latency_scale,
@@ -353,9 +354,9 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         .net_overhead = (cl.latency_scale > 0 ? net_overhead_us(c.host_cpu) * us : 0.0) + c.nics.transport.overhead,
         .gpus_per_process = std::max(1, options.gpus_per_process),
         .table = &nccl_table(c.nccl.version),
-        .per_channel = &per_channel_ceilings(generation(c.gpu.sm), c.nccl.version),
+        .per_channel = &per_channel_ceilings(gen, c.nccl.version),
         .ll_max = 0};
-  x.ll_max = (n == 1 ? x.table->ll_one_node[tuning_generation(x.gen, c.nccl.version)]
+  x.ll_max = (n == 1 ? x.table->ll_one_node[x.gen]
                      : (c.host_cpu == topologies::HostCpu::Amd ? kLlMaxNetAmd : kLlMaxNetIntel)[n > 2 ? 1 : 0]) *
              GBps;
 

@@ -24,8 +24,8 @@ struct NcclTable {
   double nvlink[4][3];      // hwLat NVLINK
   double pcie[4][3];        // hwLat PCI
   double net[4][3];         // hwLat NET
-  double ll_one_node[4];    // llMaxBws[compCap][0] (Volta, Ampere, Hopper, Blackwell), GB/s; read through
-                            // tuning_generation, so a release before 2.25 gives Blackwell Hopper's
+  double ll_one_node[4];    // llMaxBws[compCap][0] (Volta, Ampere, Hopper, Blackwell), GB/s; indexed by
+                            // tuning_generation, so a release before 2.25 never reads the Blackwell slot
 };
 // Newest first. Rows [ring, tree, nvls, nvls_tree]; NCCL writes them [tree, ring, ...].
 inline constexpr NcclTable kNcclTables[] = {
