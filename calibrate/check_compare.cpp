@@ -188,7 +188,7 @@ std::string check_plan_text(const sim::StepSetup& setup, const std::vector<sim::
                      "micro-batch(es), {}\n",
                      c.name, c.nodes, c.gpus_per_node, c.gpu.name, setup.model.name, setup.units.size(),
                      setup.training.micro_batch,
-                     setup.training.seq_len > 0 ? setup.training.seq_len : setup.model.seq_len,
+                     setup.seq_len(),
                      setup.training.grad_accumulation, sim::to_string(setup.training.api));
   out += "Compute model of the prediction: " + sim::compute_model_description(c.gpu) + "\n";
   if (box_gpus <= 0)

@@ -133,7 +133,7 @@ std::int64_t parameter_count(const TransformerConfig& m) {
          lm_head_params(m);
 }
 
-double model_flops_per_token(const TransformerConfig& m) {
+double model_flops_per_token(const TransformerConfig& m, int seq_len) {
   // N counts every weight that takes part in a matmul: the blocks, the final
   // norm and the output projection (for tied models the shared wte, counted
   // once, as nanoGPT's estimate_mfu does). The token and position embedding
@@ -142,7 +142,7 @@ double model_flops_per_token(const TransformerConfig& m) {
   // compare with the published ones even though fsdp_units() halves it.
   const double n = static_cast<double>(parameter_count(m) - detail::position_embedding_params(m) -
                                        (m.tied_embeddings ? 0 : detail::token_embedding_params(m)));
-  return 6.0 * n + 12.0 * m.layers * static_cast<double>(m.hidden) * m.seq_len;
+  return 6.0 * n + 12.0 * m.layers * static_cast<double>(m.hidden) * seq_len;
 }
 
 const char* to_string(UnitKind k) {

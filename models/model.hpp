@@ -53,12 +53,13 @@ void validate(const TransformerConfig& m, const std::string& what);
 
 // Trainable parameters, as the published counts give them.
 std::int64_t parameter_count(const TransformerConfig& m);
-// Model FLOPs per token for the MFU convention of PaLM / nanoGPT:
+// Model FLOPs per token for the MFU convention of PaLM / nanoGPT at a training sequence of
+// seq_len tokens (which need not be the model's own seq_len):
 // 6 * (non-embedding params + lm_head) + 12 * layers * hidden * seq_len,
 // where the params are parameter_count less the position embedding and, when
 // untied, less wte (a tied wte is the head and counts); the attention term has
 // no causal discount.
-double model_flops_per_token(const TransformerConfig& m);
+double model_flops_per_token(const TransformerConfig& m, int seq_len);
 
 // How the model is cut into FSDP units.
 enum class WrapPolicy {

@@ -121,7 +121,7 @@ std::string heading(const Scenario& s, const Point& p) {
   else
     out += "  between nodes: none (one node)\n";
   if (const auto d = collective_model_description(c); !d.empty()) out += "  collectives: " + d + "\n";
-  const int seq = st.training.seq_len > 0 ? st.training.seq_len : st.model.seq_len;
+  const int seq = st.seq_len();
   const auto& t = st.training;
   out += fmt::format("  {} ({}), {}, shard group {} GPUs, micro-batch {} x {} tokens, {} micro-batch(es) = {} sequences "
                      "per step, params {} / reduce {}\n",

@@ -208,11 +208,10 @@ double optimizer_seconds(double shard_params, const topologies::DeviceProfile& g
 }
 
 double kernel_flops_per_token(const StepSetup& setup) {
-  const int seq = setup.training.seq_len > 0 ? setup.training.seq_len : setup.model.seq_len;
-  const double tokens = double(setup.training.micro_batch) * seq;
+  const double tokens = double(setup.training.micro_batch) * setup.seq_len();
   double flops = 0;
   for (const auto& u : setup.units) {
-    if (!u.kernels) return models::model_flops_per_token(setup.model);
+    if (!u.kernels) return models::model_flops_per_token(setup.model, setup.seq_len());
     for (const auto* list : {&u.kernels->forward, &u.kernels->backward})
       for (const auto& k : *list)
         if (k.pass != models::Pass::Recompute) flops += k.flops();

@@ -84,7 +84,7 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
   s.training = training;
   models::TrainingShape shape;
   shape.micro_batch = training.micro_batch;
-  shape.seq_len = training.seq_len > 0 ? training.seq_len : model.seq_len;
+  shape.seq_len = s.seq_len();
   shape.activation_bytes = bytes_of(training.param_dtype);
   shape.activation_checkpointing = training.activation_checkpointing;
   shape.impl = training.impl;

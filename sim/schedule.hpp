@@ -119,6 +119,8 @@ struct StepSetup {
   std::optional<Group> replica_group;      // HYBRID_SHARD: who all-reduces a shard
   std::optional<Group> post_forward_group; // FSDP2 reshard_after_forward: N: who holds a unit until backward
   int shard_size() const { return shard_group.ranks(); }
+  // Tokens per sequence: the training's, else the model's.
+  int seq_len() const { return training.seq_len > 0 ? training.seq_len : model.seq_len; }
   // The communicator stream gradient reductions run on.
   Stream reduce_stream() const;
 };

@@ -128,12 +128,11 @@ StepResult summarize(const StepSetup& setup, Schedule schedule, Replay replay) {
   r.step_time_s = end;
   b.compute_s = stream_busy[int(Stream::Compute)] - b.optimizer_s;
   b.exposed_comm_s = std::max(0.0, end - stream_busy[int(Stream::Compute)]);
-  const int seq = setup.training.seq_len > 0 ? setup.training.seq_len : setup.model.seq_len;
-  const double tokens = double(setup.training.micro_batch) * seq * setup.training.grad_accumulation;
+  const double tokens = double(setup.training.micro_batch) * setup.seq_len() * setup.training.grad_accumulation;
   r.tokens_per_s_per_gpu = end > 0 ? tokens / end : 0;
   const double peak = peak_flops(setup.cluster.gpu, setup.training.param_dtype, setup.training.tf32);
   r.mfu = r.tokens_per_s_per_gpu * kernel_flops_per_token(setup) / peak;
-  r.mfu_megatron = r.tokens_per_s_per_gpu * models::model_flops_per_token(setup.model) / peak;
+  r.mfu_megatron = r.tokens_per_s_per_gpu * models::model_flops_per_token(setup.model, setup.seq_len()) / peak;
   r.memory = estimate_memory(setup, schedule, replay, end);
   r.schedule = std::move(schedule);
   r.replay = std::move(replay);

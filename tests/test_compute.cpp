@@ -203,7 +203,7 @@ TEST_CASE("MFU two ways: causal attention as the kernel runs it, and Megatron's 
       "model: llama2-7b\ncluster: {preset: dgx-a100-ib200, nodes: 1}\ntraining: {micro_batch: 1, seq_len: 4096}\n"
       "policies: [fsdp]\n", "m.yaml");
   const auto& setup = s.points[0].setup;
-  const double ours = sim::kernel_flops_per_token(setup), megatron = models::model_flops_per_token(setup.model);
+  const double ours = sim::kernel_flops_per_token(setup), megatron = models::model_flops_per_token(setup.model, 4096);
   // Ours: 6 x the GEMM weights (blocks and head) plus attention at 2 s h per layer forward (causal)
   // and 2.5x that backward: 7 s h per layer per token.
   const auto& m = setup.model;
@@ -212,6 +212,23 @@ TEST_CASE("MFU two ways: causal attention as the kernel runs it, and Megatron's 
   CHECK(megatron == Approx(6 * (gemm_weights + 4096 * (2 * 32 + 1)) + 12.0 * 32 * 4096 * 4096).epsilon(1e-9));
   const auto r = scenarios::run(s);
   CHECK(r[0].step.mfu / r[0].step.mfu_megatron == Approx(ours / megatron));
+}
+
+TEST_CASE("Megatron's MFU counts attention at the sequence trained, not the model's default") {
+  // Llama 2 7B's own seq_len is 4096; trained at 8192 its attention term is 12 x 32 x 4096 x 8192 per
+  // token, twice the default's.
+  const auto s = scenarios::parse_scenario(
+      "model: llama2-7b\ncluster: {preset: dgx-a100-ib200, nodes: 1}\ntraining: {micro_batch: 1, seq_len: 8192}\n"
+      "policies: [fsdp]\n", "m.yaml");
+  const auto& m = s.points[0].setup.model;
+  REQUIRE(m.seq_len == 4096);
+  // N: every parameter but the (untied) token embedding, as in the test above.
+  const double per_token = 6 * (double(models::parameter_count(m)) - 32000.0 * 4096) + 12.0 * 32 * 4096 * 8192;
+  const auto r = scenarios::run(s);
+  const double peak = 312e12;  // A100 bf16 dense
+  CHECK(r[0].step.mfu_megatron == Approx(r[0].step.tokens_per_s_per_gpu * per_token / peak).epsilon(1e-9));
+  CHECK(models::model_flops_per_token(m, 8192) - models::model_flops_per_token(m, 4096) ==
+        Approx(12.0 * 32 * 4096 * 4096));
 }
 
 TEST_CASE("bad profiles: a missing field, a curve that is not monotonic, a device it cannot serve") {

@@ -95,10 +95,10 @@ TEST_CASE("every preset is valid, names itself and says where it comes from") {
 TEST_CASE("model_flops_per_token: 6 * matmul params + 12 * layers * hidden * seq") {
   // GPT-2 124M (tied): N = 124,439,808 - 786,432 (wpe) = 123,653,376; 6N = 741,920,256;
   // 12 * 12 * 768 * 1024 = 113,246,208.
-  CHECK(model_flops_per_token(preset("gpt2-124m")) == doctest::Approx(855'166'464.0));
+  CHECK(model_flops_per_token(preset("gpt2-124m"), 1024) == doctest::Approx(855'166'464.0));
   // Untied: N = 162,614,016 - 393,216 (wpe) - 38,633,472 (wte) = 123,587,328; 6N = 741,523,968;
   // 12 * 12 * 768 * 512 = 56,623,104.
-  CHECK(model_flops_per_token(preset("gpt2-124m-untied")) == doctest::Approx(798'147'072.0));
+  CHECK(model_flops_per_token(preset("gpt2-124m-untied"), 512) == doctest::Approx(798'147'072.0));
 }
 
 TEST_CASE("gpt2-124m-untied under the Size policy: one unit per Linear and Embedding") {
