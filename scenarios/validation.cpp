@@ -54,7 +54,7 @@ void resolve(ValidationRow& r) {
   r.params = double(models::parameter_count(setup.model));
   const auto* prof = sim::device_kernel_profile(setup.cluster.gpu);
   r.family = prof ? prof->family : "roofline";
-  r.device = prof ? prof->gpu : "";
+  r.device = prof ? prof->fit_device() : "";
 }
 
 // The number a data field starts with: some carry a remark ("8192 (from the train config)").

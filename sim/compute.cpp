@@ -93,20 +93,24 @@ const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu)
     throw InputError(fmt::format("{}: kernel profile '{}' is for {}, it cannot serve the GPU '{}' (set gpu.profile "
                                  "to a profile of that GPU, or '' for the datasheet roofline)",
                                  p.gpu_where, p.name, p.gpu, gpu.name));
-  // A GPU that is not the one measured (another peak or HBM bandwidth than the profile's) gets a
-  // copy of the profile scaled to it, made once per process for each such GPU and kept with the
-  // loaded profiles, so that a fit made later in this process reaches it too.
+  // A GPU that is not the one measured (another device it also serves, or another peak or HBM
+  // bandwidth than the profile's) gets a copy of the profile scaled to it and fitted as that
+  // device, made once per process for each such GPU and kept with the loaded profiles, so that a
+  // fit made later in this process reaches it too.
   const double measured_bw = measured_memory_bandwidth(p);
   KernelProfile::DeviceScale s;
   if (p.peak.bf16 > 0 && gpu.peak_flops_bf16 > 0) s.tensor = gpu.peak_flops_bf16 / p.peak.bf16;
   if (measured_bw > 0 && gpu.memory_bandwidth > 0) s.memory = gpu.memory_bandwidth / measured_bw;
-  if (std::abs(s.tensor - 1) < 1e-9 && std::abs(s.memory - 1) < 1e-9) return &p;
+  const std::string other_device = gpu.name == p.gpu ? "" : gpu.name;
+  if (other_device.empty() && std::abs(s.tensor - 1) < 1e-9 && std::abs(s.memory - 1) < 1e-9) return &p;
   auto& r = detail::registry();
   const std::lock_guard<std::mutex> hold(r.mu);
-  auto& copy = r.scaled[{p.file, s.tensor, s.memory}];
+  auto& copy = r.scaled[{p.file, s.tensor, s.memory, other_device}];
   if (!copy) {
     copy = std::make_unique<KernelProfile>(p);
     copy->device = s;
+    copy->fit_gpu = other_device;
+    copy->fitted = detail::fitted_locked(r, copy->fit_device(), copy->family);
   }
   return copy.get();
 }
@@ -129,7 +133,7 @@ std::string compute_model_description(const topologies::DeviceProfile& gpu) {
                           p->device.memory, gpu.memory_bandwidth / 1e12, p->gpu);
   // The device's own fit where a source measured it, else its family's.
   return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}{}{}", p->name, file,
-                     has_device_fit(p->gpu) ? p->gpu : p->family, f.tensor_scale, f.memory_scale,
+                     has_device_fit(p->fit_device()) ? p->fit_device() : p->family, f.tensor_scale, f.memory_scale,
                      f.basis.empty() ? fmt::format(" (not fitted: the scales of {})", f.borrowed) : "",
                      f.held_out.empty() ? "" : " (" + f.held_out + ")", scaled);
 }

@@ -121,8 +121,8 @@ using detail::registry;
 
 // The profiles already loaded take the parameters now in force. The caller holds r.mu.
 static void refresh_profiles(detail::Registry& r) {
-  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
-  for (auto& [key, prof] : r.scaled) prof->fitted = fitted_locked(r, prof->gpu, prof->family);
+  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->fit_device(), prof->family);
+  for (auto& [key, prof] : r.scaled) prof->fitted = fitted_locked(r, prof->fit_device(), prof->family);
 }
 
 std::string fit_file_path() { return kernels::data_dir() + "/fit-training.yaml"; }

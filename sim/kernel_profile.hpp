@@ -40,6 +40,11 @@ class KernelProfile {
   std::string gpu;     // the DeviceProfile name it serves ("A100-SXM4-40GB")
   std::string gpu_where;  // "file:line: gpu", for errors about what it serves
   std::vector<std::string> also_serves;  // other device names (a variant of the same chip)
+  // The device whose fitted tensor scale it runs with: its own GPU, or, in the copy made for a
+  // device it also serves, that device. A scale is a chip's sustained clocks at its power limit, so
+  // GB200 (1200 W) does not take a fit of B200's rows; with none of its own it takes its family's.
+  std::string fit_gpu;
+  const std::string& fit_device() const { return fit_gpu.empty() ? gpu : fit_gpu; }
   std::string family;  // "ampere", "hopper": which fitted parameters apply
   std::map<std::string, std::string> metadata;  // gpu_name, clocks, driver, cuda, cublas, cudnn, measured_by, ...
   int sms = 0;

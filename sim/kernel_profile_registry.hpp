@@ -18,8 +18,9 @@ namespace tagcsim::sim::detail {
 struct Registry {
   std::mutex mu;
   std::map<std::string, std::unique_ptr<KernelProfile>> profiles;  // by path
-  // Copies scaled to a GPU that is not the one measured (compute.cpp), by path and scales.
-  std::map<std::tuple<std::string, double, double>, std::unique_ptr<KernelProfile>> scaled;
+  // Copies for a GPU that is not the one measured (compute.cpp): by path, scales and, for a device
+  // the profile also serves, that device's name.
+  std::map<std::tuple<std::string, double, double, std::string>, std::unique_ptr<KernelProfile>> scaled;
   std::optional<std::map<std::string, FittedParameters>> fitted;   // from the fit file
   std::map<std::string, FittedParameters> overrides;
 };

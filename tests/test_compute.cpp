@@ -198,6 +198,27 @@ TEST_CASE("a GPU that is not the one measured runs the profile's kernels scaled 
   CHECK(sim::device_kernel_profile(variant)->gemm_seconds(8192, 8192, 8192) == Approx(before));
 }
 
+TEST_CASE("a device a profile also serves runs at its own fit, not the measured device's") {
+  // GB200 runs on B200's kernel profile, but a tensor scale is a chip's clocks at its power limit:
+  // a fit of B200 rows must not reach it. Without a fit of its own it takes Blackwell's.
+  const auto b200 = topologies::device("b200"), gb200 = topologies::device("gb200");
+  const auto* on_b200 = sim::device_kernel_profile(b200);
+  const auto* on_gb200 = sim::device_kernel_profile(gb200);
+  REQUIRE(on_b200->name == on_gb200->name);
+  CHECK(on_b200->fit_device() == b200.name);
+  CHECK(on_gb200->fit_device() == gb200.name);
+  sim::override_fitted_parameters(sim::device_fit_key(b200.name), {0.5, 0.7, "test: B200's rows", ""});
+  CHECK(on_b200->fitted.tensor_scale == Approx(0.5));
+  CHECK(on_gb200->fitted.tensor_scale == Approx(sim::fitted_parameters("blackwell").tensor_scale));
+  CHECK(on_gb200->fitted.tensor_scale != Approx(0.5));
+  sim::override_fitted_parameters(sim::device_fit_key(gb200.name), {0.9, 0.7, "test: GB200's rows", ""});
+  CHECK(on_gb200->fitted.tensor_scale == Approx(0.9));
+  CHECK(on_b200->fitted.tensor_scale == Approx(0.5));
+  // The same GPU asked for twice gets the same copy.
+  CHECK(sim::device_kernel_profile(gb200) == on_gb200);
+  sim::clear_fitted_overrides();
+}
+
 TEST_CASE("MFU two ways: causal attention as the kernel runs it, and Megatron's 6N + 12 L h s") {
   const auto s = scenarios::parse_scenario(
       "model: llama2-7b\ncluster: {preset: dgx-a100-ib200, nodes: 1}\ntraining: {micro_batch: 1, seq_len: 4096}\n"
