@@ -61,17 +61,17 @@ class Builder {
   Piece qkv_fused() {  // GPT-2 / MPT: ln_1 and one Linear h -> h + 2kv, split into q, k, v
     Piece p;
     norm(p, "ln_1");
-    const double width = double(m_.hidden + 2 * detail::kv_dim(m_));
+    const double width = double(detail::q_dim(m_) + 2 * detail::kv_dim(m_));
     // The split's backward concatenates dq, dk, dv into the Linear's output gradient.
     mem(p.bwd, "attn.qkv split bwd", 2 * e_ * T_ * width);
-    linear(p, "attn.qkv", m_.hidden, m_.hidden + 2 * detail::kv_dim(m_));
+    linear(p, "attn.qkv", m_.hidden, detail::q_dim(m_) + 2 * detail::kv_dim(m_));
     return p;
   }
   Piece q() {  // Llama: ln_1, q, rotary on q
     Piece p;
     norm(p, "ln_1");
-    linear(p, "attn.q", m_.hidden, m_.hidden);
-    rotary(p, "rotary q", double(m_.hidden));
+    linear(p, "attn.q", m_.hidden, detail::q_dim(m_));
+    rotary(p, "rotary q", q_width());
     return p;
   }
   Piece k() {
@@ -88,7 +88,7 @@ class Builder {
   Piece out() {  // attention core, out projection, first residual
     Piece p;
     attention(p);
-    linear(p, "attn.out", m_.hidden, m_.hidden);
+    linear(p, "attn.out", detail::q_dim(m_), m_.hidden);
     residual(p, "residual 1");
     return p;
   }
@@ -179,6 +179,7 @@ class Builder {
  private:
   double f() const { return double(m_.ffn); }
   double h() const { return double(m_.hidden); }
+  double q_width() const { return double(detail::q_dim(m_)); }  // q and the attention output
 
   void mem(std::vector<Kernel>& to, std::string op, double bytes, int count = 1) {
     for (int i = 0; i < count; ++i) {
@@ -315,8 +316,8 @@ class Builder {
     const double kv = double(detail::kv_dim(m_));
     const bool sdpa = impl_.attention != AttentionKernel::FlashTriton;
     if (sdpa && m_.kv_heads < m_.heads) {
-      mem(p.fwd, "repeat_kv", 2 * e_ * T_ * (kv + h()));
-      mem(p.bwd, "repeat_kv bwd", 2 * e_ * T_ * (kv + h()));
+      mem(p.fwd, "repeat_kv", 2 * e_ * T_ * (kv + q_width()));
+      mem(p.bwd, "repeat_kv bwd", 2 * e_ * T_ * (kv + q_width()));
     }
     Kernel a;
     a.kind = KernelKind::Attention;
@@ -330,18 +331,18 @@ class Builder {
     if (unpad) unpad_qkv(p, kv);
     p.fwd.push_back(a);
     if (unpad) {  // pad_input: zeros, then index_put of the unpadded rows; backward gathers them
-      mem(p.fwd, "pad output zeros", e_ * T_ * h());
-      mem(p.fwd, "pad output index_put", 2 * e_ * T_ * h());
-      mem(p.bwd, "pad output bwd gather", 2 * e_ * T_ * h());
+      mem(p.fwd, "pad output zeros", e_ * T_ * q_width());
+      mem(p.fwd, "pad output index_put", 2 * e_ * T_ * q_width());
+      mem(p.bwd, "pad output bwd gather", 2 * e_ * T_ * q_width());
     } else if (sdpa) {
-      mem(p.fwd, "attention out transpose", 2 * e_ * T_ * h());
-      mem(p.bwd, "attention grad transpose", 2 * e_ * T_ * h());
+      mem(p.fwd, "attention out transpose", 2 * e_ * T_ * q_width());
+      mem(p.bwd, "attention grad transpose", 2 * e_ * T_ * q_width());
     }
     if (impl_.attention != AttentionKernel::Math) {
       // flash_attn_triton.py zeroes its fp32 dQ accumulator (the autotuner's init_to_zero('DQ') hook).
-      if (impl_.attention == AttentionKernel::FlashTriton) mem(p.bwd, "attention bwd dQ zero", 4 * T_ * h());
-      mem(p.bwd, "attention bwd dO.O", 2 * e_ * T_ * h());
-      mem(p.bwd, "attention bwd dQ cast", (4 + e_) * T_ * h());
+      if (impl_.attention == AttentionKernel::FlashTriton) mem(p.bwd, "attention bwd dQ zero", 4 * T_ * q_width());
+      mem(p.bwd, "attention bwd dO.O", 2 * e_ * T_ * q_width());
+      mem(p.bwd, "attention bwd dQ cast", (4 + e_) * T_ * q_width());
     }
     a.backward = true;
     a.op = "attention bwd";
@@ -353,7 +354,7 @@ class Builder {
   // sums and their padding, then a gather of the rows (IndexFirstAxis); backward zeroes the padded
   // gradient and scatters the rows into it.
   void unpad_qkv(Piece& p, double kv) {
-    for (const auto& [what, width] : {std::pair{"q", h()}, std::pair{"k", kv}, std::pair{"v", kv}}) {
+    for (const auto& [what, width] : {std::pair{"q", q_width()}, std::pair{"k", kv}, std::pair{"v", kv}}) {
       const std::string name = std::string("unpad ") + what;
       mem(p.fwd, name + " mask sum", T_);
       mem(p.fwd, name + " nonzero", 9 * T_);

@@ -30,8 +30,11 @@ void check(const TransformerConfig& m, const Complain& complain) {
   at_least("vocab", m.vocab, 1);
   at_least("seq_len", m.seq_len, 1);
   at_least("learned_positions", m.learned_positions, 0);
-  if (m.hidden % m.heads != 0)
-    complain({"heads", "hidden"}, fmt::format("{} heads do not divide hidden size {}", m.heads, m.hidden));
+  at_least("head_dim", m.head_dim, 0);
+  if (m.head_dim == 0 && m.hidden % m.heads != 0)
+    complain({"heads", "hidden"}, fmt::format("{} heads do not divide hidden size {} (a model whose heads are not "
+                                              "hidden / heads wide sets head_dim)",
+                                              m.heads, m.hidden));
   if (m.heads % m.kv_heads != 0)
     complain({"kv_heads", "heads"}, fmt::format("{} KV heads do not divide {} heads", m.kv_heads, m.heads));
   if (m.learned_positions != 0 && m.learned_positions < m.seq_len)
@@ -64,8 +67,8 @@ TransformerConfig load_model(const Input& in) {
     return m;
   }
   if (!in.is_map()) in.fail("expected a preset name or a map with the model's shape (or 'preset' plus overrides)");
-  in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "ffn", "gated_mlp", "vocab",
-                  "tied_embeddings", "seq_len", "learned_positions", "norm", "bias"});
+  in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated_mlp",
+                  "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias"});
 
   TransformerConfig m;
   const auto preset_key = in.find("preset");
@@ -85,6 +88,7 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("hidden")) m.hidden = read_int(*v, 1);
   if (auto v = in.find("heads")) m.heads = read_int(*v, 1);
   if (auto v = in.find("kv_heads")) m.kv_heads = read_int(*v, 1);
+  if (auto v = in.find("head_dim")) m.head_dim = read_int(*v, 1);
   if (auto v = in.find("ffn")) m.ffn = v->as_int_at_least(1);
   if (auto v = in.find("gated_mlp")) m.gated_mlp = v->as_bool();
   if (auto v = in.find("vocab")) m.vocab = v->as_int_at_least(1);
@@ -137,12 +141,12 @@ double model_flops_per_token(const TransformerConfig& m, int seq_len) {
   // N counts every weight that takes part in a matmul: the blocks, the final
   // norm and the output projection (for tied models the shared wte, counted
   // once, as nanoGPT's estimate_mfu does). The token and position embedding
-  // lookups are left out. The attention term is PaLM's 12*L*h*s (QK^T and AV,
+  // lookups are left out. The attention term is PaLM's 12*L*h*s (QK^T and AV, h the q width,
   // forward + backward, with no discount for the causal mask), so MFU figures
   // compare with the published ones even though fsdp_units() halves it.
   const double n = static_cast<double>(parameter_count(m) - detail::position_embedding_params(m) -
                                        (m.tied_embeddings ? 0 : detail::token_embedding_params(m)));
-  return 6.0 * n + 12.0 * m.layers * static_cast<double>(m.hidden) * seq_len;
+  return 6.0 * n + 12.0 * m.layers * static_cast<double>(detail::q_dim(m)) * seq_len;
 }
 
 const char* to_string(UnitKind k) {

@@ -23,6 +23,7 @@ struct TransformerConfig {
   int hidden = 0;          // d_model
   int heads = 0;
   int kv_heads = 0;        // == heads without GQA
+  int head_dim = 0;        // per head; 0: hidden / heads (Gemma, Qwen3 and Mistral NeMo set their own)
   std::int64_t ffn = 0;    // FFN inner size
   bool gated_mlp = false;  // SwiGLU-style: three FFN matrices instead of two
   std::int64_t vocab = 0;
@@ -55,7 +56,8 @@ void validate(const TransformerConfig& m, const std::string& what);
 std::int64_t parameter_count(const TransformerConfig& m);
 // Model FLOPs per token for the MFU convention of PaLM / nanoGPT at a training sequence of
 // seq_len tokens (which need not be the model's own seq_len):
-// 6 * (non-embedding params + lm_head) + 12 * layers * hidden * seq_len,
+// 6 * (non-embedding params + lm_head) + 12 * layers * (heads x head_dim, which is hidden unless the
+// model sets head_dim) * seq_len,
 // where the params are parameter_count less the position embedding and, when
 // untied, less wte (a tied wte is the head and counts); the attention term has
 // no causal discount.

@@ -8,7 +8,10 @@
 
 namespace tagcsim::models::detail {
 
-inline std::int64_t head_dim(const TransformerConfig& m) { return m.hidden / m.heads; }
+inline std::int64_t head_dim(const TransformerConfig& m) { return m.head_dim > 0 ? m.head_dim : m.hidden / m.heads; }
+// The width of q and of the attention output (the out projection's input): hidden, unless the
+// model sets its own head_dim.
+inline std::int64_t q_dim(const TransformerConfig& m) { return head_dim(m) * m.heads; }
 inline std::int64_t kv_dim(const TransformerConfig& m) { return head_dim(m) * m.kv_heads; }
 
 // Llama-style models (SwiGLU or GQA) have separate q/k/v Linear modules and
@@ -29,7 +32,7 @@ inline std::int64_t linear_params(const TransformerConfig& m, std::int64_t in, s
 
 inline std::int64_t attention_params(const TransformerConfig& m) {
   // Fused or not, q/k/v hold the same weights and biases.
-  return linear_params(m, m.hidden, m.hidden + 2 * kv_dim(m)) + linear_params(m, m.hidden, m.hidden);
+  return linear_params(m, m.hidden, q_dim(m) + 2 * kv_dim(m)) + linear_params(m, q_dim(m), m.hidden);
 }
 
 inline std::int64_t mlp_params(const TransformerConfig& m) {

@@ -78,7 +78,8 @@
 // tensors, element-wise chains (norms, rotary, activations, GQA's repeat) being recomputed in
 // backward: the block input and the residual after attention (e h each) with each norm's fp32
 // statistics (RMSNorm: rstd, 4 bytes a token; LayerNorm: mean and rstd, 8), the q, k, v matmul
-// outputs (h + 2 kv), the attention output O (h) and log-sum-exp (4a bytes), and the MLP's
+// outputs (q + 2 kv, q = heads x head_dim: h unless the model sets head_dim), the attention output
+// O (q) and log-sum-exp (4a bytes), and the MLP's
 // matmul outputs (SwiGLU: g and u, 2f; GELU: its input, f). The pieces keep their eager shares of
 // that total.
 // The token (and position) embedding keeps nothing of its own: its output is block 0's input,
@@ -204,25 +205,26 @@ void elementwise(Piece& p, int n) { p.kf += n, p.kb += n; }
 std::vector<Piece> layer_pieces(const Ctx& c, int i) {
   const auto& m = c.m;
   const double h = m.hidden, kv = static_cast<double>(kv_dim(m)), f = static_cast<double>(m.ffn);
+  const double q = static_cast<double>(detail::q_dim(m));  // q and the attention output: h unless head_dim is set
   const double as = m.heads * c.seq;
   const std::string pre = fmt::format("layers.{}.", i);
   std::vector<Piece> out;
 
   if (detail::llama_layout(m)) {
-    auto q = linear(c, pre + "attn.q", UnitKind::AttentionQKV, i, m.hidden, m.hidden);
-    q.mem_fwd = (2 * h + 2 * h) * c.elem;  // ln_1, rotary on q
-    q.mem_bwd = (3 * h + 2 * h) * c.elem;
-    q.act = c.norm_saved();  // ln_1: its input (an fp32 copy for RMSNorm) and output, the q/k/v input
-    elementwise(q, 2);       // ln_1, rotary on q
+    auto qp = linear(c, pre + "attn.q", UnitKind::AttentionQKV, i, m.hidden, detail::q_dim(m));
+    qp.mem_fwd = (2 * h + 2 * q) * c.elem;  // ln_1, rotary on q
+    qp.mem_bwd = (3 * h + 2 * q) * c.elem;
+    qp.act = c.norm_saved();  // ln_1: its input (an fp32 copy for RMSNorm) and output, the q/k/v input
+    elementwise(qp, 2);       // ln_1, rotary on q
     auto k = linear(c, pre + "attn.k", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
     k.mem_fwd = k.mem_bwd = 2 * kv * c.elem;  // rotary on k
     elementwise(k, 1);
     auto v = linear(c, pre + "attn.v", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
-    out.push_back(std::move(q));
+    out.push_back(std::move(qp));
     out.push_back(std::move(k));
     out.push_back(std::move(v));
   } else {
-    auto qkv = linear(c, pre + "attn.c_attn", UnitKind::AttentionQKV, i, m.hidden, m.hidden + 2 * kv_dim(m));
+    auto qkv = linear(c, pre + "attn.c_attn", UnitKind::AttentionQKV, i, m.hidden, detail::q_dim(m) + 2 * kv_dim(m));
     qkv.mem_fwd = 2 * h * c.elem;
     qkv.mem_bwd = 3 * h * c.elem;
     qkv.act = c.norm_saved();  // ln_1: its input and output, the q/k/v input
@@ -231,19 +233,19 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
   }
 
   auto o = linear(c, pre + (detail::llama_layout(m) ? "attn.o" : "attn.c_proj"), UnitKind::AttentionOut, i,
-                  m.hidden, m.hidden);
-  o.core = (c.flash ? 2.0 : 4.0) * c.tokens * c.seq * h;
+                  detail::q_dim(m), m.hidden);
+  o.core = (c.flash ? 2.0 : 4.0) * c.tokens * c.seq * q;
   o.core_bwd = (c.flash ? 2.5 : 2.0) * o.core;
-  o.mem_fwd = (2 * h + 2 * kv + 3 * h + (c.flash ? 0 : 6 * as)) * c.elem;
-  o.mem_bwd = (4 * h + 4 * kv + 3 * h + (c.flash ? 0 : 7 * as)) * c.elem;
+  o.mem_fwd = (2 * q + 2 * kv + 3 * h + (c.flash ? 0 : 6 * as)) * c.elem;
+  o.mem_bwd = (4 * q + 4 * kv + 3 * h + (c.flash ? 0 : 7 * as)) * c.elem;
   // Q, K, V, the output (the out projection's input), the fp32 log-sum-exp per head; the math
   // path keeps the softmax output too.
   const double kvs = c.kv_seen;
-  o.act = (2 * h + 2 * kvs + (c.flash ? 0 : as)) * c.elem + 4.0 * m.heads * c.tokens;
+  o.act = (2 * q + 2 * kvs + (c.flash ? 0 : as)) * c.elem + 4.0 * m.heads * c.tokens;
   // Backward: dO, dQ, dK, dV and the kernel's fp32 dQ accumulator (math: the softmax's two
   // s x s gradients instead), with the block output's gradient.
-  o.work = (h + (h + 2 * kvs) + h + (c.flash ? 0 : 2 * as)) * c.elem + (c.flash ? 4 * h * c.tokens : 0);
-  o.kernel_out = h * c.elem + 4.0 * m.heads * c.tokens;  // O and the log-sum-exp
+  o.work = (q + (q + 2 * kvs) + h + (c.flash ? 0 : 2 * as)) * c.elem + (c.flash ? 4 * q * c.tokens : 0);
+  o.kernel_out = q * c.elem + 4.0 * m.heads * c.tokens;  // O and the log-sum-exp
   elementwise(o, 2 + (c.flash ? 0 : 3));  // attention core, residual add (scale, mask, softmax)
   out.push_back(std::move(o));
 
@@ -373,7 +375,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
   // Triton kernel takes them as they are.
   const bool repeated_kv = shape.impl.attention != AttentionKernel::FlashTriton && m.kv_heads < m.heads;
   const Ctx c{m,    shape.impl, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, shape.activation_bytes,
-              flash, double(repeated_kv ? m.hidden : detail::kv_dim(m))};
+              flash, double(repeated_kv ? detail::q_dim(m) : detail::kv_dim(m))};
   const std::int64_t norm = detail::norm_params(m);
 
   std::vector<std::vector<Piece>> layers;
@@ -413,9 +415,9 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       pieces.front().act = m.hidden * c.elem;  // the block input, kept by the checkpoint
       rerun_block(pieces, shape.impl.checkpoint_early_stop);
     } else if (shape.impl.compiled) {
-      const double h = m.hidden, kv = double(kv_dim(m)), f = double(m.ffn);
+      const double h = m.hidden, q = double(detail::q_dim(m)), kv = double(kv_dim(m)), f = double(m.ffn);
       const double stats = (m.norm == Norm::RMSNorm ? 4.0 : 8.0) * c.tokens;
-      const double kept = (h + h + (h + 2 * kv) + h + (m.gated_mlp ? 2 * f : f)) * c.elem + 2 * stats +
+      const double kept = (h + h + (q + 2 * kv) + q + (m.gated_mlp ? 2 * f : f)) * c.elem + 2 * stats +
                           4.0 * m.heads * c.tokens;
       double eager = 0;
       for (const auto& p : pieces) eager += p.act;

@@ -20,6 +20,33 @@ using namespace tagcsim;
 using doctest::Approx;
 using doctest::Contains;
 
+TEST_CASE("kernel lists: a model's own head_dim sizes q, the attention and the out projection") {
+  // Qwen3-0.6B's shape: hidden 1024, 16 heads of 128 (q 2048 wide), 8 KV heads of 128.
+  auto m = models::preset("llama3.2-1b");
+  m.hidden = 1024, m.heads = 16, m.kv_heads = 8, m.head_dim = 128;
+  models::TrainingShape shape;
+  shape.micro_batch = 1;
+  shape.seq_len = 2048;  // T = 2048 tokens
+  const auto units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& block = *units[1].kernels;
+  auto find = [](const std::vector<models::Kernel>& list, const std::string& op) {
+    for (const auto& k : list)
+      if (k.op == op) return k;
+    FAIL("no kernel " << op);
+    return models::Kernel{};
+  };
+  CHECK(find(block.forward, "attn.q").n == 2048);
+  CHECK(find(block.forward, "attn.q").k == 1024);
+  CHECK(find(block.forward, "attn.k").n == 1024);
+  CHECK(find(block.forward, "attn.out").k == 2048);
+  CHECK(find(block.forward, "attn.out").n == 1024);
+  const auto attn = find(block.forward, "attention");
+  CHECK(attn.batch_heads == 16);
+  CHECK(attn.head_dim == 128);
+  // SDPA's output transpose moves T x 2048 bf16 elements in and out.
+  CHECK(find(block.forward, "attention out transpose").bytes == Approx(2.0 * 2 * 2048 * 2048));
+}
+
 TEST_CASE("kernel lists: a Linear's three GEMMs with their real shapes") {
   const auto m = models::preset("mpt-1b");  // hidden 2048, 16 heads, ffn 8192, vocab 50368
   models::TrainingShape shape;

@@ -183,6 +183,35 @@ TEST_CASE("llama3.1-8b under the Size policy: separate q/k/v and gate/up Linears
   CHECK(unit_param_sum(units) == parameter_count(m));
 }
 
+TEST_CASE("head_dim: heads wider than hidden / heads (Qwen3-0.6B's shape)") {
+  // hidden 1024, 16 heads of 128 (q is 2048 wide), 8 KV heads, SwiGLU 3072, tied vocab 151936.
+  const auto m = load(
+      "model:\n  name: qwen3-0.6b-shape\n  layers: 28\n  hidden: 1024\n  heads: 16\n  kv_heads: 8\n"
+      "  head_dim: 128\n  ffn: 3072\n  gated_mlp: true\n  vocab: 151936\n  tied_embeddings: true\n"
+      "  seq_len: 4096\n  norm: rmsnorm\n");
+  // Per layer: q 1024 x 2048 + k, v 1024 x 1024 each + o 2048 x 1024 = 6,291,456; MLP 3 x 1024 x 3072
+  // = 9,437,184; two norms 2,048: 15,730,688; x 28 = 440,459,264; + embedding 155,582,464 + final
+  // norm 1,024 = 596,042,752. (Qwen3-0.6B has 596,049,920: its per-head q and k norms, 2 x 128 a
+  // layer, are not modelled.)
+  CHECK(parameter_count(m) == 596'042'752);
+  auto units = fsdp_units(m, WrapPolicy::Size, {});
+  CHECK(unit_named(units, "layers.0.attn.q").params == 1024 * 2048);
+  CHECK(unit_named(units, "layers.0.attn.k").params == 1024 * 1024);
+  CHECK(unit_named(units, "layers.0.attn.o").params == 2048 * 1024);
+  CHECK(unit_param_sum(units) == parameter_count(m));
+  // The attention core: 2 * T * s * (heads x head_dim) forward with flash (causal), T = s = 4096.
+  TrainingShape shape;
+  const auto& o = unit_named(fsdp_units(m, WrapPolicy::Size, shape), "layers.0.attn.o");
+  CHECK(o.forward_flops == doctest::Approx(2.0 * 4096 * 2048 * 1024 + 2.0 * 4096 * 4096 * 2048));
+  // Megatron's attention term counts the q width too: 12 * 28 * 2048 * 4096 a token.
+  CHECK(model_flops_per_token(m, 4096) - model_flops_per_token(m, 2048) == doctest::Approx(12.0 * 28 * 2048 * 2048));
+  // Without head_dim, 16 heads of a 1024 hidden are 64 wide: q 1024, k and v 512, so the attention
+  // weights of a layer are 1024^2 + 2 x 1024 x 512 + 1024^2 = 3,145,728, half of 6,291,456.
+  auto narrow = m;
+  narrow.head_dim = 0;
+  CHECK(parameter_count(m) - parameter_count(narrow) == 28LL * (6'291'456 - 3'145'728));
+}
+
 TEST_CASE("tied models have no lm_head unit, the head's work is on wte") {
   auto m = preset("gpt2-124m");
   TrainingShape shape;
@@ -317,6 +346,11 @@ TEST_CASE("shape checks point at the key the user wrote") {
   CHECK_THROWS_WITH_AS(load("model:\n  preset: llama2-7b\n  hidden: 4100\n"),
                        doctest::Contains("t.yaml:3: model.hidden: 32 heads do not divide hidden size 4100"),
                        InputError);
+  // A model whose heads are not hidden / heads wide says so with head_dim.
+  CHECK_NOTHROW(load("model:\n  name: odd\n  layers: 32\n  hidden: 4096\n  heads: 48\n  head_dim: 128\n"
+                     "  vocab: 32000\n  seq_len: 2048\n"));
+  CHECK_THROWS_WITH_AS(load("model:\n  preset: llama2-7b\n  head_dim: 0\n"),
+                       doctest::Contains("t.yaml:3: model.head_dim: expected an integer >= 1, got 0"), InputError);
   CHECK_THROWS_WITH_AS(load("model:\n  preset: llama2-70b\n  kv_heads: 7\n"),
                        doctest::Contains("t.yaml:3: model.kv_heads: 7 KV heads do not divide 64 heads"), InputError);
   CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  seq_len: 2048\n"),
