@@ -71,12 +71,14 @@ class Builder {
     Piece p;
     norm(p, "ln_1");
     linear(p, "attn.q", m_.hidden, detail::q_dim(m_));
+    if (m_.qk_norm) qk_norm(p, "q_norm", q_width(), m_.heads);
     rotary(p, "rotary q", q_width());
     return p;
   }
   Piece k() {
     Piece p;
     linear(p, "attn.k", m_.hidden, detail::kv_dim(m_), true, /*shares_input=*/true);
+    if (m_.qk_norm) qk_norm(p, "k_norm", double(detail::kv_dim(m_)), m_.kv_heads);
     rotary(p, "rotary k", double(detail::kv_dim(m_)));
     return p;
   }
@@ -251,6 +253,17 @@ class Builder {
     if (!compiled) amax("input", x), cast("input", x, 1);
   }
 
+  // Qwen3's RMSNorm on each head of q or k (`heads` rows of head_dim a token). Compiled, it joins
+  // the rotary kernel after it both ways, leaving the weight gradient's reduction; eager, it runs
+  // op by op as the block norms do.
+  void qk_norm(Piece& p, const std::string& name, double width, int heads) {
+    if (impl_.compiled) {
+      mem(p.bwd, name + " weight grad", 2 * e_ * T_ * width);
+      return;
+    }
+    rms_norm_eager(p, name, T_ * width, T_ * heads);
+  }
+
   void norm(Piece& p, const std::string& name) {
     const double n = T_ * h();
     if (impl_.compiled) {
@@ -266,8 +279,12 @@ class Builder {
       mem(p.bwd, name + " weight grad", 2 * e_ * n);
       return;
     }
-    // RMSNorm as the Python reference implementations write it, op by op in fp32.
-    const double rows = T_;
+    rms_norm_eager(p, name, n, T_);
+  }
+
+  // RMSNorm as the Python reference implementations write it, op by op in fp32, over n elements
+  // in `rows` rows.
+  void rms_norm_eager(Piece& p, const std::string& name, double n, double rows) {
     mem(p.fwd, name + " to fp32", (e_ + 4) * n);
     mem(p.fwd, name + " pow", 8 * n);
     mem(p.fwd, name + " mean", 4 * n + 4 * rows);

@@ -35,6 +35,9 @@ void check(const TransformerConfig& m, const Complain& complain) {
     complain({"heads", "hidden"}, fmt::format("{} heads do not divide hidden size {} (a model whose heads are not "
                                               "hidden / heads wide sets head_dim)",
                                               m.heads, m.hidden));
+  if (m.qk_norm && !detail::llama_layout(m))
+    complain({"qk_norm"}, "q and k norms need separate q and k Linears (a gated MLP or grouped-query attention); "
+                          "this shape fuses q, k and v");
   if (m.heads % m.kv_heads != 0)
     complain({"kv_heads", "heads"}, fmt::format("{} KV heads do not divide {} heads", m.kv_heads, m.heads));
   if (m.learned_positions != 0 && m.learned_positions < m.seq_len)
@@ -67,7 +70,7 @@ TransformerConfig load_model(const Input& in) {
     return m;
   }
   if (!in.is_map()) in.fail("expected a preset name or a map with the model's shape (or 'preset' plus overrides)");
-  in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated_mlp",
+  in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn", "gated_mlp",
                   "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias"});
 
   TransformerConfig m;
@@ -89,6 +92,7 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("heads")) m.heads = read_int(*v, 1);
   if (auto v = in.find("kv_heads")) m.kv_heads = read_int(*v, 1);
   if (auto v = in.find("head_dim")) m.head_dim = read_int(*v, 1);
+  if (auto v = in.find("qk_norm")) m.qk_norm = v->as_bool();
   if (auto v = in.find("ffn")) m.ffn = v->as_int_at_least(1);
   if (auto v = in.find("gated_mlp")) m.gated_mlp = v->as_bool();
   if (auto v = in.find("vocab")) m.vocab = v->as_int_at_least(1);
@@ -132,7 +136,7 @@ void validate(const TransformerConfig& m, const std::string& what) {
 
 std::int64_t parameter_count(const TransformerConfig& m) {
   using namespace detail;
-  const std::int64_t per_layer = attention_params(m) + mlp_params(m) + 2 * norm_params(m);
+  const std::int64_t per_layer = attention_params(m) + mlp_params(m) + 2 * norm_params(m) + qk_norm_params(m);
   return token_embedding_params(m) + position_embedding_params(m) + m.layers * per_layer + norm_params(m) +
          lm_head_params(m);
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <utility>
 
@@ -47,6 +48,26 @@ TransformerConfig llama(std::string name, int layers, int hidden, int heads, int
   m.norm = Norm::RMSNorm;
   m.bias = false;
   m.source = std::move(source);
+  return m;
+}
+
+// Qwen3's dense models: Llama's layout with 128-wide heads whatever the hidden size, RMSNorm on
+// each head of q and k, and Qwen's 151,936-token vocabulary. Shapes as torchtitan's qwen3_configs
+// (torchtitan/models/qwen3/__init__.py @cfb9326), whose training sequence (RoPE max_seq_len) is 4096.
+TransformerConfig qwen3(const std::string& flavor, int layers, int hidden, int heads, std::int64_t ffn,
+                        bool tied_embeddings, const std::string& parameters) {
+  std::string size = flavor;
+  std::transform(size.begin(), size.end(), size.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  TransformerConfig m = llama("qwen3-" + size, layers, hidden, heads, 8, ffn, 151936, 4096,
+                              fmt::format("Qwen Team 2025 (Qwen3 technical report); pytorch/torchtitan "
+                                          "torchtitan/models/qwen3/__init__.py @cfb9326 qwen3_configs['{}'] (dim {}, "
+                                          "{} layers, {} heads of 128, 8 KV heads, FFN {}, vocab 151936{}, qk_norm; "
+                                          "RoPE max_seq_len 4096): {} parameters",
+                                          flavor, hidden, layers, heads, ffn, tied_embeddings ? ", tied" : "",
+                                          parameters));
+  m.head_dim = 128;
+  m.qk_norm = true;
+  m.tied_embeddings = tied_embeddings;
   return m;
 }
 
@@ -180,6 +201,12 @@ const std::vector<std::pair<std::string, Maker>>& table() {
                       "Llama Team 2024 (The Llama 3 Herd of Models, Table 3); meta-llama/Llama-3.1-405B config.json: "
                       "405,853,388,800 parameters");
        }},
+      {"qwen3-0.6b", [] { return qwen3("0.6B", 28, 1024, 16, 3072, true, "596,049,920"); }},
+      {"qwen3-1.7b", [] { return qwen3("1.7B", 28, 2048, 16, 6144, true, "1,720,574,976"); }},
+      {"qwen3-4b", [] { return qwen3("4B", 36, 2560, 32, 9728, true, "4,022,468,096"); }},
+      {"qwen3-8b", [] { return qwen3("8B", 36, 4096, 32, 12288, false, "8,190,735,360"); }},
+      {"qwen3-14b", [] { return qwen3("14B", 40, 5120, 40, 17408, false, "14,768,307,200"); }},
+      {"qwen3-32b", [] { return qwen3("32B", 64, 5120, 64, 25600, false, "32,762,123,264"); }},
       {"mpt-125m", [] { return mpt("mpt-125m", 12, 768, 12, foundry("125m", 768, 12, 12, "123,636,480")); }},
       {"mpt-350m", [] { return mpt("mpt-350m", 24, 1024, 16, foundry("350m", 1024, 16, 24, "353,616,896")); }},
       {"mpt-760m", [] { return mpt("mpt-760m", 24, 1536, 12, foundry("760m", 1536, 12, 24, "756,917,760")); }},

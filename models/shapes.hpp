@@ -40,6 +40,9 @@ inline std::int64_t mlp_params(const TransformerConfig& m) {
   return up + linear_params(m, m.ffn, m.hidden);
 }
 
+// Qwen3's per-head q and k norms: one head_dim weight each, shared by the heads.
+inline std::int64_t qk_norm_params(const TransformerConfig& m) { return m.qk_norm ? 2 * head_dim(m) : 0; }
+
 inline std::int64_t token_embedding_params(const TransformerConfig& m) { return m.vocab * m.hidden; }
 inline std::int64_t position_embedding_params(const TransformerConfig& m) {
   return static_cast<std::int64_t>(m.learned_positions) * m.hidden;

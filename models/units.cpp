@@ -220,6 +220,17 @@ std::vector<Piece> layer_pieces(const Ctx& c, int i) {
     k.mem_fwd = k.mem_bwd = 2 * kv * c.elem;  // rotary on k
     elementwise(k, 1);
     auto v = linear(c, pre + "attn.v", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
+    if (m.qk_norm) {
+      // Qwen3's q and k norms, per head before rotary: a head_dim weight each (in the q and k units),
+      // a norm's traffic, and what an RMSNorm keeps for backward (its fp32 input and its output).
+      const double hd = static_cast<double>(detail::head_dim(m));
+      for (auto [piece, width] : {std::pair{&qp, q}, std::pair{&k, kv}}) {
+        piece->u.params += std::int64_t(hd), piece->u.norm_params += std::int64_t(hd);
+        piece->mem_fwd += 2 * width * c.elem, piece->mem_bwd += 3 * width * c.elem;
+        piece->act += (4 + 2 * c.e) * width * c.tokens;
+        elementwise(*piece, 1);
+      }
+    }
     out.push_back(std::move(qp));
     out.push_back(std::move(k));
     out.push_back(std::move(v));

@@ -47,6 +47,34 @@ TEST_CASE("kernel lists: a model's own head_dim sizes q, the attention and the o
   CHECK(find(block.forward, "attention out transpose").bytes == Approx(2.0 * 2 * 2048 * 2048));
 }
 
+TEST_CASE("kernel lists: Qwen3's q and k norms run per head, eager op by op, compiled into rotary") {
+  const auto m = models::preset("qwen3-8b");  // 32 heads and 8 KV heads of 128
+  models::TrainingShape shape;
+  shape.micro_batch = 1;
+  shape.seq_len = 1024;  // T = 1024 tokens
+  auto count = [](const std::vector<models::Kernel>& list, const std::string& prefix) {
+    return std::count_if(list.begin(), list.end(), [&](const models::Kernel& k) { return k.op.rfind(prefix, 0) == 0; });
+  };
+  auto find = [](const std::vector<models::Kernel>& list, const std::string& op) {
+    for (const auto& k : list)
+      if (k.op == op) return k;
+    FAIL("no kernel " << op);
+    return models::Kernel{};
+  };
+  const auto eager = *models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels;
+  // Eager: the block norms' eight forward ops, over T x 4096 elements in T x 32 rows for q.
+  CHECK(count(eager.forward, "q_norm") == 8);
+  CHECK(count(eager.forward, "k_norm") == 8);
+  CHECK(find(eager.forward, "q_norm to fp32").bytes == Approx(6.0 * 1024 * 4096));
+  CHECK(find(eager.forward, "k_norm to fp32").bytes == Approx(6.0 * 1024 * 1024));
+  CHECK(find(eager.forward, "q_norm add eps").bytes == Approx(8.0 * 1024 * 32));
+  shape.impl.compiled = true;
+  const auto compiled = *models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels;
+  CHECK(count(compiled.forward, "q_norm") == 0);
+  CHECK(count(compiled.backward, "q_norm") == 1);
+  CHECK(find(compiled.backward, "q_norm weight grad").bytes == Approx(2.0 * 2 * 1024 * 4096));
+}
+
 TEST_CASE("kernel lists: a Linear's three GEMMs with their real shapes") {
   const auto m = models::preset("mpt-1b");  // hidden 2048, 16 heads, ffn 8192, vocab 50368
   models::TrainingShape shape;

@@ -49,6 +49,8 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
   // Llama 3.2 ties its embedding: 1B = 128256*2048 + 16*(2*2048^2 + 2*2048*512 + 3*2048*8192 + 2*2048) + 2048
   // = 262,668,288 + 16*60,821,504 + 2,048.
   // MPT (LLM Foundry yamls, no published exact count): 50368*h + L*(12h^2 + 2h) + h.
+  // Qwen3 (heads of 128, q and k norms of 128 each): 8B = 2*151936*4096 + 36*(4096*(4096 + 2*1024) +
+  // 4096*4096 + 3*4096*12288 + 2*4096 + 256) + 4096 = 1,244,659,712 + 36*192,946,432 + 4,096.
   const Row rows[] = {
       {"gpt2-124m", 124'439'808},         {"gpt2-355m", 354'823'168},
       {"gpt2-774m", 774'030'080},         {"gpt2-1.5b", 1'557'611'200},
@@ -61,7 +63,10 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
       {"mpt-7b", 6'649'024'512},          {"mpt-13b", 12'841'210'880},
       {"mpt-30b", 29'956'742'144},        {"mpt-70b", 64'838'443'008},
       {"llama3.2-1b", 1'235'814'400},     {"llama3.2-3b", 3'212'749'824},
-      {"mistral-7b-v0.3", 7'248'023'552},
+      {"mistral-7b-v0.3", 7'248'023'552}, {"qwen3-0.6b", 596'049'920},
+      {"qwen3-1.7b", 1'720'574'976},      {"qwen3-4b", 4'022'468'096},
+      {"qwen3-8b", 8'190'735'360},        {"qwen3-14b", 14'768'307'200},
+      {"qwen3-32b", 32'762'123'264},
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
@@ -191,9 +196,14 @@ TEST_CASE("head_dim: heads wider than hidden / heads (Qwen3-0.6B's shape)") {
       "  seq_len: 4096\n  norm: rmsnorm\n");
   // Per layer: q 1024 x 2048 + k, v 1024 x 1024 each + o 2048 x 1024 = 6,291,456; MLP 3 x 1024 x 3072
   // = 9,437,184; two norms 2,048: 15,730,688; x 28 = 440,459,264; + embedding 155,582,464 + final
-  // norm 1,024 = 596,042,752. (Qwen3-0.6B has 596,049,920: its per-head q and k norms, 2 x 128 a
-  // layer, are not modelled.)
+  // norm 1,024 = 596,042,752; Qwen3-0.6B's per-head q and k norms (qk_norm, 2 x 128 a layer) make
+  // its 596,049,920.
   CHECK(parameter_count(m) == 596'042'752);
+  auto with_norms = m;
+  with_norms.qk_norm = true;
+  CHECK(parameter_count(with_norms) == 596'049'920);
+  CHECK(unit_param_sum(fsdp_units(with_norms, WrapPolicy::Size, {})) == 596'049'920);
+  CHECK(unit_param_sum(fsdp_units(with_norms, WrapPolicy::Block, {})) == 596'049'920);
   auto units = fsdp_units(m, WrapPolicy::Size, {});
   CHECK(unit_named(units, "layers.0.attn.q").params == 1024 * 2048);
   CHECK(unit_named(units, "layers.0.attn.k").params == 1024 * 1024);
@@ -349,6 +359,9 @@ TEST_CASE("shape checks point at the key the user wrote") {
   // A model whose heads are not hidden / heads wide says so with head_dim.
   CHECK_NOTHROW(load("model:\n  name: odd\n  layers: 32\n  hidden: 4096\n  heads: 48\n  head_dim: 128\n"
                      "  vocab: 32000\n  seq_len: 2048\n"));
+  CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  qk_norm: true\n"),
+                       doctest::Contains("t.yaml:3: model.qk_norm: q and k norms need separate q and k Linears"),
+                       InputError);
   CHECK_THROWS_WITH_AS(load("model:\n  preset: llama2-7b\n  head_dim: 0\n"),
                        doctest::Contains("t.yaml:3: model.head_dim: expected an integer >= 1, got 0"), InputError);
   CHECK_THROWS_WITH_AS(load("model:\n  preset: llama2-70b\n  kv_heads: 7\n"),
