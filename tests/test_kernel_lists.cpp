@@ -20,6 +20,18 @@ using namespace tagcsim;
 using doctest::Approx;
 using doctest::Contains;
 
+namespace {
+
+// The kernel named `op` in a list (a failed check when there is none).
+models::Kernel find(const std::vector<models::Kernel>& list, const std::string& op) {
+  for (const auto& k : list)
+    if (k.op == op) return k;
+  FAIL("no kernel " << op);
+  return models::Kernel{};
+}
+
+}  // namespace
+
 TEST_CASE("kernel lists: a model's own head_dim sizes q, the attention and the out projection") {
   // Qwen3-0.6B's shape: hidden 1024, 16 heads of 128 (q 2048 wide), 8 KV heads of 128.
   auto m = models::preset("llama3.2-1b");
@@ -29,12 +41,6 @@ TEST_CASE("kernel lists: a model's own head_dim sizes q, the attention and the o
   shape.seq_len = 2048;  // T = 2048 tokens
   const auto units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
   const auto& block = *units[1].kernels;
-  auto find = [](const std::vector<models::Kernel>& list, const std::string& op) {
-    for (const auto& k : list)
-      if (k.op == op) return k;
-    FAIL("no kernel " << op);
-    return models::Kernel{};
-  };
   CHECK(find(block.forward, "attn.q").n == 2048);
   CHECK(find(block.forward, "attn.q").k == 1024);
   CHECK(find(block.forward, "attn.k").n == 1024);
@@ -54,12 +60,6 @@ TEST_CASE("kernel lists: Qwen3's q and k norms run per head, eager op by op, com
   shape.seq_len = 1024;  // T = 1024 tokens
   auto count = [](const std::vector<models::Kernel>& list, const std::string& prefix) {
     return std::count_if(list.begin(), list.end(), [&](const models::Kernel& k) { return k.op.rfind(prefix, 0) == 0; });
-  };
-  auto find = [](const std::vector<models::Kernel>& list, const std::string& op) {
-    for (const auto& k : list)
-      if (k.op == op) return k;
-    FAIL("no kernel " << op);
-    return models::Kernel{};
   };
   const auto eager = *models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels;
   // Eager: the block norms' eight forward ops, over T x 4096 elements in T x 32 rows for q.
@@ -82,12 +82,6 @@ TEST_CASE("kernel lists: a Linear's three GEMMs with their real shapes") {
   shape.seq_len = 1024;  // T = 2048 tokens
   const auto units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
   const auto& block = *units[1].kernels;
-  auto find = [](const std::vector<models::Kernel>& list, const std::string& op) {
-    for (const auto& k : list)
-      if (k.op == op) return k;
-    FAIL("no kernel " << op);
-    return models::Kernel{};
-  };
   const auto fwd = find(block.forward, "attn.qkv"), dgrad = find(block.backward, "attn.qkv dgrad"),
              wgrad = find(block.backward, "attn.qkv wgrad");
   CHECK(fwd.m == 2048);
