@@ -1,0 +1,361 @@
+// Internal to models/: the kernels of each piece of a unit (a Linear with what runs next to it),
+// as eager PyTorch (or torch.compile) launches them; kernel_list.cpp assembles them into units'
+// lists. The table of every kernel and its bytes is docs/compute-model.md, "The kernels of a unit".
+#pragma once
+
+#include "models/kernel_list.hpp"
+#include "models/shapes.hpp"
+
+#include <string>
+#include <vector>
+
+namespace tagcsim::models::detail {
+
+// The kernels of one piece of a unit (a Linear with what runs next to it), forward and backward
+// in the order they run.
+struct KernelPiece {
+  std::vector<Kernel> fwd, bwd;
+};
+
+class Builder {
+ public:
+  Builder(const TransformerConfig& m, const TrainingShape& shape)
+      : m_(m), impl_(shape.impl), s_(shape.seq_len > 0 ? shape.seq_len : m.seq_len), b_(shape.micro_batch),
+        T_(double(shape.micro_batch) * s_), e_(shape.activation_bytes) {}
+
+  // --- the pieces of a block, as units.cpp cuts them ---
+  KernelPiece qkv_fused() {  // GPT-2 / MPT: ln_1 and one Linear h -> h + 2kv, split into q, k, v
+    KernelPiece p;
+    norm(p, "ln_1");
+    const double width = double(detail::q_dim(m_) + 2 * detail::kv_dim(m_));
+    // The split's backward concatenates dq, dk, dv into the Linear's output gradient.
+    mem(p.bwd, "attn.qkv split bwd", 2 * e_ * T_ * width);
+    linear(p, "attn.qkv", m_.hidden, detail::q_dim(m_) + 2 * detail::kv_dim(m_));
+    return p;
+  }
+  KernelPiece q() {  // Llama: ln_1, q, rotary on q
+    KernelPiece p;
+    norm(p, "ln_1");
+    linear(p, "attn.q", m_.hidden, detail::q_dim(m_));
+    if (m_.qk_norm) qk_norm(p, "q_norm", q_width(), m_.heads);
+    rotary(p, "rotary q", q_width());
+    return p;
+  }
+  KernelPiece k() {
+    KernelPiece p;
+    linear(p, "attn.k", m_.hidden, detail::kv_dim(m_), true, /*shares_input=*/true);
+    if (m_.qk_norm) qk_norm(p, "k_norm", double(detail::kv_dim(m_)), m_.kv_heads);
+    rotary(p, "rotary k", double(detail::kv_dim(m_)));
+    return p;
+  }
+  KernelPiece v() {
+    KernelPiece p;
+    linear(p, "attn.v", m_.hidden, detail::kv_dim(m_), true, /*shares_input=*/true);
+    return p;
+  }
+  KernelPiece out() {  // attention core, out projection, first residual
+    KernelPiece p;
+    attention(p);
+    linear(p, "attn.out", detail::q_dim(m_), m_.hidden);
+    residual(p, "residual 1");
+    return p;
+  }
+  KernelPiece gate() {  // Llama: ln_2, gate, silu
+    KernelPiece p;
+    norm(p, "ln_2");
+    linear(p, "mlp.gate", m_.hidden, m_.ffn);
+    if (!impl_.compiled) {
+      mem(p.fwd, "silu", 2 * e_ * T_ * f());
+      mem(p.bwd, "silu bwd", 3 * e_ * T_ * f());
+    }
+    return p;
+  }
+  KernelPiece up() {  // Llama: up, silu(g) * u
+    KernelPiece p;
+    linear(p, "mlp.up", m_.hidden, m_.ffn, true, /*shares_input=*/true);
+    if (impl_.compiled) {
+      mem(p.fwd, "swiglu", 3 * e_ * T_ * f());
+      mem(p.bwd, "swiglu bwd", 5 * e_ * T_ * f());
+    } else {
+      mem(p.fwd, "mul", 3 * e_ * T_ * f());
+      mem(p.bwd, "mul bwd", 3 * e_ * T_ * f(), 2);
+    }
+    return p;
+  }
+  KernelPiece fc() {  // GPT-2 / MPT: ln_2, up, GELU
+    KernelPiece p;
+    norm(p, "ln_2");
+    linear(p, "mlp.fc", m_.hidden, m_.ffn);
+    mem(p.fwd, "gelu", 2 * e_ * T_ * f());
+    mem(p.bwd, "gelu bwd", 3 * e_ * T_ * f());
+    return p;
+  }
+  KernelPiece down() {  // down projection, second residual
+    KernelPiece p;
+    linear(p, "mlp.down", m_.ffn, m_.hidden);
+    residual(p, "residual 2");
+    return p;
+  }
+
+  // --- outside the blocks ---
+  KernelPiece token_embedding() {
+    KernelPiece p;
+    const double h = m_.hidden, V = double(m_.vocab);
+    mem(p.fwd, "embedding", 2 * e_ * T_ * h);
+    mem(p.bwd, "embedding bwd zero", e_ * V * h);
+    mem(p.bwd, "embedding bwd sort", 16 * T_, 3);
+    mem(p.bwd, "embedding bwd scatter", 2 * e_ * T_ * h);
+    if (m_.tied_embeddings) mem(p.bwd, "tied grad accumulate", 3 * e_ * V * h);
+    return p;
+  }
+  KernelPiece position_embedding() {
+    KernelPiece p;
+    const double h = m_.hidden, P = m_.learned_positions;
+    mem(p.fwd, "position embedding", 2 * e_ * s_ * h);
+    mem(p.fwd, "add positions", 3 * e_ * T_ * h);
+    mem(p.bwd, "positions grad sum", e_ * (T_ + s_) * h);
+    mem(p.bwd, "position embedding bwd", e_ * P * h + 2 * e_ * s_ * h, 2);
+    return p;
+  }
+  KernelPiece head() {  // final norm, output projection, loss
+    KernelPiece p;
+    norm(p, "ln_f");
+    linear(p, "lm_head", m_.hidden, m_.vocab, /*bias=*/false);
+    const double TV = T_ * double(m_.vocab);
+    if (impl_.fused_cross_entropy || impl_.compiled_loss) {
+      mem(p.fwd, "cross_entropy", e_ * TV);
+      mem(p.fwd, "loss mean", 8 * T_);
+      mem(p.bwd, "cross_entropy bwd", 2 * e_ * TV);
+    } else {
+      mem(p.fwd, "logits to fp32", (e_ + 4) * TV);
+      mem(p.fwd, "log_softmax", 8 * TV);
+      mem(p.fwd, "nll_loss", 16 * T_, 2);
+      mem(p.bwd, "nll_loss bwd", 4 * TV);
+      mem(p.bwd, "nll_loss bwd scatter", 16 * T_);
+      mem(p.bwd, "log_softmax bwd", 12 * TV);
+      mem(p.bwd, "logits grad to bf16", (4 + e_) * TV);
+    }
+    // Training metrics on the logits, after the micro-batch's backward under no_grad: each an eager
+    // cross-entropy (log_softmax over the 16-bit logits, written out, then the NLL sum).
+    for (int i = 0; i < impl_.logit_metrics; ++i) {
+      mem(p.bwd, "metric log_softmax", 2 * e_ * TV);
+      mem(p.bwd, "metric nll", 16 * T_);
+    }
+    return p;
+  }
+
+ private:
+  double f() const { return double(m_.ffn); }
+  double h() const { return double(m_.hidden); }
+  double q_width() const { return double(detail::q_dim(m_)); }  // q and the attention output
+
+  void mem(std::vector<Kernel>& to, std::string op, double bytes, int count = 1) {
+    for (int i = 0; i < count; ++i) {
+      Kernel k;
+      k.kind = KernelKind::Memory;
+      k.op = op;
+      k.bytes = bytes;
+      to.push_back(std::move(k));
+    }
+  }
+  void gemm(std::vector<Kernel>& to, std::string op, double m, double n, double k, bool fp8 = false) {
+    Kernel g;
+    g.kind = KernelKind::Gemm;
+    g.op = std::move(op);
+    g.m = m, g.n = n, g.k = k;
+    g.fp8 = fp8;
+    to.push_back(std::move(g));
+  }
+
+  // shares_input: the Linear reads the same tensor as the one before it (k and v after q, up after
+  // gate), whose float8 casts a compiled block computes once (common subexpressions are merged).
+  void linear(KernelPiece& p, const std::string& name, std::int64_t in, std::int64_t out, bool bias = true,
+              bool shares_input = false) {
+    const double i = double(in), o = double(out);
+    const bool fp8 = impl_.float8_linears && name != "lm_head";
+    const bool cast_input = !(impl_.compiled && shares_input);
+    if (fp8) float8_casts(p.fwd, name, i, o, false, cast_input);
+    gemm(p.fwd, name, T_, o, i, fp8);
+    if (fp8) float8_casts(p.bwd, name, i, o, true, cast_input);
+    gemm(p.bwd, name + " dgrad", T_, i, o, fp8);
+    gemm(p.bwd, name + " wgrad", o, i, T_, fp8);
+    if (bias && m_.bias) mem(p.bwd, name + " bias grad", e_ * T_ * o);
+  }
+
+  // torchao's Float8Linear with tensorwise dynamic scaling (torchao/float8/float8_linear.py,
+  // matmul_with_hp_or_float8_args): each float8 operand is a high-precision tensor cast with a
+  // scale from its absolute maximum, one reduction (reads e per element) and one cast (reads e,
+  // writes 1 per element and layout: torch._scaled_mm wants its second operand column-major, so
+  // wgrad needs x and g column-major, dgrad W transposed). Eager, every use casts again: forward x
+  // and W, backward g twice, W and x again. Compiled, as torchao's own roofline counts it
+  // (torchao/testing/training/roofline_utils.py, tensorwise): x and g are cast once into both
+  // layouts (x in forward, kept for wgrad), W cast forward and again transposed backward, its amax
+  // reused. With float8 all-gather W arrives in float8: its casts become one transposed copy.
+  void float8_casts(std::vector<Kernel>& to, const std::string& name, double i, double o, bool backward,
+                    bool cast_input) {
+    const bool compiled = impl_.compiled;
+    auto amax = [&](const std::string& what, double elems) { mem(to, name + " fp8 amax " + what, e_ * elems); };
+    auto cast = [&](const std::string& what, double elems, int layouts) {
+      mem(to, name + " fp8 cast " + what, (e_ + layouts) * elems);
+    };
+    const double weight = o * i, x = T_ * i, g = T_ * o;
+    if (!backward) {
+      if (cast_input) amax("input", x), cast("input", x, compiled ? 2 : 1);
+      if (!impl_.float8_all_gather) amax("weight", weight), cast("weight", weight, 1);
+      return;
+    }
+    amax("grad_output", g);
+    if (compiled) {
+      cast("grad_output", g, 2);
+    } else {
+      cast("grad_output", g, 1), cast("grad_output", g, 1);
+    }
+    if (impl_.float8_all_gather) {
+      mem(to, name + " fp8 weight transpose", 2 * weight);
+    } else {
+      if (!compiled) amax("weight", weight);
+      cast("weight", weight, 1);
+    }
+    if (!compiled) amax("input", x), cast("input", x, 1);
+  }
+
+  // Qwen3's RMSNorm on each head of q or k (`heads` rows of head_dim a token). Compiled, it joins
+  // the rotary kernel after it both ways, leaving the weight gradient's reduction; eager, it runs
+  // op by op as the block norms do.
+  void qk_norm(KernelPiece& p, const std::string& name, double width, int heads) {
+    if (impl_.compiled) {
+      mem(p.bwd, name + " weight grad", 2 * e_ * T_ * width);
+      return;
+    }
+    rms_norm_eager(p, name, T_ * width, T_ * heads);
+  }
+
+  void norm(KernelPiece& p, const std::string& name) {
+    const double n = T_ * h();
+    if (impl_.compiled) {
+      // Fused with the residual add before it (the stream and the block's input in, both out).
+      mem(p.fwd, name, 4 * e_ * n);
+      mem(p.bwd, name + " bwd", 4 * e_ * n);
+      mem(p.bwd, name + " weight grad", 2 * e_ * n);
+      return;
+    }
+    if (m_.norm == Norm::LayerNorm) {
+      mem(p.fwd, name, 2 * e_ * n);
+      mem(p.bwd, name + " bwd", 3 * e_ * n);
+      mem(p.bwd, name + " weight grad", 2 * e_ * n);
+      return;
+    }
+    rms_norm_eager(p, name, n, T_);
+  }
+
+  // RMSNorm as the Python reference implementations write it, op by op in fp32, over n elements
+  // in `rows` rows.
+  void rms_norm_eager(KernelPiece& p, const std::string& name, double n, double rows) {
+    mem(p.fwd, name + " to fp32", (e_ + 4) * n);
+    mem(p.fwd, name + " pow", 8 * n);
+    mem(p.fwd, name + " mean", 4 * n + 4 * rows);
+    mem(p.fwd, name + " add eps", 8 * rows);
+    mem(p.fwd, name + " rsqrt", 8 * rows);
+    mem(p.fwd, name + " mul", 8 * n + 4 * rows);
+    mem(p.fwd, name + " to bf16", (4 + e_) * n);
+    mem(p.fwd, name + " mul weight", 2 * e_ * n);
+    mem(p.bwd, name + " bwd mul weight", 2 * e_ * n);
+    mem(p.bwd, name + " bwd weight grad mul", 3 * e_ * n);
+    mem(p.bwd, name + " bwd weight grad sum", e_ * n);
+    mem(p.bwd, name + " bwd to fp32", (e_ + 4) * n);
+    mem(p.bwd, name + " bwd mul", 8 * n);
+    mem(p.bwd, name + " bwd rsqrt grad mul", 12 * n);
+    mem(p.bwd, name + " bwd rsqrt grad sum", 4 * n);
+    mem(p.bwd, name + " bwd rsqrt", 12 * rows, 2);
+    mem(p.bwd, name + " bwd mean", 4 * n);
+    mem(p.bwd, name + " bwd pow", 8 * n);
+    mem(p.bwd, name + " bwd pow mul", 12 * n);
+    mem(p.bwd, name + " bwd accumulate", 12 * n);
+    mem(p.bwd, name + " bwd to bf16", (4 + e_) * n);
+  }
+
+  void residual(KernelPiece& p, const std::string& name) {
+    if (impl_.compiled) return;  // fused into the next norm
+    mem(p.fwd, name, 3 * e_ * T_ * h());
+    mem(p.bwd, name + " grad accumulate", 3 * e_ * T_ * h());
+  }
+
+  void rotary(KernelPiece& p, const std::string& name, double width) {
+    const double n = T_ * width;
+    if (impl_.compiled) {
+      mem(p.fwd, name, 2 * e_ * n);
+      mem(p.bwd, name + " bwd", 2 * e_ * n);
+      return;
+    }
+    for (auto* list : {&p.fwd, &p.bwd}) {
+      const std::string suffix = list == &p.bwd ? " bwd" : "";
+      mem(*list, name + suffix + " to fp32", (e_ + 4) * n);
+      mem(*list, name + suffix + " complex mul", 8 * n);
+      mem(*list, name + suffix + " to bf16", (4 + e_) * n);
+    }
+  }
+
+  void attention(KernelPiece& p) {
+    const double kv = double(detail::kv_dim(m_));
+    const bool sdpa = impl_.attention != AttentionKernel::FlashTriton;
+    if (sdpa && m_.kv_heads < m_.heads) {
+      mem(p.fwd, "repeat_kv", 2 * e_ * T_ * (kv + q_width()));
+      mem(p.bwd, "repeat_kv bwd", 2 * e_ * T_ * (kv + q_width()));
+    }
+    Kernel a;
+    a.kind = KernelKind::Attention;
+    a.op = "attention";
+    a.batch_heads = double(b_) * m_.heads;
+    a.seq = s_;
+    a.head_dim = double(detail::head_dim(m_));
+    a.kv_heads = m_.kv_heads;
+    a.causal = true;
+    const bool unpad = impl_.unpadded_attention;
+    if (unpad) unpad_qkv(p, kv);
+    p.fwd.push_back(a);
+    if (unpad) {  // pad_input: zeros, then index_put of the unpadded rows; backward gathers them
+      mem(p.fwd, "pad output zeros", e_ * T_ * q_width());
+      mem(p.fwd, "pad output index_put", 2 * e_ * T_ * q_width());
+      mem(p.bwd, "pad output bwd gather", 2 * e_ * T_ * q_width());
+    } else if (sdpa) {
+      mem(p.fwd, "attention out transpose", 2 * e_ * T_ * q_width());
+      mem(p.bwd, "attention grad transpose", 2 * e_ * T_ * q_width());
+    }
+    if (impl_.attention != AttentionKernel::Math) {
+      // flash_attn_triton.py zeroes its fp32 dQ accumulator (the autotuner's init_to_zero('DQ') hook).
+      if (impl_.attention == AttentionKernel::FlashTriton) mem(p.bwd, "attention bwd dQ zero", 4 * T_ * q_width());
+      mem(p.bwd, "attention bwd dO.O", 2 * e_ * T_ * q_width());
+      mem(p.bwd, "attention bwd dQ cast", (4 + e_) * T_ * q_width());
+    }
+    a.backward = true;
+    a.op = "attention bwd";
+    p.bwd.push_back(a);
+  }
+
+  // flash-attn's unpad_input for q, k and v (bert_padding.py): the mask's row sums, torch.nonzero
+  // (the host reads its size back), the longest row's .item() (read back again), the cumulative
+  // sums and their padding, then a gather of the rows (IndexFirstAxis); backward zeroes the padded
+  // gradient and scatters the rows into it.
+  void unpad_qkv(KernelPiece& p, double kv) {
+    for (const auto& [what, width] : {std::pair{"q", q_width()}, std::pair{"k", kv}, std::pair{"v", kv}}) {
+      const std::string name = std::string("unpad ") + what;
+      mem(p.fwd, name + " mask sum", T_);
+      mem(p.fwd, name + " nonzero", 9 * T_);
+      p.fwd.back().host_sync = true;
+      mem(p.fwd, name + " max", 4.0 * b_);
+      p.fwd.back().host_sync = true;
+      mem(p.fwd, name + " cumsum", 8.0 * b_, 2);
+      mem(p.fwd, name + " gather", 2 * e_ * T_ * width);
+      mem(p.bwd, name + " bwd zeros", e_ * T_ * width);
+      mem(p.bwd, name + " bwd scatter", 2 * e_ * T_ * width);
+    }
+  }
+
+  const TransformerConfig& m_;
+  Implementation impl_;
+  double s_;
+  int b_;
+  double T_, e_;
+};
+
+}  // namespace tagcsim::models::detail

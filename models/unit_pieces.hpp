@@ -1,0 +1,337 @@
+// Internal to models/: the pieces units.cpp cuts a model into (one per nn.Linear / nn.Embedding),
+// each with its FLOPs, memory traffic, saved activations and kernel counts.
+//
+// FLOP conventions, per micro-batch of T = micro_batch * seq tokens:
+//   Linear in->out: forward 2*T*in*out; backward 4*T*in*out (grad input + grad weight).
+//   Attention core (QK^T and AV, on the attention-output unit): 4*T*s*h without
+//   the causal mask. Flash attention skips the fully masked tiles, so it costs
+//   half, 2*T*s*h, and its backward (which recomputes QK^T and softmax) 2.5x
+//   that. The eager, non-flash path computes the full s x s scores: 4*T*s*h,
+//   backward 2x. The core is not counted as GEMM in gemm_fraction.
+//   lm_head: 2*T*h*vocab. Embedding lookups: no FLOPs, memory traffic only.
+//   With activation checkpointing the blocks' backward also runs their forward again.
+//
+// Memory traffic (forward_/backward_memory_bytes): every element-wise op reads
+// its inputs and writes its outputs once, in activation_bytes per element, as
+// eager PyTorch does (element-wise ops are not fused with each other; bias adds
+// are fused into the GEMM epilogue and cost nothing). Per token, in elements:
+//   op                         forward        backward
+//   LayerNorm/RMSNorm          2h             3h      (read dy, x; write dx)
+//   residual add               3h             3h      (accumulating the two gradients)
+//   GELU on the FFN            2f             3f
+//   SwiGLU silu(g) then * u    2f + 3f        3f + 5f
+//   rotary on q and k          2(h+kv)        2(h+kv) (Llama layout only; ALiBi is in-kernel)
+//   flash attention I/O        2h+2kv         4h+4kv  (Q,K,V in, O out; backward adds dO,dQ,dK,dV)
+//   eager softmax path         +6as           +7as    (scale, mask, softmax over s x s scores per head)
+//   embedding gather           2h             3h      (scatter-add of the gradient)
+//   position embedding         2h + 3h add    3h
+//   cross-entropy on logits    2V             2V      (log-softmax; its gradient)
+// (h hidden, kv = kv_heads*head_dim, f ffn, a heads, s seq, V vocab.) Norms
+// live in the root unit under the Size policy, but their traffic is charged to
+// the unit that runs next to them (ln_1 to the q/c_attn unit, ln_2 to the first
+// MLP unit, the final norm to the head), so the time lands where it happens.
+//
+// Activations kept for backward (autograd's saved tensors; Korthikanti et al. 2022, "Reducing
+// Activation Recomputation in Large Transformer Models", section 4.1, counts the same tensors),
+// per token, e bytes per element (activation_bytes), a heads, s sequence, kv' the K and V width
+// the attention kernel sees (kv, or h when an SDPA-based kernel gets GQA's K and V repeated to
+// every head, as torchtitan's repeat_kv and fms's expand do):
+//   norm, LayerNorm (PyTorch's native kernel)   input and output (the next Linear's input): 2e h
+//   norm, RMSNorm (the Python reference: x.float(), pow, mean, rsqrt, mul, type_as, * weight)
+//                                               the fp32 copy of the input (4h), the normalized
+//                                               tensor before the weight and the output: (4+2e) h
+//   attention, flash kernels (flash2/3, Triton, cuDNN)  Q, K, V (h + 2kv'), the output O (also
+//                                               the out-projection's input, h) and the fp32
+//                                               log-sum-exp per head: e (2h + 2kv') + 4a bytes
+//   attention, math (eager SDPA)                the same, and the softmax output: + e a s
+//   GELU MLP                                    the activation's input and output: 2e f
+//   SwiGLU MLP                                  g, silu(g), u and their product: 4e f
+//   rotary                                      nothing (the complex product saves the constant
+//                                               frequencies; type_as saves nothing)
+//   residual adds                               nothing
+// No dropout masks: every modelled run trains at p = 0, where PyTorch allocates none
+// (at::native::dropout returns its input when p is 0, the flash kernels keep no mask). For
+// GPT-2 / MPT (f = 4h, kv = h, LayerNorm) that is 16h elements + 4a bytes per token: the
+// paper's 34 s b h bytes per block (its count with flash attention) less its two 1-byte dropout
+// masks (2 s b h); the paper's eager attention adds 5 a s^2 b bytes, of which only the softmax
+// output (2 a s^2 b) is kept at p = 0.
+// With checkpointing a block keeps only its input (e h): the checkpoint holds the block's
+// inputs for the recompute. Outside the blocks: the final norm (as above; its output is the
+// head's input), and the loss by implementation:
+//   cross_entropy: fp32 (eager, on logits cast to fp32 as torchtitan's and Hugging Face's losses
+//     do; torchtitan's train.py deletes the bf16 logits before backward): log_softmax keeps its
+//     fp32 output, 4V bytes per token; its backward holds the fp32 gradients of the log-softmax
+//     output and of its input on top (8V). With logit metrics (Composer keeps the model's
+//     outputs for its training metrics until after the backward) the e-byte logits stay too.
+//   cross_entropy: fused (flash-attn's CrossEntropyLoss, LLM Foundry's fused_crossentropy): the
+//     kernel saves its e-byte logits (the same tensor Composer keeps) and a per-token fp32 LSE,
+//     eV bytes per token; its backward writes the logits' gradient into a new tensor (eV,
+//     inplace_backward is off by default).
+//   compile_loss (the loss compiled, as torchtitan does since bbb1b616e, Apr 2025): as fused.
+// torch.compile of the model alone does not change the loss's memory: torchtitan compiled each
+// block, not the loss, until then (train.py @9dec370: "compiling loss function causes CUDA errors").
+// A compiled block (not checkpointed) keeps what AOTAutograd's min-cut partitioner keeps: the
+// inputs the matmuls and the attention kernel need that cannot be recomputed from cheaper
+// tensors, element-wise chains (norms, rotary, activations, GQA's repeat) being recomputed in
+// backward: the block input and the residual after attention (e h each) with each norm's fp32
+// statistics (RMSNorm: rstd, 4 bytes a token; LayerNorm: mean and rstd, 8), the q, k, v matmul
+// outputs (q + 2 kv, q = heads x head_dim: h unless the model sets head_dim), the attention output
+// O (q) and log-sum-exp (4a bytes), and the MLP's
+// matmul outputs (SwiGLU: g and u, 2f; GELU: its input, f). The pieces keep their eager shares of
+// that total.
+// The token (and position) embedding keeps nothing of its own: its output is block 0's input,
+// kept by block 0's norm or checkpoint.
+//
+// Memory a unit's backward allocates beyond what it kept (backward_transient_bytes): the loss
+// gradients above; under activation checkpointing the recomputed block, which lives while its
+// backward runs; and the gradients in flight inside a block's backward (autograd frees a node's
+// incoming gradient once the node has run): the block output's gradient (e h) and, at the
+// largest, the MLP's (GELU: the gradients of its output and input, 2e f; SwiGLU: of the
+// product's two factors and of g, 3e f) or the attention's (flash: dO, the kernel's fp32 dQ
+// accumulator, dQ, dK, dV: e (2h + 2kv') + 4h; math: also the softmax's two s x s gradients,
+// 2e a s).
+// Under the Size policy every piece of a checkpointed block carries the whole block's
+// recomputed activations: the block is recomputed once, when the backward reaches its last
+// piece, and its pieces' backwards run one at a time; each piece carries its own gradients in
+// flight.
+//
+// Kernels launched (forward_/backward_kernels), counted as eager PyTorch
+// launches them at this level of detail: one per GEMM forward and two per GEMM
+// backward (grad input, grad weight), one per element-wise row of the traffic
+// table above in each direction (the eager softmax path three), one for the
+// attention core each way, two for the cross-entropy (log-softmax, NLL) each
+// way. A checkpointed block's backward launches its forward's kernels again.
+// These counts serve units without a kernel list only: units with one
+// (models/kernel_list.hpp) count its kernels.
+#pragma once
+
+#include "models/kernel_list.hpp"
+#include "models/model.hpp"
+#include "models/shapes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tagcsim::models::detail {
+
+// A unit under construction: raw forward work, turned into FsdpUnit fields by finish().
+struct UnitPiece {
+  FsdpUnit u;
+  double gemm = 0;      // forward GEMM FLOPs
+  double core = 0;      // forward attention-core FLOPs
+  double core_bwd = 0;  // backward attention-core FLOPs
+  double mem_fwd = 0, mem_bwd = 0, act = 0;  // bytes
+  double transient = 0;                      // bytes held during the backward only
+  double work = 0;                           // gradients in flight while its backward runs (bytes)
+  double mm_out = 0;                         // its matmul's output (bytes), what selective_op may save
+  double kernel_out = 0;                     // the attention kernel's outputs (bytes), saved by selective_op
+  int kf = 0, kb = 0;                        // kernels, forward and backward (without recompute)
+  // The forward work its backward runs again, inside a checkpointed block (summed when pieces merge
+  // into one unit: under checkpoint early stop a block re-runs all its pieces but the last).
+  double re_gemm = 0, re_core = 0, re_mem = 0;
+  int re_k = 0;
+  void rerun() { re_gemm = gemm, re_core = core, re_mem = mem_fwd, re_k = kf; }
+  // torchtitan's selective_op keeps the attention kernel's output (where its save list names the
+  // kernel's op) and every second matmul's (the pieces at even positions of a block hold those):
+  // their re-run is not paid.
+  void keep_for_selective_op(std::size_t position, bool keeps_attention) {
+    if (re_k == 0) return;
+    re_k -= (keeps_attention && core > 0 ? 1 : 0) + (position % 2 == 0 && gemm > 0 ? 1 : 0);
+    if (keeps_attention) re_core = 0;
+    if (position % 2 == 0) re_gemm = 0;
+  }
+
+  UnitPiece& operator+=(const UnitPiece& o) {
+    u.params += o.u.params;
+    u.attention_params += o.u.attention_params;
+    u.mlp_params += o.u.mlp_params;
+    u.embedding_params += o.u.embedding_params;
+    u.norm_params += o.u.norm_params;
+    gemm += o.gemm, core += o.core, core_bwd += o.core_bwd;
+    mem_fwd += o.mem_fwd, mem_bwd += o.mem_bwd, act += o.act;
+    transient += o.transient;
+    work = std::max(work, o.work);  // the pieces' backwards run one after the other
+    kf += o.kf, kb += o.kb;
+    re_gemm += o.re_gemm, re_core += o.re_core, re_mem += o.re_mem, re_k += o.re_k;
+    return *this;
+  }
+};
+
+struct Ctx {
+  const TransformerConfig& m;
+  const Implementation& impl;
+  double tokens;  // T
+  double seq;     // s
+  double elem;    // bytes of one per-token element over the micro-batch: T * activation_bytes
+  double e;       // activation_bytes
+  bool flash;
+  double kv_seen;  // the K and V width the attention kernel keeps (kv, or h when SDPA gets GQA's K, V repeated)
+
+  // What a norm keeps for backward over the micro-batch (the head comment's table).
+  double norm_saved() const {
+    return m.norm == Norm::RMSNorm ? (4 + 2 * e) * m.hidden * tokens : 2 * m.hidden * elem;
+  }
+};
+
+inline UnitPiece named(std::string name, UnitKind kind, int layer) {
+  UnitPiece p;
+  p.u.name = std::move(name);
+  p.u.kind = kind;
+  p.u.layer = layer;
+  return p;
+}
+
+inline UnitPiece linear(const Ctx& c, std::string name, UnitKind kind, int layer, std::int64_t in, std::int64_t out) {
+  UnitPiece p = named(std::move(name), kind, layer);
+  p.u.params = linear_params(c.m, in, out);
+  (kind == UnitKind::MlpUp || kind == UnitKind::MlpDown ? p.u.mlp_params : p.u.attention_params) = p.u.params;
+  p.gemm = 2.0 * c.tokens * static_cast<double>(in) * static_cast<double>(out);
+  p.mm_out = static_cast<double>(out) * c.elem;
+  p.kf = 1, p.kb = 2;
+  return p;
+}
+
+// Adds `n` element-wise kernels each way to a piece.
+inline void elementwise(UnitPiece& p, int n) { p.kf += n, p.kb += n; }
+
+// The pieces of one transformer block, in forward order.
+inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
+  const auto& m = c.m;
+  const double h = m.hidden, kv = static_cast<double>(kv_dim(m)), f = static_cast<double>(m.ffn);
+  const double q = static_cast<double>(detail::q_dim(m));  // q and the attention output: h unless head_dim is set
+  const double as = m.heads * c.seq;
+  const std::string pre = fmt::format("layers.{}.", i);
+  std::vector<UnitPiece> out;
+
+  if (detail::llama_layout(m)) {
+    auto qp = linear(c, pre + "attn.q", UnitKind::AttentionQKV, i, m.hidden, detail::q_dim(m));
+    qp.mem_fwd = (2 * h + 2 * q) * c.elem;  // ln_1, rotary on q
+    qp.mem_bwd = (3 * h + 2 * q) * c.elem;
+    qp.act = c.norm_saved();  // ln_1: its input (an fp32 copy for RMSNorm) and output, the q/k/v input
+    elementwise(qp, 2);       // ln_1, rotary on q
+    auto k = linear(c, pre + "attn.k", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
+    k.mem_fwd = k.mem_bwd = 2 * kv * c.elem;  // rotary on k
+    elementwise(k, 1);
+    auto v = linear(c, pre + "attn.v", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
+    if (m.qk_norm) {
+      // Qwen3's q and k norms, per head before rotary: a head_dim weight each (in the q and k units),
+      // a norm's traffic, and what an RMSNorm keeps for backward (its fp32 input and its output).
+      const double hd = static_cast<double>(detail::head_dim(m));
+      for (auto [piece, width] : {std::pair{&qp, q}, std::pair{&k, kv}}) {
+        piece->u.params += std::int64_t(hd), piece->u.norm_params += std::int64_t(hd);
+        piece->mem_fwd += 2 * width * c.elem, piece->mem_bwd += 3 * width * c.elem;
+        piece->act += (4 + 2 * c.e) * width * c.tokens;
+        elementwise(*piece, 1);
+      }
+    }
+    out.push_back(std::move(qp));
+    out.push_back(std::move(k));
+    out.push_back(std::move(v));
+  } else {
+    auto qkv = linear(c, pre + "attn.c_attn", UnitKind::AttentionQKV, i, m.hidden, detail::q_dim(m) + 2 * kv_dim(m));
+    qkv.mem_fwd = 2 * h * c.elem;
+    qkv.mem_bwd = 3 * h * c.elem;
+    qkv.act = c.norm_saved();  // ln_1: its input and output, the q/k/v input
+    elementwise(qkv, 1);       // ln_1
+    out.push_back(std::move(qkv));
+  }
+
+  auto o = linear(c, pre + (detail::llama_layout(m) ? "attn.o" : "attn.c_proj"), UnitKind::AttentionOut, i,
+                  detail::q_dim(m), m.hidden);
+  o.core = (c.flash ? 2.0 : 4.0) * c.tokens * c.seq * q;
+  o.core_bwd = (c.flash ? 2.5 : 2.0) * o.core;
+  o.mem_fwd = (2 * q + 2 * kv + 3 * h + (c.flash ? 0 : 6 * as)) * c.elem;
+  o.mem_bwd = (4 * q + 4 * kv + 3 * h + (c.flash ? 0 : 7 * as)) * c.elem;
+  // Q, K, V, the output (the out projection's input), the fp32 log-sum-exp per head; the math
+  // path keeps the softmax output too.
+  const double kvs = c.kv_seen;
+  o.act = (2 * q + 2 * kvs + (c.flash ? 0 : as)) * c.elem + 4.0 * m.heads * c.tokens;
+  // Backward: dO, dQ, dK, dV and the kernel's fp32 dQ accumulator (math: the softmax's two
+  // s x s gradients instead), with the block output's gradient.
+  o.work = (q + (q + 2 * kvs) + h + (c.flash ? 0 : 2 * as)) * c.elem + (c.flash ? 4 * q * c.tokens : 0);
+  o.kernel_out = q * c.elem + 4.0 * m.heads * c.tokens;  // O and the log-sum-exp
+  elementwise(o, 2 + (c.flash ? 0 : 3));  // attention core, residual add (scale, mask, softmax)
+  out.push_back(std::move(o));
+
+  if (m.gated_mlp) {
+    auto gate = linear(c, pre + "mlp.gate", UnitKind::MlpUp, i, m.hidden, m.ffn);
+    gate.mem_fwd = (2 * h + 2 * f) * c.elem;  // ln_2, silu
+    gate.mem_bwd = (3 * h + 3 * f) * c.elem;
+    gate.act = c.norm_saved() + 2 * f * c.elem;  // ln_2 (its output is the MLP input), g, silu(g)
+    gate.work = (h + 3 * f) * c.elem;             // the block output's, the product's two factors', g's gradients
+    elementwise(gate, 2);                 // ln_2, silu
+    auto up = linear(c, pre + "mlp.up", UnitKind::MlpUp, i, m.hidden, m.ffn);
+    up.mem_fwd = 3 * f * c.elem;  // silu(g) * u
+    up.mem_bwd = 5 * f * c.elem;
+    up.act = f * c.elem;  // u
+    elementwise(up, 1);   // silu(g) * u
+    auto down = linear(c, pre + "mlp.down", UnitKind::MlpDown, i, m.ffn, m.hidden);
+    down.mem_fwd = down.mem_bwd = 3 * h * c.elem;  // residual
+    down.act = f * c.elem;                        // the product
+    elementwise(down, 1);                         // residual
+    out.push_back(std::move(gate));
+    out.push_back(std::move(up));
+    out.push_back(std::move(down));
+  } else {
+    auto fc = linear(c, pre + "mlp.c_fc", UnitKind::MlpUp, i, m.hidden, m.ffn);
+    fc.mem_fwd = (2 * h + 2 * f) * c.elem;  // ln_2, GELU
+    fc.mem_bwd = (3 * h + 3 * f) * c.elem;
+    fc.act = c.norm_saved() + f * c.elem;  // ln_2 (its output is the MLP input), GELU input
+    fc.work = (h + 2 * f) * c.elem;         // the block output's, the GELU output's and input's gradients
+    elementwise(fc, 2);             // ln_2, GELU
+    auto proj = linear(c, pre + "mlp.c_proj", UnitKind::MlpDown, i, m.ffn, m.hidden);
+    proj.mem_fwd = proj.mem_bwd = 3 * h * c.elem;
+    proj.act = f * c.elem;  // GELU output
+    elementwise(proj, 1);               // residual
+    out.push_back(std::move(fc));
+    out.push_back(std::move(proj));
+  }
+  return out;
+}
+
+inline UnitPiece token_embedding(const Ctx& c) {
+  UnitPiece p = named("wte", UnitKind::Embedding, -1);
+  p.u.params = p.u.embedding_params = detail::token_embedding_params(c.m);
+  p.mem_fwd = 2.0 * c.m.hidden * c.elem;
+  p.mem_bwd = 3.0 * c.m.hidden * c.elem;
+  elementwise(p, 1);  // gather; scatter-add of the gradient (its output is kept by block 0)
+  return p;
+}
+
+inline UnitPiece position_embedding(const Ctx& c) {
+  UnitPiece p = named("wpe", UnitKind::PositionEmbedding, -1);
+  p.u.params = p.u.embedding_params = detail::position_embedding_params(c.m);
+  p.mem_fwd = 5.0 * c.m.hidden * c.elem;  // gather, add to the token embedding
+  p.mem_bwd = 3.0 * c.m.hidden * c.elem;
+  elementwise(p, 1);
+  p.kf += 1;  // the add to the token embedding
+  return p;
+}
+
+// Final norm's work (not its parameters) plus the output projection and the loss.
+inline UnitPiece head(const Ctx& c) {
+  const double h = c.m.hidden, V = static_cast<double>(c.m.vocab);
+  UnitPiece p = named("lm_head", UnitKind::LmHead, -1);
+  p.u.params = p.u.embedding_params = detail::lm_head_params(c.m);
+  p.gemm = 2.0 * c.tokens * h * V;
+  p.mem_fwd = (2 * h + 2 * V) * c.elem;
+  p.mem_bwd = (3 * h + 2 * V) * c.elem;
+  p.act = c.norm_saved();  // the final norm (its output is the head's input)
+  const double TV = V * c.tokens;
+  if (c.impl.fused_cross_entropy || c.impl.compiled_loss) {
+    p.act += c.e * TV;        // the logits, saved by the fused (or compiled) kernel
+    p.transient = c.e * TV;   // their gradient
+  } else {
+    p.act += 4 * TV + (c.impl.logit_metrics > 0 ? c.e * TV : 0);  // fp32 log-softmax; logits kept for metrics
+    p.transient = 8 * TV;     // fp32 gradients of the log-softmax output and of its input
+  }
+  p.kf = 1 + 1 + 2;                            // final norm, GEMM, log-softmax + NLL
+  p.kb = 1 + 2 + 2;
+  return p;
+}
+
+}  // namespace tagcsim::models::detail
