@@ -70,8 +70,8 @@ TransformerConfig load_model(const Input& in) {
     return m;
   }
   if (!in.is_map()) in.fail("expected a preset name or a map with the model's shape (or 'preset' plus overrides)");
-  in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn", "gated_mlp",
-                  "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias"});
+  in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn",
+                  "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias"});
 
   TransformerConfig m;
   const auto preset_key = in.find("preset");

@@ -171,10 +171,10 @@ struct Ctx {
   bool flash;
   double kv_seen;  // the K and V width the attention kernel keeps (kv, or h when SDPA gets GQA's K, V repeated)
 
-  // What a norm keeps for backward over the micro-batch (the head comment's table).
-  double norm_saved() const {
-    return m.norm == Norm::RMSNorm ? (4 + 2 * e) * m.hidden * tokens : 2 * m.hidden * elem;
-  }
+  // What a norm keeps for backward over the micro-batch (the head comment's table); an RMSNorm
+  // over `width` elements a token keeps its fp32 input and its output.
+  double rms_norm_saved(double width) const { return (4 + 2 * e) * width * tokens; }
+  double norm_saved() const { return m.norm == Norm::RMSNorm ? rms_norm_saved(m.hidden) : 2 * m.hidden * elem; }
 };
 
 inline UnitPiece named(std::string name, UnitKind kind, int layer) {
@@ -219,12 +219,12 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
     auto v = linear(c, pre + "attn.v", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
     if (m.qk_norm) {
       // Qwen3's q and k norms, per head before rotary: a head_dim weight each (in the q and k units),
-      // a norm's traffic, and what an RMSNorm keeps for backward (its fp32 input and its output).
-      const double hd = static_cast<double>(detail::head_dim(m));
+      // a norm's traffic, and what an RMSNorm keeps for backward.
+      const std::int64_t hd = detail::head_dim(m);
       for (auto [piece, width] : {std::pair{&qp, q}, std::pair{&k, kv}}) {
-        piece->u.params += std::int64_t(hd), piece->u.norm_params += std::int64_t(hd);
+        piece->u.params += hd, piece->u.norm_params += hd;
         piece->mem_fwd += 2 * width * c.elem, piece->mem_bwd += 3 * width * c.elem;
-        piece->act += (4 + 2 * c.e) * width * c.tokens;
+        piece->act += c.rms_norm_saved(width);
         elementwise(*piece, 1);
       }
     }

@@ -22,8 +22,8 @@ const std::vector<std::string> kTopKeys = {"name",     "description", "model",  
 const std::vector<std::pair<std::string, std::vector<std::string>>>& block_keys() {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> blocks = {
       {"model",
-       {"preset", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn", "gated_mlp", "vocab", "tied_embeddings", "seq_len",
-        "learned_positions", "norm", "bias"}},
+       {"preset", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn", "gated_mlp", "vocab",
+        "tied_embeddings", "seq_len", "learned_positions", "norm", "bias"}},
       {"cluster", {"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric", "collectives", "nccl"}},
       {"training", training_keys()},
       {"compression", {"ratio", "sparsity", "index", "sparsify", "select", "overlap", "process_group"}},
