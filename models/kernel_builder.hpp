@@ -179,7 +179,9 @@ class Builder {
     if (fp8) float8_casts(p.bwd, name, i, o, true, cast_input);
     gemm(p.bwd, name + " dgrad", T_, i, o, fp8);
     gemm(p.bwd, name + " wgrad", o, i, T_, fp8);
-    if (bias && m_.bias) mem(p.bwd, name + " bias grad", e_ * T_ * o);
+    // The bias add rides in the GEMM's epilogue; its gradient is a reduction over the tokens.
+    const bool qkv = name.rfind("attn.q", 0) == 0 || name == "attn.k" || name == "attn.v";
+    if (bias && (qkv ? detail::qkv_biased(m_) : m_.bias)) mem(p.bwd, name + " bias grad", e_ * T_ * o);
   }
 
   // torchao's Float8Linear with tensorwise dynamic scaling (torchao/float8/float8_linear.py,

@@ -100,7 +100,14 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("seq_len")) m.seq_len = read_int(*v, 1);
   if (auto v = in.find("learned_positions")) m.learned_positions = read_int(*v, 0);
   if (auto v = in.find("norm")) m.norm = v->as_choice({"layernorm", "rmsnorm"}) == "rmsnorm" ? Norm::RMSNorm : Norm::LayerNorm;
-  if (auto v = in.find("bias")) m.bias = v->as_bool();
+  if (auto v = in.find("bias")) {
+    // `qkv`: Qwen2's biases on the q, k and v projections only.
+    const auto b = v->as_string();
+    m.qkv_bias = b == "qkv";
+    if (!m.qkv_bias && b != "true" && b != "false" && b != "yes" && b != "no" && b != "on" && b != "off")
+      v->fail(fmt::format("expected true, false or qkv (biases on q, k and v only, as Qwen2's), got '{}'", b));
+    m.bias = !m.qkv_bias && v->as_bool();
+  }
 
   // Without GQA, "number of KV heads" is not a separate choice: it follows
   // `heads` (so {preset: gpt2-124m, heads: 16} stays multi-head attention).

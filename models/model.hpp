@@ -33,12 +33,13 @@ struct TransformerConfig {
   int learned_positions = 0;       // rows of a learned position embedding (GPT-2: 1024); 0 = rotary/ALiBi
   Norm norm = Norm::LayerNorm;
   bool bias = false;               // biases on linear layers
+  bool qkv_bias = false;           // biases on q, k and v only (Qwen2, Qwen2.5); `bias` implies them
   std::string source;              // where the shape comes from (paper, model card)
 };
 
 // Presets: gpt2-124m, gpt2-355m, gpt2-774m, gpt2-1.5b, gpt2-124m-untied (TAGC's 162.6M run),
 // llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, llama3.1-405b,
-// llama3.2-1b, llama3.2-3b, mistral-7b-v0.3, qwen3-0.6b ... qwen3-32b,
+// llama3.2-1b, llama3.2-3b, mistral-7b-v0.3, qwen2.5-0.5b ... qwen2.5-72b, qwen3-0.6b ... qwen3-32b,
 // mpt-125m, mpt-350m, mpt-760m, mpt-1b, mpt-3b, mpt-7b, mpt-13b, mpt-30b, mpt-70b.
 std::vector<std::string> preset_names();
 // Other names users type for them ("llama3-8b" for llama3.1-8b); preset() takes them too.

@@ -71,6 +71,26 @@ TransformerConfig qwen3(const std::string& flavor, int layers, int hidden, int h
   return m;
 }
 
+// Qwen2.5's dense models: Llama's layout with biases on q, k and v (and no other), hidden / heads
+// wide heads, and a 151,936-token vocabulary (152,064 from 7B up) whose embedding the three small
+// models tie to the output projection. Layers, heads and tying from the Qwen2.5 technical report
+// (arXiv 2412.15115, Table 1); hidden, FFN and vocabulary from each Qwen/Qwen2.5-<size> config.json.
+// Sequence 4096, the report's pretraining context before its long-context stage.
+TransformerConfig qwen25(const std::string& flavor, int layers, int hidden, int heads, int kv_heads,
+                         std::int64_t ffn, std::int64_t vocab, bool tied_embeddings, const std::string& parameters) {
+  std::string size = flavor;
+  std::transform(size.begin(), size.end(), size.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  TransformerConfig m = llama("qwen2.5-" + size, layers, hidden, heads, kv_heads, ffn, vocab, 4096,
+                              fmt::format("Qwen Team 2024 (Qwen2.5 technical report, arXiv 2412.15115, Table 1); "
+                                          "Qwen/Qwen2.5-{} config.json (hidden {}, {} layers, {}/{} heads, "
+                                          "intermediate {}, vocab {}{}, q/k/v biases): {} parameters",
+                                          flavor, hidden, layers, heads, kv_heads, ffn, vocab,
+                                          tied_embeddings ? ", tied" : "", parameters));
+  m.qkv_bias = true;
+  m.tied_embeddings = tied_embeddings;
+  return m;
+}
+
 // The small Llama 3.2 models share the token embedding with the output projection.
 TransformerConfig tied(TransformerConfig m) {
   m.tied_embeddings = true;
@@ -207,6 +227,14 @@ const std::vector<std::pair<std::string, Maker>>& table() {
       {"qwen3-8b", [] { return qwen3("8B", 36, 4096, 32, 12288, false, "8,190,735,360"); }},
       {"qwen3-14b", [] { return qwen3("14B", 40, 5120, 40, 17408, false, "14,768,307,200"); }},
       {"qwen3-32b", [] { return qwen3("32B", 64, 5120, 64, 25600, false, "32,762,123,264"); }},
+      // The model cards round these to 0.49B, 1.54B, 3.09B, 7.61B, 14.7B, 72.7B; 32B's says 32.5B.
+      {"qwen2.5-0.5b", [] { return qwen25("0.5B", 24, 896, 14, 2, 4864, 151936, true, "494,032,768"); }},
+      {"qwen2.5-1.5b", [] { return qwen25("1.5B", 28, 1536, 12, 2, 8960, 151936, true, "1,543,714,304"); }},
+      {"qwen2.5-3b", [] { return qwen25("3B", 36, 2048, 16, 2, 11008, 151936, true, "3,085,938,688"); }},
+      {"qwen2.5-7b", [] { return qwen25("7B", 28, 3584, 28, 4, 18944, 152064, false, "7,615,616,512"); }},
+      {"qwen2.5-14b", [] { return qwen25("14B", 48, 5120, 40, 8, 13824, 152064, false, "14,770,033,664"); }},
+      {"qwen2.5-32b", [] { return qwen25("32B", 64, 5120, 40, 8, 27648, 152064, false, "32,763,876,352"); }},
+      {"qwen2.5-72b", [] { return qwen25("72B", 80, 8192, 64, 8, 29568, 152064, false, "72,706,203,648"); }},
       {"mpt-125m", [] { return mpt("mpt-125m", 12, 768, 12, foundry("125m", 768, 12, 12, "123,636,480")); }},
       {"mpt-350m", [] { return mpt("mpt-350m", 24, 1024, 16, foundry("350m", 1024, 16, 24, "353,616,896")); }},
       {"mpt-760m", [] { return mpt("mpt-760m", 24, 1536, 12, foundry("760m", 1536, 12, 24, "756,917,760")); }},

@@ -29,10 +29,15 @@ inline std::int64_t norm_params(const TransformerConfig& m) {
 inline std::int64_t linear_params(const TransformerConfig& m, std::int64_t in, std::int64_t out) {
   return in * out + (m.bias ? out : 0);
 }
+// q, k and v have biases in every model with biases, and in Qwen2's, which has no others.
+inline bool qkv_biased(const TransformerConfig& m) { return m.bias || m.qkv_bias; }
+inline std::int64_t qkv_linear_params(const TransformerConfig& m, std::int64_t in, std::int64_t out) {
+  return in * out + (qkv_biased(m) ? out : 0);
+}
 
 inline std::int64_t attention_params(const TransformerConfig& m) {
   // Fused or not, q/k/v hold the same weights and biases.
-  return linear_params(m, m.hidden, q_dim(m) + 2 * kv_dim(m)) + linear_params(m, q_dim(m), m.hidden);
+  return qkv_linear_params(m, m.hidden, q_dim(m) + 2 * kv_dim(m)) + linear_params(m, q_dim(m), m.hidden);
 }
 
 inline std::int64_t mlp_params(const TransformerConfig& m) {

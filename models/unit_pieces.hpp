@@ -187,7 +187,7 @@ inline UnitPiece named(std::string name, UnitKind kind, int layer) {
 
 inline UnitPiece linear(const Ctx& c, std::string name, UnitKind kind, int layer, std::int64_t in, std::int64_t out) {
   UnitPiece p = named(std::move(name), kind, layer);
-  p.u.params = linear_params(c.m, in, out);
+  p.u.params = kind == UnitKind::AttentionQKV ? detail::qkv_linear_params(c.m, in, out) : linear_params(c.m, in, out);
   (kind == UnitKind::MlpUp || kind == UnitKind::MlpDown ? p.u.mlp_params : p.u.attention_params) = p.u.params;
   p.gemm = 2.0 * c.tokens * static_cast<double>(in) * static_cast<double>(out);
   p.mm_out = static_cast<double>(out) * c.elem;

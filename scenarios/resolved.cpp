@@ -70,7 +70,8 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
   k.put("seq_len", yaml_number(m.seq_len), "tokens per sequence, unless training.seq_len says otherwise");
   k.put("learned_positions", yaml_number(m.learned_positions), m.learned_positions ? "GPT-2 style" : "rotary or ALiBi");
   k.put("norm", m.norm == models::Norm::RMSNorm ? "rmsnorm" : "layernorm");
-  k.put("bias", yaml_flag(m.bias), "biases on the linear layers");
+  if (m.qkv_bias && !m.bias) k.put("bias", "qkv", "biases on the q, k and v projections only");
+  else k.put("bias", yaml_flag(m.bias), "biases on the linear layers");
   k.put("source", yaml_scalar(m.source));
   return out;
 }

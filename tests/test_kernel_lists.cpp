@@ -75,6 +75,22 @@ TEST_CASE("kernel lists: Qwen3's q and k norms run per head, eager op by op, com
   CHECK(find(compiled.backward, "q_norm weight grad").bytes == Approx(2.0 * 2 * 1024 * 4096));
 }
 
+TEST_CASE("kernel lists: Qwen2.5's q, k and v biases each reduce their gradient, no other Linear does") {
+  const auto m = models::preset("qwen2.5-7b");  // hidden 3584, 28 heads, 4 KV heads of 128
+  models::TrainingShape shape;
+  shape.micro_batch = 1;
+  shape.seq_len = 1024;  // T = 1024 tokens
+  const auto block = *models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels;
+  // The bias gradient sums the bf16 output gradient over the tokens: T x out x 2 bytes read.
+  CHECK(find(block.backward, "attn.q bias grad").bytes == Approx(2.0 * 1024 * 3584));
+  CHECK(find(block.backward, "attn.k bias grad").bytes == Approx(2.0 * 1024 * 512));
+  CHECK(find(block.backward, "attn.v bias grad").bytes == Approx(2.0 * 1024 * 512));
+  auto biases = std::count_if(block.backward.begin(), block.backward.end(), [](const models::Kernel& k) {
+    return k.op.find("bias grad") != std::string::npos;
+  });
+  CHECK(biases == 3);
+}
+
 TEST_CASE("kernel lists: a Linear's three GEMMs with their real shapes") {
   const auto m = models::preset("mpt-1b");  // hidden 2048, 16 heads, ffn 8192, vocab 50368
   models::TrainingShape shape;

@@ -66,7 +66,10 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
       {"mistral-7b-v0.3", 7'248'023'552}, {"qwen3-0.6b", 596'049'920},
       {"qwen3-1.7b", 1'720'574'976},      {"qwen3-4b", 4'022'468'096},
       {"qwen3-8b", 8'190'735'360},        {"qwen3-14b", 14'768'307'200},
-      {"qwen3-32b", 32'762'123'264},
+      {"qwen3-32b", 32'762'123'264},      {"qwen2.5-0.5b", 494'032'768},
+      {"qwen2.5-1.5b", 1'543'714'304},    {"qwen2.5-3b", 3'085'938'688},
+      {"qwen2.5-7b", 7'615'616'512},      {"qwen2.5-14b", 14'770'033'664},
+      {"qwen2.5-32b", 32'763'876'352},    {"qwen2.5-72b", 72'706'203'648},
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
@@ -222,6 +225,33 @@ TEST_CASE("head_dim: heads wider than hidden / heads (Qwen3-0.6B's shape)") {
   CHECK(parameter_count(m) - parameter_count(narrow) == 28LL * (6'291'456 - 3'145'728));
 }
 
+TEST_CASE("bias: qkv puts biases on q, k and v only (Qwen2.5-7B's shape)") {
+  const auto m = load(
+      "model:\n  name: qwen2.5-7b-shape\n  layers: 28\n  hidden: 3584\n  heads: 28\n  kv_heads: 4\n"
+      "  ffn: 18944\n  gated_mlp: true\n  vocab: 152064\n  seq_len: 4096\n  norm: rmsnorm\n  bias: qkv\n");
+  CHECK(m.qkv_bias);
+  CHECK_FALSE(m.bias);
+  // Per layer: q 3584 x 3584 + 3584, k and v 3584 x 512 + 512 each, o 3584 x 3584 (no bias), MLP
+  // 3 x 3584 x 18944, two norms 7,168: 233,057,792; x 28 = 6,525,618,176; + embedding and head
+  // 2 x 152064 x 3584 = 1,089,994,752 + final norm 3,584 = 7,615,616,512 (the card's 7.61B).
+  CHECK(parameter_count(m) == 7'615'616'512);
+  auto no_bias = m;
+  no_bias.qkv_bias = false;
+  CHECK(parameter_count(m) - parameter_count(no_bias) == 28LL * (3584 + 2 * 512));
+  auto units = fsdp_units(m, WrapPolicy::Size, {});
+  CHECK(unit_named(units, "layers.0.attn.q").params == 3584LL * 3584 + 3584);
+  CHECK(unit_named(units, "layers.0.attn.k").params == 3584LL * 512 + 512);
+  CHECK(unit_named(units, "layers.0.attn.o").params == 3584LL * 3584);
+  CHECK(unit_named(units, "layers.0.mlp.down").params == 18944LL * 3584);
+  CHECK(unit_param_sum(units) == parameter_count(m));
+  CHECK(unit_param_sum(fsdp_units(m, WrapPolicy::Block, {})) == parameter_count(m));
+  // A misspelt value names the choices.
+  CHECK_THROWS_WITH_AS(
+      load("model: {preset: qwen2.5-7b, bias: qvk}\n"),
+      doctest::Contains("model.bias: expected true, false or qkv (biases on q, k and v only, as Qwen2's), got 'qvk'"),
+      InputError);
+}
+
 TEST_CASE("tied models have no lm_head unit, the head's work is on wte") {
   auto m = preset("gpt2-124m");
   TrainingShape shape;
@@ -339,7 +369,9 @@ TEST_CASE("bad model input names the file, line and key") {
   CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  layers: twelve\n"),
                        doctest::Contains("t.yaml:3: model.layers: expected an integer, got 'twelve'"), InputError);
   CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  bias: maybe\n"),
-                       doctest::Contains("t.yaml:3: model.bias: expected true or false"), InputError);
+                       doctest::Contains("t.yaml:3: model.bias: expected true, false or qkv (biases on q, k and v "
+                                         "only, as Qwen2's), got 'maybe'"),
+                       InputError);
   CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  norm: batchnorm\n"),
                        doctest::Contains("t.yaml:3: model.norm: expected one of: layernorm, rmsnorm"), InputError);
   CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  layers: 0\n"),
