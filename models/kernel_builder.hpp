@@ -23,6 +23,10 @@ class Builder {
       : m_(m), impl_(shape.impl), s_(shape.seq_len > 0 ? shape.seq_len : m.seq_len), b_(shape.micro_batch),
         T_(double(shape.micro_batch) * s_), e_(shape.activation_bytes) {}
 
+  // The sliding window the next blocks' attention keeps to (0: none); the math path computes the
+  // whole score matrix and masks it, so only the flash-style kernels skip what is outside it.
+  void set_window(int window) { window_ = impl_.attention == AttentionKernel::Math ? 0 : window; }
+
   // --- the pieces of a block, as units.cpp cuts them ---
   KernelPiece qkv_fused() {  // GPT-2 / MPT: ln_1 and one Linear h -> h + 2kv, split into q, k, v
     KernelPiece p;
@@ -312,6 +316,7 @@ class Builder {
     a.head_dim = double(detail::head_dim(m_));
     a.kv_heads = m_.kv_heads;
     a.causal = true;
+    a.window = window_;
     const bool unpad = impl_.unpadded_attention;
     if (unpad) unpad_qkv(p, kv);
     p.fwd.push_back(a);
@@ -356,6 +361,7 @@ class Builder {
   const TransformerConfig& m_;
   Implementation impl_;
   double s_;
+  int window_ = 0;
   int b_;
   double T_, e_;
 };

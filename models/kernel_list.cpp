@@ -29,7 +29,8 @@ double Kernel::flops() const {
   switch (kind) {
     case KernelKind::Gemm: return 2.0 * m * n * k;
     case KernelKind::Attention: {
-      const double fwd = 4.0 * batch_heads * seq * seq * head_dim * (causal ? 0.5 : 1.0);
+      const double keys = causal ? detail::causal_keys_per_query(seq, window) : seq;
+      const double fwd = 4.0 * batch_heads * seq * keys * head_dim;
       return backward ? 2.5 * fwd : fwd;
     }
     case KernelKind::Memory: return 0;
@@ -124,15 +125,28 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
   const auto layer = layer_pieces(b, m);
   const Recompute block_recompute{true, shape.impl.checkpoint_early_stop, shape.impl.selective_op,
                                   !shape.impl.selective_op_recomputes_attention, 0};
+  // A model with a sliding window has blocks of two kinds; the windowed one's pieces differ in
+  // their attention kernel only.
+  b.set_window(m.sliding_window);
+  const auto windowed_layer = m.sliding_window > 0 ? layer_pieces(b, m) : layer;
+  b.set_window(0);
+  auto is_windowed = [&](int i) { return detail::attention_window(m, i) > 0; };
   std::vector<std::shared_ptr<const UnitKernels>> out;
+
+  // Whole blocks: plain or re-run under checkpointing, full or windowed attention.
+  const auto plain = assemble(layer), recomputed = assemble(layer, block_recompute);
+  const auto windowed = assemble(windowed_layer), windowed_recomputed = assemble(windowed_layer, block_recompute);
+  auto block = [&](int i) {
+    if (is_windowed(i)) return checkpointed(shape, i) ? windowed_recomputed : windowed;
+    return checkpointed(shape, i) ? recomputed : plain;
+  };
 
   if (policy == WrapPolicy::Torchtitan) {
     // torchtitan's fully_shard layout: the token embedding, each block, then [norm, output].
     std::vector<Piece> emb = {b.token_embedding()};
     if (m.learned_positions > 0) emb.push_back(b.position_embedding());
     out.push_back(assemble(emb));
-    const auto plain = assemble(layer), recomputed = assemble(layer, block_recompute);
-    for (int i = 0; i < m.layers; ++i) out.push_back(checkpointed(shape, i) ? recomputed : plain);
+    for (int i = 0; i < m.layers; ++i) out.push_back(block(i));
     out.push_back(assemble({b.head()}));
     return out;
   }
@@ -142,8 +156,7 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
     if (m.learned_positions > 0) root.push_back(b.position_embedding());
     root.push_back(b.head());
     out.push_back(assemble(root));
-    const auto plain = assemble(layer), recomputed = assemble(layer, block_recompute);
-    for (int i = 0; i < m.layers; ++i) out.push_back(checkpointed(shape, i) ? recomputed : plain);
+    for (int i = 0; i < m.layers; ++i) out.push_back(block(i));
     return out;
   }
 
@@ -153,17 +166,23 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
   if (m.tied_embeddings) wte.push_back(b.head());
   out.push_back(assemble(wte));
   if (m.learned_positions > 0) out.push_back(assemble({b.position_embedding()}));
-  std::vector<std::shared_ptr<const UnitKernels>> plain, recomputed;
-  for (std::size_t i = 0; i < layer.size(); ++i) {
-    plain.push_back(assemble({layer[i]}));
-    // Each Linear's unit re-runs its own piece; with early stop the down projection's is not re-run.
-    const bool last = i + 1 == layer.size();
-    recomputed.push_back(
-        assemble({layer[i]}, {!(block_recompute.early_stop && last), false, block_recompute.by_op,
-                              block_recompute.keeps_attention, i}));
-  }
+  using Lists = std::vector<std::shared_ptr<const UnitKernels>>;
+  auto per_piece = [&](const std::vector<Piece>& pieces, bool rerun) {
+    Lists lists;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      // Each Linear's unit re-runs its own piece; with early stop the down projection's is not re-run.
+      const bool last = i + 1 == pieces.size();
+      lists.push_back(rerun ? assemble({pieces[i]}, {!(block_recompute.early_stop && last), false, block_recompute.by_op,
+                                                     block_recompute.keeps_attention, i})
+                            : assemble({pieces[i]}));
+    }
+    return lists;
+  };
+  const Lists pieces = per_piece(layer, false), pieces_rerun = per_piece(layer, true);
+  const Lists windowed_pieces = per_piece(windowed_layer, false), windowed_rerun = per_piece(windowed_layer, true);
   for (int i = 0; i < m.layers; ++i) {
-    const auto& kind = checkpointed(shape, i) ? recomputed : plain;
+    const auto& kind = is_windowed(i) ? (checkpointed(shape, i) ? windowed_rerun : windowed_pieces)
+                                      : (checkpointed(shape, i) ? pieces_rerun : pieces);
     out.insert(out.end(), kind.begin(), kind.end());
   }
   if (!m.tied_embeddings) out.push_back(assemble({b.head()}));

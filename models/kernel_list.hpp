@@ -30,6 +30,7 @@ struct Kernel {
   double batch_heads = 0, seq = 0, head_dim = 0;
   int kv_heads = 0;
   bool causal = true;
+  double window = 0;  // causal within the last `window` keys (sliding window); 0 = none
   bool backward = false;
   // Memory: bytes read plus bytes written.
   double bytes = 0;
@@ -39,7 +40,8 @@ struct Kernel {
 
   // FLOPs the kernel performs: 2mnk for a GEMM; for attention the flash-attention convention,
   // 4 * batch_heads * seq^2 * head_dim forward, halved when causal (the masked tiles are
-  // skipped), and 2.5x that backward (it recomputes QK^T); 0 for memory-bound kernels.
+  // skipped), within a window 4 * batch_heads * seq * head_dim * (window - window^2 / 2seq), and
+  // 2.5x that backward (it recomputes QK^T); 0 for memory-bound kernels.
   double flops() const;
 };
 

@@ -38,6 +38,11 @@ void check(const TransformerConfig& m, const Complain& complain) {
   if (m.qk_norm && !detail::llama_layout(m))
     complain({"qk_norm"}, "q and k norms need separate q and k Linears (a gated MLP or grouped-query attention); "
                           "this shape fuses q, k and v");
+  at_least("sliding_window", m.sliding_window, 0);
+  at_least("full_attention_every", m.full_attention_every, 0);
+  if (m.full_attention_every > 0 && m.sliding_window == 0)
+    complain({"full_attention_every", "sliding_window"},
+             "full_attention_every interleaves full-attention blocks among windowed ones: set sliding_window too");
   if (m.heads % m.kv_heads != 0)
     complain({"kv_heads", "heads"}, fmt::format("{} KV heads do not divide {} heads", m.kv_heads, m.heads));
   if (m.learned_positions != 0 && m.learned_positions < m.seq_len)
@@ -71,7 +76,8 @@ TransformerConfig load_model(const Input& in) {
   }
   if (!in.is_map()) in.fail("expected a preset name or a map with the model's shape (or 'preset' plus overrides)");
   in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn",
-                  "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias"});
+                  "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias",
+                  "sliding_window", "full_attention_every"});
 
   TransformerConfig m;
   const auto preset_key = in.find("preset");
@@ -93,6 +99,8 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("kv_heads")) m.kv_heads = read_int(*v, 1);
   if (auto v = in.find("head_dim")) m.head_dim = read_int(*v, 1);
   if (auto v = in.find("qk_norm")) m.qk_norm = v->as_bool();
+  if (auto v = in.find("sliding_window")) m.sliding_window = read_int(*v, 0);
+  if (auto v = in.find("full_attention_every")) m.full_attention_every = read_int(*v, 0);
   if (auto v = in.find("ffn")) m.ffn = v->as_int_at_least(1);
   if (auto v = in.find("gated_mlp")) m.gated_mlp = v->as_bool();
   if (auto v = in.find("vocab")) m.vocab = v->as_int_at_least(1);

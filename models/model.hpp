@@ -25,6 +25,8 @@ struct TransformerConfig {
   int kv_heads = 0;        // == heads without GQA
   int head_dim = 0;        // per head; 0: hidden / heads (Gemma, Qwen3 and Mistral NeMo set their own)
   bool qk_norm = false;    // RMSNorm on each head of q and k before rotary (Qwen3): weights of head_dim each
+  int sliding_window = 0;  // keys a query attends at most, itself included (Mistral 7B v0.1: 4096); 0 = all before it
+  int full_attention_every = 0;  // with a window: every K-th block attends fully (Gemma 2: 2, Gemma 3: 6); 0 = none
   std::int64_t ffn = 0;    // FFN inner size
   bool gated_mlp = false;  // SwiGLU-style: three FFN matrices instead of two
   std::int64_t vocab = 0;
@@ -39,7 +41,7 @@ struct TransformerConfig {
 
 // Presets: gpt2-124m, gpt2-355m, gpt2-774m, gpt2-1.5b, gpt2-124m-untied (TAGC's 162.6M run),
 // llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, llama3.1-405b,
-// llama3.2-1b, llama3.2-3b, mistral-7b-v0.3, qwen2.5-0.5b ... qwen2.5-72b, qwen3-0.6b ... qwen3-32b,
+// llama3.2-1b, llama3.2-3b, mistral-7b-v0.1, mistral-7b-v0.3, qwen2.5-0.5b ... qwen2.5-72b, qwen3-0.6b ... qwen3-32b,
 // mpt-125m, mpt-350m, mpt-760m, mpt-1b, mpt-3b, mpt-7b, mpt-13b, mpt-30b, mpt-70b.
 std::vector<std::string> preset_names();
 // Other names users type for them ("llama3-8b" for llama3.1-8b); preset() takes them too.

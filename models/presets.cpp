@@ -215,6 +215,15 @@ const std::vector<std::pair<std::string, Maker>>& table() {
                       "(vocab 32768, sliding_window null: full attention, unlike v0.1's 4096-token window): "
                       "7,248,023,552 parameters");
        }},
+      {"mistral-7b-v0.1",
+       [] {
+         auto m = llama("mistral-7b-v0.1", 32, 4096, 32, 8, 14336, 32000, 8192,
+                        "Jiang et al. 2023 (Mistral 7B, Table 1: window 4096, context 8192); "
+                        "mistralai/Mistral-7B-v0.1 config.json (vocab 32000, sliding_window 4096): "
+                        "7,241,732,096 parameters");
+         m.sliding_window = 4096;
+         return m;
+       }},
       {"llama3.1-405b",
        [] {
          return llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 8192,

@@ -45,6 +45,19 @@ inline std::int64_t mlp_params(const TransformerConfig& m) {
   return up + linear_params(m, m.ffn, m.hidden);
 }
 
+// The window block `layer` attends within (0: the whole causal prefix). With full_attention_every K,
+// blocks K-1, 2K-1, ... attend fully, as Gemma 2 (K = 2) and Gemma 3 (K = 6, HF's
+// sliding_window_pattern) interleave them.
+inline int attention_window(const TransformerConfig& m, int layer) {
+  if (m.sliding_window <= 0) return 0;
+  if (m.full_attention_every > 0 && (layer + 1) % m.full_attention_every == 0) return 0;
+  return m.sliding_window;
+}
+// The keys a query attends on average over a causal sequence of s tokens within a window of w (0:
+// none), as flash attention counts them (the diagonal half-tiles as half): s/2 without a window,
+// w - w^2/(2s) with one shorter than the sequence (the first w queries see their prefix, the rest w).
+inline double causal_keys_per_query(double s, double w) { return w <= 0 || w >= s ? s / 2 : w - w * w / (2 * s); }
+
 // Qwen3's per-head q and k norms: one head_dim weight each, shared by the heads.
 inline std::int64_t qk_norm_params(const TransformerConfig& m) { return m.qk_norm ? 2 * head_dim(m) : 0; }
 

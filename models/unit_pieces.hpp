@@ -242,7 +242,8 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
 
   auto o = linear(c, pre + (detail::llama_layout(m) ? "attn.o" : "attn.c_proj"), UnitKind::AttentionOut, i,
                   detail::q_dim(m), m.hidden);
-  o.core = (c.flash ? 2.0 : 4.0) * c.tokens * c.seq * q;
+  // Flash skips the masked tiles (all outside a sliding window too); the math path computes them all.
+  o.core = 4.0 * c.tokens * (c.flash ? causal_keys_per_query(c.seq, attention_window(m, i)) : c.seq) * q;
   o.core_bwd = (c.flash ? 2.5 : 2.0) * o.core;
   o.mem_fwd = (2 * q + 2 * kv + 3 * h + (c.flash ? 0 : 6 * as)) * c.elem;
   o.mem_bwd = (4 * q + 4 * kv + 3 * h + (c.flash ? 0 : 7 * as)) * c.elem;

@@ -63,6 +63,9 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
   k.put("kv_heads", yaml_number(m.kv_heads), m.kv_heads == m.heads ? "multi-head attention" : "grouped-query attention");
   if (m.head_dim > 0) k.put("head_dim", yaml_number(m.head_dim), "per head (q is heads x head_dim wide)");
   if (m.qk_norm) k.put("qk_norm", yaml_flag(true), "RMSNorm on each head of q and k");
+  if (m.sliding_window > 0) k.put("sliding_window", yaml_number(m.sliding_window), "keys a query attends at most");
+  if (m.full_attention_every > 0)
+    k.put("full_attention_every", yaml_number(m.full_attention_every), "every K-th block attends fully");
   k.put("ffn", yaml_number(double(m.ffn)), "FFN inner size");
   k.put("gated_mlp", yaml_flag(m.gated_mlp), m.gated_mlp ? "SwiGLU: three FFN matrices" : "two FFN matrices");
   k.put("vocab", yaml_number(double(m.vocab)));

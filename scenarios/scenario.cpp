@@ -152,6 +152,15 @@ Point load_point(const Input& doc) {
       w->fail(fmt::format("model '{}' ties its embedding and output projection, which torchtitan's layout puts in "
                           "units of their own (use wrap: block)",
                           p.setup.model.name));
+    // PyTorch's SDPA takes no window: a windowed model reaches cuDNN's kernel only through a mask,
+    // which SDPA sends to another kernel, and MPT's Triton kernel has none.
+    const auto a = t.impl.attention;
+    if (auto at = tr->find("attention");
+        at && p.setup.model.sliding_window > 0 &&
+        (a == models::AttentionKernel::Cudnn || a == models::AttentionKernel::FlashTriton))
+      at->fail(fmt::format("model '{}' attends within a sliding window, which {} does not take: flash2 or flash3 "
+                           "(flash-attn's window_size) skip what is outside it, math computes and masks everything",
+                           p.setup.model.name, models::to_string(a)));
   }
   // A "training.<key>: ..." error from the setup or the compute check points at the key's line.
   auto fail_at_training_key = [&](const std::string& msg) {

@@ -117,8 +117,10 @@ class KernelProfile {
   // A float8 GEMM (torchao's Float8Linear: e4m3 inputs, bf16 output) at peak.fp8, corrected by the
   // measured fp8 shapes nearest it (the 16-bit ones where the profile has none). Needs peak.fp8.
   double fp8_gemm_seconds(double m, double n, double k) const;
+  // Within a sliding window shorter than the sequence, at the causal rate of a sequence as long as
+  // the window (docs/compute-model.md).
   double attention_seconds(models::AttentionKernel kernel, bool backward, double batch_heads, double seq,
-                           double head_dim, bool causal) const;
+                           double head_dim, bool causal, double window = 0) const;
   double memory_seconds(double bytes) const;
   // Any kernel of a unit's list; attention runs on `attention`.
   double kernel_seconds(const models::Kernel& k, models::AttentionKernel attention, Dtype dtype = Dtype::BF16,

@@ -125,12 +125,17 @@ double KernelProfile::attention_tflops(models::AttentionKernel kernel, bool back
 }
 
 double KernelProfile::attention_seconds(models::AttentionKernel kernel, bool backward, double batch_heads, double seq,
-                                        double head_dim, bool causal) const {
+                                        double head_dim, bool causal, double window) const {
   models::Kernel k;
   k.kind = models::KernelKind::Attention;
   k.batch_heads = batch_heads, k.seq = seq, k.head_dim = head_dim, k.causal = causal, k.backward = backward;
+  k.window = window;
+  // Within a window w < seq, each query block loops over about w keys, and the masked tiles (the
+  // band's two edges) are the same share of its work as the diagonal is of a causal sequence of w
+  // tokens: the causal curve's rate at w, not at seq.
+  const double rate_seq = causal && window > 0 && window < seq ? window : seq;
   const double rate =
-      attention_tflops(kernel, backward, seq, head_dim, causal) * 1e12 * fitted.tensor_scale * device.tensor;
+      attention_tflops(kernel, backward, rate_seq, head_dim, causal) * 1e12 * fitted.tensor_scale * device.tensor;
   return std::max(k.flops() / rate, min_kernel_seconds);
 }
 

@@ -127,6 +127,15 @@ TEST_CASE("attention: FLOPs a causal kernel does, rates by sequence, quadratic a
   const double bwd = p.attention_seconds(models::AttentionKernel::Flash2, true, 16, 4096, 128, true);
   CHECK(fwd + bwd == Approx(3.5 * 4.0 * 16 * 4096.0 * 4096 * 128 / 2 / 200e12));
 
+  // Within a 2048-token sliding window, 8192 tokens: 4 x 16 x 8192 x 128 x (2048 - 2048^2 / 16384) =
+  // 4 x 16 x 8192 x 128 x 1792 FLOPs forward, 7/32 of the causal 8192's, at the causal rate of a
+  // 2048-token sequence, 150 x 6 / 3.5 TFLOP/s (above).
+  const double windowed = p.attention_seconds(models::AttentionKernel::Flash2, false, 16, 8192, 128, true, 2048);
+  CHECK(windowed == Approx(4.0 * 16 * 8192 * 128 * 1792 / (150e12 * 6 / 3.5)));
+  // A window as long as the sequence, or longer, changes nothing.
+  CHECK(p.attention_seconds(models::AttentionKernel::Flash2, true, 16, 4096, 128, true, 4096) == Approx(bwd));
+  CHECK(p.attention_seconds(models::AttentionKernel::Flash2, true, 16, 4096, 128, true, 8192) == Approx(bwd));
+
   // The shipped A100 FlashAttention-2 curve (causal, head dim 128, fwd+bwd: 182 TFLOP/s at 8k,
   // 189 at 16k): doubling the sequence takes 4 x 182 / 189 = 3.85 x the time.
   const auto& a100 = sim::kernel_profile("device-a100-80gb");

@@ -122,6 +122,27 @@ TEST_CASE("unpadded attention: q, k, v gathered and the output scattered back, s
         extra_kernels + 6 * (prof.min_kernel_seconds + prof.issue_seconds) - 1e-9);
 }
 
+TEST_CASE("bad input: a sliding window without a kernel that takes one, a pattern without a window") {
+  auto scenario = [](const std::string& model, const std::string& attention) {
+    return scenarios::parse_scenario("model: " + model + "\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining:\n" +
+                                         "  attention: " + attention + "\npolicies: [fsdp]\n",
+                                     "w.yaml");
+  };
+  CHECK_THROWS_WITH_AS(scenario("mistral-7b-v0.1", "cudnn"),
+                       doctest::Contains("w.yaml:4: training.attention: model 'mistral-7b-v0.1' attends within a "
+                                         "sliding window, which cudnn does not take: flash2 or flash3"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(scenario("{preset: llama3.1-8b, full_attention_every: 2}", "flash2"),
+                       doctest::Contains("w.yaml:1: model.full_attention_every: full_attention_every interleaves "
+                                         "full-attention blocks among windowed ones: set sliding_window too"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(scenario("{preset: llama3.1-8b, sliding_window: -1}", "flash2"),
+                       doctest::Contains("w.yaml:1: model.sliding_window: expected an integer >= 0"), InputError);
+  // cuDNN serves the same model without its window; flash2 and math with it.
+  CHECK(scenario("{preset: mistral-7b-v0.1, sliding_window: 0}", "cudnn").points.at(0).setup.model.sliding_window == 0);
+  CHECK(scenario("mistral-7b-v0.1", "math").points.at(0).setup.model.sliding_window == 4096);
+}
+
 TEST_CASE("bad input: unpadded_attention without flash-attn's kernels") {
   auto training = [](const std::string& t) {
     return scenarios::parse_scenario("model: llama2-7b\ncluster: {preset: dgx-a100-ib200, nodes: 1}\ntraining:\n" + t +

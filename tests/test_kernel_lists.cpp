@@ -91,6 +91,33 @@ TEST_CASE("kernel lists: Qwen2.5's q, k and v biases each reduce their gradient,
   CHECK(biases == 3);
 }
 
+TEST_CASE("kernel lists: a sliding window bounds the keys each query attends, block by block") {
+  auto m = models::preset("mistral-7b-v0.1");  // every block within 4096 tokens; 32 heads of 128
+  models::TrainingShape shape;
+  shape.micro_batch = 1;
+  shape.seq_len = 8192;
+  auto attention_of = [&](int unit) {
+    return find(models::fsdp_units(m, models::WrapPolicy::Block, shape)[unit].kernels->forward, "attention");
+  };
+  // 4 x 32 x 8192 x 128 x (4096 - 4096^2 / 16384) FLOPs: 3/4 of the causal 8192's 2 x 32 x 8192^2 x 128.
+  CHECK(attention_of(1).window == 4096);
+  CHECK(attention_of(1).flops() == Approx(4.0 * 32 * 8192 * 128 * 3072));
+  CHECK(attention_of(1).flops() == Approx(0.75 * 2.0 * 32 * 8192.0 * 8192 * 128));
+  // The block's attention FLOPs (on its out projection's unit) count the same keys.
+  const auto units = models::fsdp_units(m, models::WrapPolicy::Size, shape);
+  const auto& o = units[1 + 1 + 3];  // root, wte, then layer 0's q, k, v, o
+  CHECK(o.name == "layers.0.attn.o");
+  CHECK(o.forward_flops == Approx(2.0 * 8192 * 4096 * 4096 + 4.0 * 8192 * 3072 * 4096));
+  // Gemma 2's pattern: every second block attends fully.
+  m.full_attention_every = 2;
+  CHECK(attention_of(1).window == 4096);  // block 0
+  CHECK(attention_of(2).window == 0);     // block 1
+  CHECK(attention_of(2).flops() == Approx(2.0 * 32 * 8192.0 * 8192 * 128));
+  // The math path computes every score and masks them: no window.
+  shape.impl.attention = models::AttentionKernel::Math;
+  CHECK(attention_of(1).window == 0);
+}
+
 TEST_CASE("kernel lists: a Linear's three GEMMs with their real shapes") {
   const auto m = models::preset("mpt-1b");  // hidden 2048, 16 heads, ffn 8192, vocab 50368
   models::TrainingShape shape;

@@ -64,6 +64,7 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
       {"mpt-30b", 29'956'742'144},        {"mpt-70b", 64'838'443'008},
       {"llama3.2-1b", 1'235'814'400},     {"llama3.2-3b", 3'212'749'824},
       {"mistral-7b-v0.3", 7'248'023'552}, {"qwen3-0.6b", 596'049'920},
+      {"mistral-7b-v0.1", 7'241'732'096},
       {"qwen3-1.7b", 1'720'574'976},      {"qwen3-4b", 4'022'468'096},
       {"qwen3-8b", 8'190'735'360},        {"qwen3-14b", 14'768'307'200},
       {"qwen3-32b", 32'762'123'264},      {"qwen2.5-0.5b", 494'032'768},
