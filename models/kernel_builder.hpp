@@ -61,6 +61,7 @@ class Builder {
     KernelPiece p;
     attention(p);
     linear(p, "attn.out", detail::q_dim(m_), m_.hidden);
+    if (m_.post_norms) norm(p, "post_attention_norm");
     residual(p, "residual 1");
     return p;
   }
@@ -97,6 +98,7 @@ class Builder {
   KernelPiece down() {  // down projection, second residual
     KernelPiece p;
     linear(p, "mlp.down", m_.ffn, m_.hidden);
+    if (m_.post_norms) norm(p, "post_mlp_norm");
     residual(p, "residual 2");
     return p;
   }
@@ -126,6 +128,17 @@ class Builder {
     norm(p, "ln_f");
     linear(p, "lm_head", m_.hidden, m_.vocab, /*bias=*/false);
     const double TV = T_ * double(m_.vocab);
+    // Gemma 2's cap, c tanh(logits / c), on the 16-bit logits: eager a division, tanh and product
+    // each way; compiled one kernel each way, or inside the compiled loss's.
+    if (m_.logit_softcap && !impl_.compiled) {
+      for (const char* op : {"softcap div", "softcap tanh", "softcap mul"}) mem(p.fwd, op, 2 * e_ * TV);
+      mem(p.bwd, "softcap mul bwd", 2 * e_ * TV);
+      mem(p.bwd, "softcap tanh bwd", 3 * e_ * TV);
+      mem(p.bwd, "softcap div bwd", 2 * e_ * TV);
+    } else if (m_.logit_softcap && !impl_.compiled_loss) {
+      mem(p.fwd, "softcap", 2 * e_ * TV);
+      mem(p.bwd, "softcap bwd", 3 * e_ * TV);
+    }
     if (impl_.fused_cross_entropy || impl_.compiled_loss) {
       mem(p.fwd, "cross_entropy", e_ * TV);
       mem(p.fwd, "loss mean", 8 * T_);

@@ -77,7 +77,7 @@ TransformerConfig load_model(const Input& in) {
   if (!in.is_map()) in.fail("expected a preset name or a map with the model's shape (or 'preset' plus overrides)");
   in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn",
                   "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias",
-                  "sliding_window", "full_attention_every"});
+                  "sliding_window", "full_attention_every", "post_norms", "logit_softcap"});
 
   TransformerConfig m;
   const auto preset_key = in.find("preset");
@@ -101,6 +101,8 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("qk_norm")) m.qk_norm = v->as_bool();
   if (auto v = in.find("sliding_window")) m.sliding_window = read_int(*v, 0);
   if (auto v = in.find("full_attention_every")) m.full_attention_every = read_int(*v, 0);
+  if (auto v = in.find("post_norms")) m.post_norms = v->as_bool();
+  if (auto v = in.find("logit_softcap")) m.logit_softcap = v->as_bool();
   if (auto v = in.find("ffn")) m.ffn = v->as_int_at_least(1);
   if (auto v = in.find("gated_mlp")) m.gated_mlp = v->as_bool();
   if (auto v = in.find("vocab")) m.vocab = v->as_int_at_least(1);
@@ -151,7 +153,8 @@ void validate(const TransformerConfig& m, const std::string& what) {
 
 std::int64_t parameter_count(const TransformerConfig& m) {
   using namespace detail;
-  const std::int64_t per_layer = attention_params(m) + mlp_params(m) + 2 * norm_params(m) + qk_norm_params(m);
+  const std::int64_t per_layer =
+      attention_params(m) + mlp_params(m) + block_norms(m) * norm_params(m) + qk_norm_params(m);
   return token_embedding_params(m) + position_embedding_params(m) + m.layers * per_layer + norm_params(m) +
          lm_head_params(m);
 }

@@ -27,6 +27,8 @@ struct TransformerConfig {
   bool qk_norm = false;    // RMSNorm on each head of q and k before rotary (Qwen3): weights of head_dim each
   int sliding_window = 0;  // keys a query attends at most, itself included (Mistral 7B v0.1: 4096); 0 = all before it
   int full_attention_every = 0;  // with a window: every K-th block attends fully (Gemma 2: 2, Gemma 3: 6); 0 = none
+  bool post_norms = false;       // a norm on the attention's and the MLP's outputs too, before each residual (Gemma 2, 3)
+  bool logit_softcap = false;    // logits = c tanh(logits / c) before the loss (Gemma 2's final_logit_softcapping)
   std::int64_t ffn = 0;    // FFN inner size
   bool gated_mlp = false;  // SwiGLU-style: three FFN matrices instead of two
   std::int64_t vocab = 0;

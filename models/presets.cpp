@@ -91,6 +91,44 @@ TransformerConfig qwen25(const std::string& flavor, int layers, int hidden, int 
   return m;
 }
 
+// Gemma 2 and 3: Llama's layout with GeGLU (a gated MLP, as SwiGLU), 256-wide heads (27B: 128),
+// a norm after the attention and the MLP too, tied embeddings, and local blocks (a sliding window)
+// interleaved with global ones. Gemma 2 caps its logits (30 tanh(x / 30)) and its attention scores
+// (inside flash-attn's kernel: not timed apart); Gemma 3 drops the caps for q/k norms. Not modelled:
+// the embedding's scaling by sqrt(hidden), one element-wise kernel.
+TransformerConfig gemma(const std::string& name, int layers, int hidden, int heads, int kv_heads, int head_dim,
+                        std::int64_t ffn, std::int64_t vocab, int seq_len, int window, int full_every,
+                        std::string source) {
+  TransformerConfig m = llama(name, layers, hidden, heads, kv_heads, ffn, vocab, seq_len, std::move(source));
+  m.head_dim = head_dim;
+  m.tied_embeddings = true;
+  m.post_norms = true;
+  m.sliding_window = window;
+  m.full_attention_every = full_every;
+  return m;
+}
+TransformerConfig gemma2(const std::string& size, int layers, int hidden, int heads, int kv_heads, int head_dim,
+                         std::int64_t ffn, const std::string& parameters) {
+  auto m = gemma("gemma2-" + size, layers, hidden, heads, kv_heads, head_dim, ffn, 256000, 8192, 4096, 2,
+                 fmt::format("Gemma Team 2024 (Gemma 2 report, Table 1: context 8192, local window 4096 every "
+                             "other layer, logit soft-capping); google/gemma-2-{} config.json (hidden {}, {} layers, "
+                             "{}/{} heads of {}, intermediate {}, vocab 256000, tied): {} parameters",
+                             size, hidden, layers, heads, kv_heads, head_dim, ffn, parameters));
+  m.logit_softcap = true;
+  return m;
+}
+TransformerConfig gemma3(const std::string& size, int layers, int hidden, int heads, int kv_heads, int head_dim,
+                         std::int64_t ffn, int window, const std::string& parameters) {
+  auto m = gemma("gemma3-" + size, layers, hidden, heads, kv_heads, head_dim, ffn, 262144, 32768, window, 6,
+                 fmt::format("Gemma Team 2025 (Gemma 3 report: 5 local blocks to 1 global, pretrained at 32k "
+                             "tokens); google/gemma-3-{} config.json (hidden {}, {} layers, {}/{} heads of {}, "
+                             "intermediate {}, sliding_window {}, qk norms, tied); the language model only, vocab "
+                             "262144 as keras-hub's gemma3 presets count it: {} parameters",
+                             size, hidden, layers, heads, kv_heads, head_dim, ffn, window, parameters));
+  m.qk_norm = true;
+  return m;
+}
+
 // The small Llama 3.2 models share the token embedding with the output projection.
 TransformerConfig tied(TransformerConfig m) {
   m.tied_embeddings = true;
@@ -244,6 +282,13 @@ const std::vector<std::pair<std::string, Maker>>& table() {
       {"qwen2.5-14b", [] { return qwen25("14B", 48, 5120, 40, 8, 13824, 152064, false, "14,770,033,664"); }},
       {"qwen2.5-32b", [] { return qwen25("32B", 64, 5120, 40, 8, 27648, 152064, false, "32,763,876,352"); }},
       {"qwen2.5-72b", [] { return qwen25("72B", 80, 8192, 64, 8, 29568, 152064, false, "72,706,203,648"); }},
+      {"gemma2-2b", [] { return gemma2("2b", 26, 2304, 8, 4, 256, 9216, "2,614,341,888"); }},
+      {"gemma2-9b", [] { return gemma2("9b", 42, 3584, 16, 8, 256, 14336, "9,241,705,984"); }},
+      {"gemma2-27b", [] { return gemma2("27b", 46, 4608, 32, 16, 128, 36864, "27,227,128,320"); }},
+      {"gemma3-1b", [] { return gemma3("1b", 26, 1152, 4, 1, 256, 6912, 512, "999,885,952"); }},
+      {"gemma3-4b", [] { return gemma3("4b", 34, 2560, 8, 4, 256, 10240, 1024, "3,880,099,328"); }},
+      {"gemma3-12b", [] { return gemma3("12b", 48, 3840, 16, 8, 256, 15360, 1024, "11,765,788,416"); }},
+      {"gemma3-27b", [] { return gemma3("27b", 62, 5376, 32, 16, 128, 21504, 1024, "27,009,002,240"); }},
       {"mpt-125m", [] { return mpt("mpt-125m", 12, 768, 12, foundry("125m", 768, 12, 12, "123,636,480")); }},
       {"mpt-350m", [] { return mpt("mpt-350m", 24, 1024, 16, foundry("350m", 1024, 16, 24, "353,616,896")); }},
       {"mpt-760m", [] { return mpt("mpt-760m", 24, 1536, 12, foundry("760m", 1536, 12, 24, "756,917,760")); }},

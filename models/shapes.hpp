@@ -26,6 +26,9 @@ inline std::int64_t norm_params(const TransformerConfig& m) {
   return m.norm == Norm::LayerNorm && m.bias ? 2LL * m.hidden : m.hidden;
 }
 
+// The norms of a block: before attention and MLP, and with post_norms after each too.
+inline int block_norms(const TransformerConfig& m) { return m.post_norms ? 4 : 2; }
+
 inline std::int64_t linear_params(const TransformerConfig& m, std::int64_t in, std::int64_t out) {
   return in * out + (m.bias ? out : 0);
 }

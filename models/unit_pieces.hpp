@@ -198,6 +198,14 @@ inline UnitPiece linear(const Ctx& c, std::string name, UnitKind kind, int layer
 // Adds `n` element-wise kernels each way to a piece.
 inline void elementwise(UnitPiece& p, int n) { p.kf += n, p.kb += n; }
 
+// Gemma's norm on a sub-block's output before its residual add: a block norm's traffic and what it keeps.
+inline void post_norm(const Ctx& c, UnitPiece& p) {
+  p.mem_fwd += 2 * c.m.hidden * c.elem;
+  p.mem_bwd += 3 * c.m.hidden * c.elem;
+  p.act += c.norm_saved();
+  elementwise(p, 1);
+}
+
 // The pieces of one transformer block, in forward order.
 inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
   const auto& m = c.m;
@@ -256,6 +264,7 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
   o.work = (q + (q + 2 * kvs) + h + (c.flash ? 0 : 2 * as)) * c.elem + (c.flash ? 4 * q * c.tokens : 0);
   o.kernel_out = q * c.elem + 4.0 * m.heads * c.tokens;  // O and the log-sum-exp
   elementwise(o, 2 + (c.flash ? 0 : 3));  // attention core, residual add (scale, mask, softmax)
+  if (m.post_norms) post_norm(c, o);
   out.push_back(std::move(o));
 
   if (m.gated_mlp) {
@@ -274,6 +283,7 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
     down.mem_fwd = down.mem_bwd = 3 * h * c.elem;  // residual
     down.act = f * c.elem;                        // the product
     elementwise(down, 1);                         // residual
+    if (m.post_norms) post_norm(c, down);
     out.push_back(std::move(gate));
     out.push_back(std::move(up));
     out.push_back(std::move(down));
@@ -288,6 +298,7 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
     proj.mem_fwd = proj.mem_bwd = 3 * h * c.elem;
     proj.act = f * c.elem;  // GELU output
     elementwise(proj, 1);               // residual
+    if (m.post_norms) post_norm(c, proj);
     out.push_back(std::move(fc));
     out.push_back(std::move(proj));
   }
@@ -332,6 +343,11 @@ inline UnitPiece head(const Ctx& c) {
   }
   p.kf = 1 + 1 + 2;                            // final norm, GEMM, log-softmax + NLL
   p.kb = 1 + 2 + 2;
+  if (c.m.logit_softcap) {  // c tanh(logits / c): the tanh's output is kept for its backward, unless
+    p.mem_fwd += 6 * V * c.elem, p.mem_bwd += 7 * V * c.elem;  // the compiled loss recomputes it
+    p.act += c.impl.compiled_loss ? 0 : c.e * TV;
+    p.kf += 3, p.kb += 3;
+  }
   return p;
 }
 

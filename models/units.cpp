@@ -125,12 +125,12 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
     }
     layers.push_back(std::move(pieces));
   }
-  // A whole block as one unit (block and torchtitan wrapping), with its two norms.
+  // A whole block as one unit (block and torchtitan wrapping), with its norms.
   auto block_unit = [&](const char* prefix, int i) {
     Piece block = named(fmt::format("{}.{}", prefix, i), UnitKind::Block, i);
     for (const auto& p : layers[std::size_t(i)]) block += p;
-    block.u.params += 2 * norm;
-    block.u.norm_params += 2 * norm;
+    block.u.params += detail::block_norms(m) * norm;
+    block.u.norm_params += detail::block_norms(m) * norm;
     block.transient += recomputed[std::size_t(i)] + work[std::size_t(i)];
     return finish(std::move(block));
   };
@@ -171,7 +171,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
   }
 
   Piece root = named("root", UnitKind::Root, -1);
-  root.u.params = root.u.norm_params = (2LL * m.layers + 1) * norm;
+  root.u.params = root.u.norm_params = (std::int64_t(detail::block_norms(m)) * m.layers + 1) * norm;
   units.push_back(finish(std::move(root)));
   Piece wte = token_embedding(c);
   Piece lm_head = head(c);

@@ -66,6 +66,8 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
   if (m.sliding_window > 0) k.put("sliding_window", yaml_number(m.sliding_window), "keys a query attends at most");
   if (m.full_attention_every > 0)
     k.put("full_attention_every", yaml_number(m.full_attention_every), "every K-th block attends fully");
+  if (m.post_norms) k.put("post_norms", yaml_flag(true), "norms on the attention's and the MLP's outputs too");
+  if (m.logit_softcap) k.put("logit_softcap", yaml_flag(true), "c tanh(logits / c) before the loss");
   k.put("ffn", yaml_number(double(m.ffn)), "FFN inner size");
   k.put("gated_mlp", yaml_flag(m.gated_mlp), m.gated_mlp ? "SwiGLU: three FFN matrices" : "two FFN matrices");
   k.put("vocab", yaml_number(double(m.vocab)));

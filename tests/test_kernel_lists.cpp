@@ -118,6 +118,40 @@ TEST_CASE("kernel lists: a sliding window bounds the keys each query attends, bl
   CHECK(attention_of(1).window == 0);
 }
 
+TEST_CASE("kernel lists: Gemma's norms after attention and MLP, and its capped logits") {
+  const auto m = models::preset("gemma2-2b");  // hidden 2304, vocab 256000, tied
+  models::TrainingShape shape;
+  shape.micro_batch = 1;
+  shape.seq_len = 1024;  // T = 1024 tokens
+  auto count = [](const std::vector<models::Kernel>& list, const std::string& prefix) {
+    return std::count_if(list.begin(), list.end(), [&](const models::Kernel& k) { return k.op.rfind(prefix, 0) == 0; });
+  };
+  auto lists = [&](int unit) { return *models::fsdp_units(m, models::WrapPolicy::Block, shape)[unit].kernels; };
+  // Eager: each post norm is an RMSNorm op by op, 8 kernels forward, over T x 2304 elements.
+  const auto block = lists(1);
+  CHECK(count(block.forward, "post_attention_norm") == 8);
+  CHECK(count(block.forward, "post_mlp_norm") == 8);
+  CHECK(find(block.forward, "post_mlp_norm to fp32").bytes == Approx(6.0 * 1024 * 2304));
+  // The cap on the bf16 logits, T x 256000: division, tanh, product, each reading and writing 2 bytes.
+  const double TV = 1024.0 * 256000;
+  const auto root = lists(0);
+  CHECK(count(root.forward, "softcap") == 3);
+  CHECK(find(root.forward, "softcap tanh").bytes == Approx(4 * TV));
+  CHECK(find(root.backward, "softcap tanh bwd").bytes == Approx(6 * TV));
+  // Compiled: one kernel each way; with the loss compiled too, inside the loss's kernel.
+  shape.impl.compiled = true;
+  CHECK(count(lists(0).forward, "softcap") == 1);
+  CHECK(count(lists(1).forward, "post_mlp_norm") == 1);
+  shape.impl.compiled_loss = true;
+  CHECK(count(lists(0).forward, "softcap") == 0);
+  // The eager cap keeps its tanh's output, T x V bf16, for the backward; the compiled loss does not.
+  shape.impl = {};
+  const double eager = models::fsdp_units(m, models::WrapPolicy::Block, shape)[0].activation_bytes;
+  auto uncapped = m;
+  uncapped.logit_softcap = false;
+  CHECK(eager - models::fsdp_units(uncapped, models::WrapPolicy::Block, shape)[0].activation_bytes == Approx(2 * TV));
+}
+
 TEST_CASE("kernel lists: a Linear's three GEMMs with their real shapes") {
   const auto m = models::preset("mpt-1b");  // hidden 2048, 16 heads, ffn 8192, vocab 50368
   models::TrainingShape shape;

@@ -64,7 +64,10 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
       {"mpt-30b", 29'956'742'144},        {"mpt-70b", 64'838'443'008},
       {"llama3.2-1b", 1'235'814'400},     {"llama3.2-3b", 3'212'749'824},
       {"mistral-7b-v0.3", 7'248'023'552}, {"qwen3-0.6b", 596'049'920},
-      {"mistral-7b-v0.1", 7'241'732'096},
+      {"mistral-7b-v0.1", 7'241'732'096},    {"gemma2-2b", 2'614'341'888},
+      {"gemma2-9b", 9'241'705'984},       {"gemma2-27b", 27'227'128'320},
+      {"gemma3-1b", 999'885'952},         {"gemma3-4b", 3'880'099'328},
+      {"gemma3-12b", 11'765'788'416},     {"gemma3-27b", 27'009'002'240},
       {"qwen3-1.7b", 1'720'574'976},      {"qwen3-4b", 4'022'468'096},
       {"qwen3-8b", 8'190'735'360},        {"qwen3-14b", 14'768'307'200},
       {"qwen3-32b", 32'762'123'264},      {"qwen2.5-0.5b", 494'032'768},
@@ -266,7 +269,7 @@ TEST_CASE("tied models have no lm_head unit, the head's work is on wte") {
 }
 
 TEST_CASE("both policies give the same totals") {
-  for (const char* name : {"gpt2-124m", "gpt2-124m-untied", "llama3.1-8b", "mpt-1b"})
+  for (const char* name : {"gpt2-124m", "gpt2-124m-untied", "llama3.1-8b", "mpt-1b", "gemma2-2b", "gemma3-1b"})
     for (bool flash : {true, false})
       for (bool ckpt : {false, true}) {
         CAPTURE(name);
@@ -279,6 +282,7 @@ TEST_CASE("both policies give the same totals") {
         auto block = fsdp_units(preset(name), WrapPolicy::Block, shape);
         auto size = fsdp_units(preset(name), WrapPolicy::Size, shape);
         CHECK(unit_param_sum(block) == unit_param_sum(size));
+        CHECK(unit_param_sum(block) == parameter_count(preset(name)));
         for (auto f : {&FsdpUnit::forward_flops, &FsdpUnit::backward_flops, &FsdpUnit::forward_memory_bytes,
                        &FsdpUnit::backward_memory_bytes, &FsdpUnit::activation_bytes})
           CHECK(sum(block, [&](const FsdpUnit& u) { return u.*f; }) ==
