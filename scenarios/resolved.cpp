@@ -69,7 +69,7 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
   if (m.post_norms) k.put("post_norms", yaml_flag(true), "norms on the attention's and the MLP's outputs too");
   if (m.logit_softcap) k.put("logit_softcap", yaml_flag(true), "c tanh(logits / c) before the loss");
   k.put("ffn", yaml_number(double(m.ffn)), "FFN inner size");
-  k.put("gated_mlp", yaml_flag(m.gated_mlp), m.gated_mlp ? "SwiGLU: three FFN matrices" : "two FFN matrices");
+  k.put("gated_mlp", yaml_flag(m.gated_mlp), m.gated_mlp ? "gated (SwiGLU, GeGLU): three FFN matrices" : "two FFN matrices");
   k.put("vocab", yaml_number(double(m.vocab)));
   k.put("tied_embeddings", yaml_flag(m.tied_embeddings));
   k.put("seq_len", yaml_number(m.seq_len), "tokens per sequence, unless training.seq_len says otherwise");
