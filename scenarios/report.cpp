@@ -190,6 +190,14 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
                       "(docs/validation.md, memory pressure)",
                       100 * (1 - kNearCapacity)),
           r.point);
+  // A mechanism, not a measurement: say so where it sets the attention's time.
+  for (const auto& p : s.points)
+    if (const auto& m = p.setup.model; m.sliding_window > 0 && m.sliding_window < p.setup.seq_len() &&
+                                       p.setup.training.impl.attention != models::AttentionKernel::Math)
+      add(fmt::format("attention within the {}-token sliding window is timed at the causal rate of a {}-token "
+                      "sequence; no published windowed kernel measurement checks it (docs/compute-model.md)",
+                      m.sliding_window, m.sliding_window),
+          &p);
   for (const auto& p : s.points)
     if (const auto& c = p.setup.cluster; c.nodes > 1)
       if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); !caveat.empty()) add(caveat, &p);

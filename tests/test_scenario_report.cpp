@@ -80,6 +80,18 @@ TEST_CASE("a point within 15% of the GPU's memory carries the memory-pressure ca
   CHECK(table.find("training.micro_batch=1) peak memory") == std::string::npos);
 }
 
+TEST_CASE("a sequence longer than the model's sliding window says how its attention was timed") {
+  // Mistral 7B v0.1 attends within 4096 tokens: at 8192 the window bites, at 4096 it does not.
+  const auto s = parse_scenario(
+      "model: mistral-7b-v0.1\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
+      "training: {activation_checkpointing: true}\nsweep:\n  training.seq_len: [4096, 8192]\n",
+      "t.yaml");
+  const auto table = format_results(s, run(s), Format::Table);
+  CHECK(table.find("note: (at training.seq_len=8192) attention within the 4096-token sliding window is timed at the "
+                   "causal rate of a 4096-token sequence") != std::string::npos);
+  CHECK(table.find("training.seq_len=4096) attention") == std::string::npos);
+}
+
 TEST_CASE("the report says what NCCL's SMs cost the compute stream, and a roofline GPU loses nothing") {
   // Llama-2 7B on 4 DGX H100 nodes: the all-gathers and reduce-scatters overlap the compute, and each
   // holds 32 of 132 SMs while in flight. What the compute stream lost is its tasks' replayed time
