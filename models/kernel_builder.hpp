@@ -21,7 +21,7 @@ class Builder {
  public:
   Builder(const TransformerConfig& m, const TrainingShape& shape)
       : m_(m), impl_(shape.impl), s_(shape.seq_len > 0 ? shape.seq_len : m.seq_len), b_(shape.micro_batch),
-        T_(double(shape.micro_batch) * s_), e_(shape.activation_bytes) {}
+        T_(double(shape.micro_batch) * s_), e_(shape.activation_bytes), Tsp_(T_ / shape.tensor_parallel) {}
 
   // The sliding window the next blocks' attention keeps to (0: none); the math path computes the
   // whole score matrix and masks it, so only the flash-style kernels skip what is outside it.
@@ -250,7 +250,7 @@ class Builder {
   }
 
   void norm(KernelPiece& p, const std::string& name) {
-    const double n = T_ * h();
+    const double n = Tsp_ * h();
     if (impl_.compiled) {
       // Fused with the residual add before it (the stream and the block's input in, both out).
       mem(p.fwd, name, 4 * e_ * n);
@@ -264,7 +264,7 @@ class Builder {
       mem(p.bwd, name + " weight grad", 2 * e_ * n);
       return;
     }
-    rms_norm_eager(p, name, n, T_);
+    rms_norm_eager(p, name, n, Tsp_);
   }
 
   // RMSNorm as the Python reference implementations write it, op by op in fp32, over n elements
@@ -295,8 +295,8 @@ class Builder {
 
   void residual(KernelPiece& p, const std::string& name) {
     if (impl_.compiled) return;  // fused into the next norm
-    mem(p.fwd, name, 3 * e_ * T_ * h());
-    mem(p.bwd, name + " grad accumulate", 3 * e_ * T_ * h());
+    mem(p.fwd, name, 3 * e_ * Tsp_ * h());
+    mem(p.bwd, name + " grad accumulate", 3 * e_ * Tsp_ * h());
   }
 
   void rotary(KernelPiece& p, const std::string& name, double width) {
@@ -377,6 +377,7 @@ class Builder {
   int window_ = 0;
   int b_;
   double T_, e_;
+  double Tsp_;  // the tokens of one sequence shard under tensor parallelism: the norms' and residuals'
 };
 
 }  // namespace tagcsim::models::detail

@@ -152,7 +152,16 @@ struct TrainingShape {
   bool flash_attention = true;     // no s^2 attention matrices kept (false also when impl.attention is Math)
   // The loss's and the attention's memory follow impl (fused_cross_entropy, logit_metrics, attention).
   Implementation impl;
+  // Tensor parallelism over this many GPUs, as torchtitan's sequence-parallel plan: each GPU holds
+  // 1/t of the heads, the FFN and the vocabulary, and the norms and residual adds run on 1/t of the
+  // tokens (fsdp_units gives one GPU's share: tensor_parallel_shard).
+  int tensor_parallel = 1;
 };
+
+// One GPU's share of the model under tensor parallelism over t GPUs: heads, KV heads, FFN and
+// vocabulary divided by t, the head width kept. Throws InputError naming training.tensor_parallel
+// when t does not divide them.
+TransformerConfig tensor_parallel_shard(const TransformerConfig& m, int t);
 
 // Whether block `layer` of `layers` is checkpointed: every block under full checkpointing, else
 // the fraction impl.checkpoint_fraction spread evenly (0.5: every second block, as fms-fsdp's

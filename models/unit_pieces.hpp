@@ -170,11 +170,14 @@ struct Ctx {
   double e;       // activation_bytes
   bool flash;
   double kv_seen;  // the K and V width the attention kernel keeps (kv, or h when SDPA gets GQA's K, V repeated)
+  double sp = 1;   // tensor parallelism's sequence shards: the block norms see tokens / sp of the tokens
 
   // What a norm keeps for backward over the micro-batch (the head comment's table); an RMSNorm
   // over `width` elements a token keeps its fp32 input and its output.
   double rms_norm_saved(double width) const { return (4 + 2 * e) * width * tokens; }
-  double norm_saved() const { return m.norm == Norm::RMSNorm ? rms_norm_saved(m.hidden) : 2 * m.hidden * elem; }
+  double norm_saved() const {
+    return (m.norm == Norm::RMSNorm ? rms_norm_saved(m.hidden) : 2 * m.hidden * elem) / sp;
+  }
 };
 
 inline UnitPiece named(std::string name, UnitKind kind, int layer) {
@@ -200,8 +203,8 @@ inline void elementwise(UnitPiece& p, int n) { p.kf += n, p.kb += n; }
 
 // Gemma's norm on a sub-block's output before its residual add: a block norm's traffic and what it keeps.
 inline void post_norm(const Ctx& c, UnitPiece& p) {
-  p.mem_fwd += 2 * c.m.hidden * c.elem;
-  p.mem_bwd += 3 * c.m.hidden * c.elem;
+  p.mem_fwd += 2 * c.m.hidden * c.elem / c.sp;
+  p.mem_bwd += 3 * c.m.hidden * c.elem / c.sp;
   p.act += c.norm_saved();
   elementwise(p, 1);
 }

@@ -56,8 +56,29 @@ FsdpUnit finish(Piece p) {
 
 }  // namespace
 
-std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, const TrainingShape& shape) {
-  validate(m, fmt::format("model '{}'", m.name));
+TransformerConfig tensor_parallel_shard(const TransformerConfig& m, int t) {
+  if (t == 1) return m;
+  auto check = [&](const char* what, std::int64_t n) {
+    if (t < 1 || n % t != 0)
+      throw InputError(fmt::format("training.tensor_parallel: {} GPUs do not split model '{}''s {} {} evenly", t,
+                                   m.name, n, what));
+  };
+  check("heads", m.heads);
+  check("KV heads", m.kv_heads);
+  check("FFN columns", m.ffn);
+  check("vocabulary rows", m.vocab);
+  TransformerConfig r = m;
+  r.head_dim = int(detail::head_dim(m));
+  r.heads = m.heads / t, r.kv_heads = m.kv_heads / t, r.ffn = m.ffn / t, r.vocab = m.vocab / t;
+  return r;
+}
+
+std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy policy, const TrainingShape& shape) {
+  validate(model, fmt::format("model '{}'", model.name));
+  if (shape.tensor_parallel > 1 && policy == WrapPolicy::Size)
+    throw InputError("training.tensor_parallel: wrap: size cuts blocks into single Linears; tensor parallelism "
+                     "needs whole blocks (wrap: block or torchtitan)");
+  const TransformerConfig m = tensor_parallel_shard(model, shape.tensor_parallel);
   const int seq = shape.seq_len > 0 ? shape.seq_len : m.seq_len;
   if (shape.micro_batch < 1)
     throw InputError(fmt::format("training shape: micro_batch: expected an integer >= 1, got {}", shape.micro_batch));
@@ -74,7 +95,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
   // Triton kernel takes them as they are.
   const bool repeated_kv = shape.impl.attention != AttentionKernel::FlashTriton && m.kv_heads < m.heads;
   const Ctx c{m,    shape.impl, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, shape.activation_bytes,
-              flash, double(repeated_kv ? detail::q_dim(m) : detail::kv_dim(m))};
+              flash, double(repeated_kv ? detail::q_dim(m) : detail::kv_dim(m)), double(shape.tensor_parallel)};
   const std::int64_t norm = detail::norm_params(m);
 
   std::vector<std::vector<Piece>> layers;
@@ -92,7 +113,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       // last matmul's output (the down projection's, which only the residual add reads). Eager
       // checkpointing stores every MUST_SAVE output.
       const bool keeps_attention = !shape.impl.selective_op_recomputes_attention;
-      double full = 0, saved = m.hidden * c.elem;
+      double full = 0, saved = m.hidden * c.elem / c.sp;
       int mm = 0;
       for (auto& p : pieces) {
         const bool unread = shape.impl.compiled && &p == &pieces.back();
@@ -111,7 +132,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& m, WrapPolicy policy, 
       }
     } else if (checkpointed(shape, i)) {
       for (auto& p : pieces) recomputed[i] += p.act, p.act = 0;
-      pieces.front().act = m.hidden * c.elem;  // the block input, kept by the checkpoint
+      pieces.front().act = m.hidden * c.elem / c.sp;  // the block input (its sequence shard), kept by the checkpoint
       rerun_block(pieces, shape.impl.checkpoint_early_stop);
     } else if (shape.impl.compiled) {
       const double h = m.hidden, q = double(detail::q_dim(m)), kv = double(kv_dim(m)), f = double(m.ffn);

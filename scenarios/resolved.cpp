@@ -90,6 +90,10 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   k.put("fsdp", t.api == sim::Api::Fsdp1 ? "1" : "2", sim::to_string(t.api));
   const bool fsdp2_sgo = t.api == sim::Api::Fsdp2 && t.sharding == sim::Sharding::ShardGradOp;
   k.put("sharding", sim::to_string(t.sharding));
+  if (t.tensor_parallel > 1) {
+    k.put("tensor_parallel", yaml_number(t.tensor_parallel), "GPUs of a node splitting each block's matmuls");
+    k.put("async_tp", yaml_flag(t.async_tp), "TP collectives hidden behind their matmuls");
+  }
   if (t.sharding == sim::Sharding::HybridShard && t.hybrid_shard_gpus > 0)
     k.put("hybrid_shard_gpus", yaml_number(t.hybrid_shard_gpus), "GPUs per shard group");
   k.put("wrap", t.wrap == models::WrapPolicy::Block  ? "block"

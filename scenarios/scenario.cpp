@@ -130,15 +130,17 @@ Point load_point(const Input& doc) {
                                       t.seq_len > p.setup.model.learned_positions)
       s->fail(fmt::format("sequence length {} exceeds the model's {} learned positions", t.seq_len,
                           p.setup.model.learned_positions));
-    // Sequences per step over all GPUs (every GPU is a data-parallel rank, HSDP included).
+    // Sequences per step over all GPUs (every GPU is a data-parallel rank, HSDP included; under
+    // tensor parallelism, every group of tensor_parallel GPUs).
     if (auto gb = tr->find("global_batch")) {
       if (tr->has("grad_accumulation")) gb->fail("give global_batch or grad_accumulation, not both");
       p.global_batch = gb->as_int_between(1, 1 << 30);
-      const std::int64_t per_micro_step = std::int64_t(t.micro_batch) * c.gpus();
+      const int ranks = c.gpus() / std::max(1, t.tensor_parallel);
+      const std::int64_t per_micro_step = std::int64_t(t.micro_batch) * ranks;
       if (p.global_batch % per_micro_step != 0)
         gb->fail(fmt::format("a global batch of {} sequences is not a whole number of micro-batch steps of "
-                             "micro_batch {} x {} GPUs = {} sequences",
-                             p.global_batch, t.micro_batch, c.gpus(), per_micro_step));
+                             "micro_batch {} x {} data-parallel ranks = {} sequences",
+                             p.global_batch, t.micro_batch, ranks, per_micro_step));
       const std::int64_t accumulation = p.global_batch / per_micro_step;
       if (accumulation > (1 << 16))
         gb->fail(fmt::format("{} micro-batch steps per step is more than {}", accumulation, 1 << 16));

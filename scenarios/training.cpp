@@ -21,7 +21,7 @@ const std::vector<std::string> kTrainingKeys = {
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "unpadded_attention", "compile", "compile_loss", "cross_entropy", "logit_metrics", "float8",
-    "float8_all_gather"};
+    "float8_all_gather", "tensor_parallel", "async_tp"};
 
 sim::Dtype load_dtype(const Input& in) {
   const auto s = in.as_choice({"bf16", "fp16", "fp32"});
@@ -90,6 +90,18 @@ sim::Training load_training(const Input& in) {
                            : models::WrapPolicy::Torchtitan;
     if (fsdp1 && t.wrap == models::WrapPolicy::Torchtitan)
       v->fail("torchtitan's layout leaves the root module without parameters, which is fully_shard's (fsdp: 2)");
+  }
+  if (auto v = in.find("tensor_parallel")) {
+    t.tensor_parallel = v->as_int_between(1, 64);
+    if (t.tensor_parallel > 1 && t.sharding == sim::Sharding::HybridShard)
+      v->fail("tensor parallelism with hybrid_shard is not modelled (use full_shard)");
+    if (t.tensor_parallel > 1 && t.wrap == models::WrapPolicy::Size)
+      v->fail("wrap: size cuts blocks into single Linears; tensor parallelism needs whole blocks (wrap: block or "
+              "torchtitan)");
+  }
+  if (auto v = in.find("async_tp")) {
+    t.async_tp = v->as_bool();
+    if (t.async_tp && t.tensor_parallel == 1) v->fail("async_tp needs tensor_parallel > 1");
   }
   if (auto v = in.find("micro_batch")) t.micro_batch = v->as_int_between(1, 1 << 20);
   if (auto v = in.find("seq_len")) t.seq_len = v->as_int_between(1, 1 << 24);

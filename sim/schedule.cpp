@@ -88,10 +88,21 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
   shape.activation_bytes = bytes_of(training.param_dtype);
   shape.activation_checkpointing = training.activation_checkpointing;
   shape.impl = training.impl;
+  shape.tensor_parallel = training.tensor_parallel;
+  const int gpn = cluster.gpus_per_node;
+  const int tp = training.tensor_parallel;
+  if (gpn % tp != 0)
+    throw InputError(fmt::format("training.tensor_parallel: {} GPUs do not divide a node's {} (tensor "
+                                 "parallelism stays inside a node)",
+                                 tp, gpn));
   s.units = models::fsdp_units(model, training.wrap, shape);
 
-  const int gpn = cluster.gpus_per_node;
-  if (training.sharding != Sharding::HybridShard) {
+  if (tp > 1) {
+    // Tensor parallelism inside a node, over consecutive GPUs; FSDP shards each one's part over the
+    // GPUs holding the same part: every node's gpn / tp of them, one group per TP rank.
+    s.tensor_parallel_group = groups_of(cluster, tp, "tensor_parallel");
+    s.shard_group = Group{.nodes = cluster.nodes, .gpus_per_node = gpn / tp, .node_stride = 1, .count = tp};
+  } else if (training.sharding != Sharding::HybridShard) {
     s.shard_group = whole_cluster(cluster);
   } else {
     // HYBRID_SHARD: shard inside groups of G GPUs, replicate across them.

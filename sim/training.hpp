@@ -48,6 +48,10 @@ struct Training {
   Framework framework = Framework::PyTorch;
   Sharding sharding = Sharding::FullShard;
   int hybrid_shard_gpus = 0;        // HYBRID_SHARD: GPUs per shard group (0: one node)
+  // Tensor parallelism inside a node over this many GPUs (torchtitan's sequence-parallel plan); FSDP
+  // shards each GPU's part over the GPUs that hold the same part, one group per TP rank.
+  int tensor_parallel = 1;
+  bool async_tp = false;            // torchtitan's async TP: the TP collectives overlap their own matmuls
   models::WrapPolicy wrap = models::WrapPolicy::Block;
   int micro_batch = 1;              // sequences per GPU per micro-batch
   int seq_len = 0;                  // 0: the model's

@@ -146,7 +146,7 @@ TEST_CASE("training.global_batch derives the gradient accumulation at every poin
   CHECK(s.points[0].global_batch == 64);
   CHECK_THROWS_WITH_AS(parse("  global_batch: 96\nsweep:\n  cluster.nodes: [1, 2, 4]\n"),
                        "t.yaml:7: training.global_batch: at sweep point cluster.nodes=4: a global batch of 96 sequences "
-                       "is not a whole number of micro-batch steps of micro_batch 2 x 32 GPUs = 64 sequences",
+                       "is not a whole number of micro-batch steps of micro_batch 2 x 32 data-parallel ranks = 64 sequences",
                        InputError);
   CHECK_THROWS_WITH_AS(parse("  global_batch: 64\n  grad_accumulation: 2\n"),
                        "t.yaml:7: training.global_batch: give global_batch or grad_accumulation, not both", InputError);
