@@ -2,6 +2,7 @@
 // GEMMs with their real shapes, what FSDP1 adds, and what activation checkpointing runs again
 // (whole blocks, PyTorch >= 2.1's early stop, torchtitan's op-level policy). Numbers by hand from
 // the model's dimensions (docs/compute-model.md, "The kernels of a unit").
+#include "kernel_list_testing.hpp"
 #include "models/kernel_list.hpp"
 #include "models/model.hpp"
 #include "scenarios/scenario.hpp"
@@ -19,18 +20,7 @@
 using namespace tagcsim;
 using doctest::Approx;
 using doctest::Contains;
-
-namespace {
-
-// The kernel named `op` in a list (a failed check when there is none).
-models::Kernel find(const std::vector<models::Kernel>& list, const std::string& op) {
-  for (const auto& k : list)
-    if (k.op == op) return k;
-  FAIL("no kernel " << op);
-  return models::Kernel{};
-}
-
-}  // namespace
+using test::find;
 
 TEST_CASE("kernel lists: a model's own head_dim sizes q, the attention and the out projection") {
   // Qwen3-0.6B's shape: hidden 1024, 16 heads of 128 (q 2048 wide), 8 KV heads of 128.

@@ -2,6 +2,7 @@
 // of each block, the collectives its compute stream waits for, the FSDP groups across nodes, and
 // the tokens a GPU trains on. Numbers by hand from the model's dimensions and from the collective
 // model's own time for one collective (sim/tensor_parallel.hpp says what each block runs).
+#include "kernel_list_testing.hpp"
 #include "models/kernel_list.hpp"
 #include "models/model.hpp"
 #include "scenarios/scenario.hpp"
@@ -16,6 +17,7 @@
 using namespace tagcsim;
 using doctest::Approx;
 using doctest::Contains;
+using test::find;
 
 namespace {
 
@@ -25,12 +27,6 @@ scenarios::Scenario scenario(const std::string& training) {
                                    "tp.yaml");
 }
 
-models::Kernel find(const std::vector<models::Kernel>& list, const std::string& op) {
-  for (const auto& k : list)
-    if (k.op == op) return k;
-  FAIL("no kernel " << op);
-  return models::Kernel{};
-}
 
 }  // namespace
 

@@ -1,0 +1,22 @@
+// Looking up a kernel by name in a unit's kernel list (shared by test_kernel_lists.cpp and
+// test_tensor_parallel.cpp).
+#pragma once
+
+#include "models/kernel_list.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+namespace tagcsim::test {
+
+// The kernel named `op` in a list (a failed check when there is none).
+inline models::Kernel find(const std::vector<models::Kernel>& list, const std::string& op) {
+  for (const auto& k : list)
+    if (k.op == op) return k;
+  FAIL("no kernel " << op);
+  return models::Kernel{};
+}
+
+}  // namespace tagcsim::test
