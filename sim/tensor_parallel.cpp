@@ -25,11 +25,14 @@ TensorParallelTime tensor_parallel_time(const StepSetup& setup, int u, double fo
   const bool embedding = unit.kind == models::UnitKind::Root || unit.kind == models::UnitKind::Embedding;
   const bool head = unit.kind == models::UnitKind::Root || unit.kind == models::UnitKind::LmHead;
   if (unit.kind == models::UnitKind::Block) {
+    // The re-run under checkpointing stops before the down projection with early stop, and so
+    // before the MLP's reduce-scatter.
     const bool rerun = unit.kernels && unit.kernels->recomputes;
+    const int rerun_scatters = !rerun ? 0 : t.impl.checkpoint_early_stop ? 1 : 2;
     out.forward_seconds = 2 * block_gather + 2 * scatter;
-    out.backward_seconds = (rerun ? 2 : 1) * (2 * block_gather + 2 * scatter);
+    out.backward_seconds = 2 * block_gather + 2 * scatter + (rerun ? 2 * block_gather + rerun_scatters * scatter : 0);
     out.forward_collectives = 4;
-    out.backward_collectives = rerun ? 8 : 4;
+    out.backward_collectives = 4 + (rerun ? 2 + rerun_scatters : 0);
   }
   if (embedding) {  // the partial embeddings reduce-scattered to sequence shards; backward gathers their gradient
     out.forward_seconds += scatter, out.backward_seconds += gather;

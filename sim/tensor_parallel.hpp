@@ -6,7 +6,7 @@
 // all-gathers the sequence before attention and before the MLP, and reduce-scatters the partial
 // sums after each: two all-gathers and two reduce-scatters of the micro-batch's T x h activations
 // forward, the same backward (an all-gather's gradient is a reduce-scatter and the reverse), and
-// again where checkpointing re-runs the block. The token embedding (vocabulary rows) reduce-
+// again where checkpointing re-runs the block (but the MLP's reduce-scatter, after the early stop). The token embedding (vocabulary rows) reduce-
 // scatters its output; the head all-gathers its input and reduces the loss over its vocabulary
 // slice (two all-reduces of a float per token). Float8 Linears all-gather their input in float8
 // (torchao's Float8ColwiseParallel). The compute stream waits for each, so each adds its time; with
