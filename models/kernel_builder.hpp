@@ -20,8 +20,9 @@ struct KernelPiece {
 class Builder {
  public:
   Builder(const TransformerConfig& m, const TrainingShape& shape)
-      : m_(m), impl_(shape.impl), s_(shape.seq_len > 0 ? shape.seq_len : m.seq_len), b_(shape.micro_batch),
-        T_(double(shape.micro_batch) * s_), e_(shape.activation_bytes), Tsp_(T_ / shape.tensor_parallel) {}
+      : m_(m), impl_(shape.impl), s_(shape.seq_len > 0 ? shape.seq_len : m.seq_len), cp_(shape.context_parallel),
+        b_(shape.micro_batch), T_(double(shape.micro_batch) * s_ / cp_), e_(shape.activation_bytes),
+        Tsp_(T_ / shape.tensor_parallel) {}
 
   // The sliding window the next blocks' attention keeps to (0: none); the math path computes the
   // whole score matrix and masks it, so only the flash-style kernels skip what is outside it.
@@ -330,9 +331,17 @@ class Builder {
     a.kv_heads = m_.kv_heads;
     a.causal = true;
     a.window = window_;
+    a.query_shards = cp_;
     const bool unpad = impl_.unpadded_attention;
     if (unpad) unpad_qkv(p, kv);
     p.fwd.push_back(a);
+    // Context parallelism runs the attention as cp_ calls against the key chunks and merges each
+    // partial output into an fp32 one (convert_to_f32): read it, the partial and its log-sum-exp,
+    // write it back; backward, each chunk's dQ is added into an fp32 accumulator the same way.
+    for (int i = 1; i < cp_; ++i) {
+      mem(p.fwd, "context parallel merge", (8 + 4 + e_) * T_ * q_width());
+      mem(p.bwd, "context parallel dq accumulate", (8 + e_) * T_ * q_width());
+    }
     if (unpad) {  // pad_input: zeros, then index_put of the unpadded rows; backward gathers them
       mem(p.fwd, "pad output zeros", e_ * T_ * q_width());
       mem(p.fwd, "pad output index_put", 2 * e_ * T_ * q_width());
@@ -374,6 +383,7 @@ class Builder {
   const TransformerConfig& m_;
   Implementation impl_;
   double s_;
+  int cp_;  // context parallelism: this GPU holds 1/cp_ of each sequence's tokens
   int window_ = 0;
   int b_;
   double T_, e_;

@@ -31,6 +31,9 @@ struct Kernel {
   int kv_heads = 0;
   bool causal = true;
   double window = 0;  // causal within the last `window` keys (sliding window); 0 = none
+  // Context parallelism: the call is one GPU's share, 1/query_shards of the queries against every
+  // key, load-balanced so that it does 1/query_shards of the causal work.
+  double query_shards = 1;
   bool backward = false;
   // Memory: bytes read plus bytes written.
   double bytes = 0;

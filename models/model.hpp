@@ -156,6 +156,10 @@ struct TrainingShape {
   // 1/t of the heads, the FFN and the vocabulary, and the norms and residual adds run on 1/t of the
   // tokens (fsdp_units gives one GPU's share: tensor_parallel_shard).
   int tensor_parallel = 1;
+  // Context parallelism over this many GPUs (PyTorch's context_parallel with load balancing): each
+  // holds 1/c of every sequence's tokens, and its attention sees every key (fsdp_units gives one
+  // GPU's share: its tokens, and its query shard of each attention call).
+  int context_parallel = 1;
 };
 
 // One GPU's share of the model under tensor parallelism over t GPUs: heads, KV heads, FFN and

@@ -89,7 +89,15 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
     throw InputError(fmt::format("training shape: seq_len: {} is longer than model '{}''s {} learned positions", seq,
                                  m.name, m.learned_positions));
 
-  const double tokens = static_cast<double>(shape.micro_batch) * seq;
+  if (shape.context_parallel < 1 || seq % (2 * shape.context_parallel) != 0)
+    throw InputError(fmt::format("training.context_parallel: {} GPUs cannot split a {}-token sequence into the "
+                                 "2 x {} equal chunks load balancing deals out",
+                                 shape.context_parallel, seq, shape.context_parallel));
+  if (shape.context_parallel > 1 && m.sliding_window > 0)
+    throw InputError("training.context_parallel: a model with a sliding window under context parallelism is not "
+                     "modelled");
+  // A GPU's tokens: its share of the micro-batch's sequences under context parallelism.
+  const double tokens = static_cast<double>(shape.micro_batch) * seq / shape.context_parallel;
   const bool flash = shape.flash_attention && shape.impl.attention != AttentionKernel::Math;
   // SDPA-based kernels see GQA's K and V repeated to every head (torchtitan's repeat_kv); MosaicML's
   // Triton kernel takes them as they are.

@@ -127,13 +127,17 @@ std::string heading(const Scenario& s, const Point& p) {
                      "per step, params {} / reduce {}\n",
                      sim::to_string(t.api), sim::to_string(t.framework), sim::to_string(t.sharding), st.shard_size(),
                      t.micro_batch, seq, t.grad_accumulation,
-                     std::int64_t(t.micro_batch) * t.grad_accumulation * c.gpus() / t.tensor_parallel,
+                     std::int64_t(t.micro_batch) * t.grad_accumulation * c.gpus() / t.model_parallel(),
                      sim::to_string(t.param_dtype), sim::to_string(t.reduce_dtype));
   if (t.tensor_parallel > 1)
     out += fmt::format("  tensor parallel over {} GPUs of a node (sequence parallel, torchtitan's plan), {}: each "
                        "micro-batch split among them\n",
                        t.tensor_parallel, t.async_tp ? "async TP (collectives hidden behind their matmuls)"
                                                      : "the compute stream waiting for each collective");
+  if (t.context_parallel > 1)
+    out += fmt::format("  context parallel over {} GPUs of a node: each holds 1/{} of every sequence (load-balanced "
+                       "chunks), its attention gathering the whole sequence's K and V\n",
+                       t.context_parallel, t.context_parallel);
   if (t.impl.float8_linears)
     out += fmt::format("  float8 Linears (torchao tensorwise), their weights all-gathered in {}\n",
                        t.impl.float8_all_gather ? "float8" : sim::to_string(t.param_dtype));

@@ -94,6 +94,8 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
     k.put("tensor_parallel", yaml_number(t.tensor_parallel), "GPUs of a node splitting each block's matmuls");
     k.put("async_tp", yaml_flag(t.async_tp), "TP collectives hidden behind their matmuls");
   }
+  if (t.context_parallel > 1)
+    k.put("context_parallel", yaml_number(t.context_parallel), "GPUs of a node splitting each sequence");
   if (t.sharding == sim::Sharding::HybridShard && t.hybrid_shard_gpus > 0)
     k.put("hybrid_shard_gpus", yaml_number(t.hybrid_shard_gpus), "GPUs per shard group");
   k.put("wrap", t.wrap == models::WrapPolicy::Block  ? "block"

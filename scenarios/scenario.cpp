@@ -131,11 +131,11 @@ Point load_point(const Input& doc) {
       s->fail(fmt::format("sequence length {} exceeds the model's {} learned positions", t.seq_len,
                           p.setup.model.learned_positions));
     // Sequences per step over all GPUs (every GPU is a data-parallel rank, HSDP included; under
-    // tensor parallelism, every group of tensor_parallel GPUs).
+    // tensor or context parallelism, every group of GPUs that shares a micro-batch).
     if (auto gb = tr->find("global_batch")) {
       if (tr->has("grad_accumulation")) gb->fail("give global_batch or grad_accumulation, not both");
       p.global_batch = gb->as_int_between(1, 1 << 30);
-      const int ranks = c.gpus() / std::max(1, t.tensor_parallel);
+      const int ranks = c.gpus() / std::max(1, t.model_parallel());
       const std::int64_t per_micro_step = std::int64_t(t.micro_batch) * ranks;
       if (p.global_batch % per_micro_step != 0)
         gb->fail(fmt::format("a global batch of {} sequences is not a whole number of micro-batch steps of "

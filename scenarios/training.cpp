@@ -21,7 +21,7 @@ const std::vector<std::string> kTrainingKeys = {
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "unpadded_attention", "compile", "compile_loss", "cross_entropy", "logit_metrics", "float8",
-    "float8_all_gather", "tensor_parallel", "async_tp"};
+    "float8_all_gather", "tensor_parallel", "async_tp", "context_parallel"};
 
 sim::Dtype load_dtype(const Input& in) {
   const auto s = in.as_choice({"bf16", "fp16", "fp32"});
@@ -97,6 +97,16 @@ sim::Training load_training(const Input& in) {
       v->fail("tensor parallelism with hybrid_shard is not modelled (use full_shard)");
     if (t.tensor_parallel > 1 && t.wrap == models::WrapPolicy::Size)
       v->fail("wrap: size cuts blocks into single Linears; tensor parallelism needs whole blocks (wrap: block or "
+              "torchtitan)");
+  }
+  if (auto v = in.find("context_parallel")) {
+    t.context_parallel = v->as_int_between(1, 64);
+    if (t.context_parallel > 1 && t.tensor_parallel > 1)
+      v->fail("context parallelism together with tensor parallelism is not modelled (set one of them)");
+    if (t.context_parallel > 1 && t.sharding == sim::Sharding::HybridShard)
+      v->fail("context parallelism with hybrid_shard is not modelled (use full_shard)");
+    if (t.context_parallel > 1 && t.wrap == models::WrapPolicy::Size)
+      v->fail("wrap: size cuts blocks into single Linears; context parallelism needs whole blocks (wrap: block or "
               "torchtitan)");
   }
   if (auto v = in.find("async_tp")) {

@@ -4,7 +4,7 @@
 #include "kernels/profile.hpp"
 #include "models/kernel_list.hpp"
 #include "sim/kernel_profile_registry.hpp"
-#include "sim/tensor_parallel.hpp"
+#include "sim/model_parallel.hpp"
 
 #include <fmt/format.h>
 
@@ -195,15 +195,15 @@ UnitCompute unit_compute(const StepSetup& setup, int u) {
     c.backward_kernels += 1;
     c.backward_issue_seconds += issue;
   }
-  if (setup.tensor_parallel_group) {
-    // The compute stream waits for the TP collectives; async TP hides them behind the unit's matmuls.
+  if (setup.tensor_parallel_group || setup.context_parallel_group) {
+    // The compute stream waits for the TP and CP collectives; async TP hides its behind the unit's matmuls.
     double gemm[2] = {0, 0};
     if (const KernelProfile* prof = device_kernel_profile(setup.cluster.gpu); prof && unit.kernels && t.async_tp)
       for (int pass = 0; pass < 2; ++pass)
         for (const auto& k : pass == 0 ? unit.kernels->forward : unit.kernels->backward)
           if (k.kind == models::KernelKind::Gemm)
             gemm[pass] += prof->kernel_seconds(k, t.impl.attention, t.param_dtype, t.tf32);
-    const auto tp = tensor_parallel_time(setup, u, gemm[0], gemm[1]);
+    const auto tp = model_parallel_time(setup, u, gemm[0], gemm[1]);
     c.forward_seconds += tp.forward_seconds;
     c.backward_seconds += tp.backward_seconds;
     c.forward_kernels += tp.forward_collectives;
@@ -229,8 +229,8 @@ double optimizer_seconds(double shard_params, const topologies::DeviceProfile& g
 }
 
 double kernel_flops_per_token(const StepSetup& setup) {
-  // Under tensor parallelism a unit's kernels are one GPU's share of its group's micro-batch.
-  const double tokens = double(setup.training.micro_batch) * setup.seq_len() / setup.training.tensor_parallel;
+  // Under tensor or context parallelism a unit's kernels are one GPU's share of its group's micro-batch.
+  const double tokens = double(setup.training.micro_batch) * setup.seq_len() / setup.training.model_parallel();
   double flops = 0;
   for (const auto& u : setup.units) {
     if (!u.kernels) return models::model_flops_per_token(setup.model, setup.seq_len());

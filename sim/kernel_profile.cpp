@@ -369,7 +369,8 @@ double KernelProfile::kernel_seconds(const models::Kernel& k, models::AttentionK
   switch (k.kind) {
     case models::KernelKind::Gemm: return k.fp8 ? fp8_gemm_seconds(k.m, k.n, k.k) : gemm_seconds(k.m, k.n, k.k, dtype, tf32);
     case models::KernelKind::Attention:
-      return attention_seconds(attention, k.backward, k.batch_heads, k.seq, k.head_dim, k.causal, k.window);
+      return attention_seconds(attention, k.backward, k.batch_heads, k.seq, k.head_dim, k.causal, k.window,
+                               k.query_shards);
     case models::KernelKind::Memory: return memory_seconds(k.bytes);
   }
   return min_kernel_seconds;

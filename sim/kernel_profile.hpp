@@ -119,8 +119,11 @@ class KernelProfile {
   double fp8_gemm_seconds(double m, double n, double k) const;
   // Within a sliding window shorter than the sequence, at the causal rate of a sequence as long as
   // the window (docs/compute-model.md).
+  // Under context parallelism (query_shards c > 1), one GPU's load-balanced share: its causal
+  // diagonal call at the causal rate of seq / c, the other c - 1 half-blocks at the non-causal rate
+  // of seq / 2c.
   double attention_seconds(models::AttentionKernel kernel, bool backward, double batch_heads, double seq,
-                           double head_dim, bool causal, double window = 0) const;
+                           double head_dim, bool causal, double window = 0, double query_shards = 1) const;
   double memory_seconds(double bytes) const;
   // Any kernel of a unit's list; attention runs on `attention`.
   double kernel_seconds(const models::Kernel& k, models::AttentionKernel attention, Dtype dtype = Dtype::BF16,

@@ -125,17 +125,30 @@ double KernelProfile::attention_tflops(models::AttentionKernel kernel, bool back
 }
 
 double KernelProfile::attention_seconds(models::AttentionKernel kernel, bool backward, double batch_heads, double seq,
-                                        double head_dim, bool causal, double window) const {
+                                        double head_dim, bool causal, double window, double query_shards) const {
   models::Kernel k;
   k.kind = models::KernelKind::Attention;
   k.batch_heads = batch_heads, k.seq = seq, k.head_dim = head_dim, k.causal = causal, k.backward = backward;
   k.window = window;
+  k.query_shards = query_shards;
+  auto rate_at = [&](double s, bool c) {
+    return attention_tflops(kernel, backward, s, head_dim, c) * 1e12 * fitted.tensor_scale * device.tensor;
+  };
+  if (query_shards > 1 && causal) {
+    // PyTorch's load-balanced context parallel (_templated_ring_attention): step 0 is the GPU's own
+    // chunk, causal, s/c x s/c; each of the c - 1 others half a block, non-causal (all its queries
+    // against half the chunk's keys, or half its queries against all of them): 1/c of the GPU's
+    // work each.
+    const double c = query_shards, share = k.flops() / c;
+    const double diagonal = share / rate_at(seq / c, true);
+    const double blocks = (c - 1) * share / rate_at(seq / (2 * c), false);
+    return std::max(diagonal + blocks, c * min_kernel_seconds);
+  }
   // Within a window w < seq, each query block loops over about w keys, and the masked tiles (the
   // band's two edges) are the same share of its work as the diagonal is of a causal sequence of w
   // tokens: the causal curve's rate at w, not at seq.
   const double rate_seq = causal && window > 0 && window < seq ? window : seq;
-  const double rate =
-      attention_tflops(kernel, backward, rate_seq, head_dim, causal) * 1e12 * fitted.tensor_scale * device.tensor;
+  const double rate = rate_at(rate_seq, causal);
   return std::max(k.flops() / rate, min_kernel_seconds);
 }
 

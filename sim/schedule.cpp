@@ -89,13 +89,20 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
   shape.activation_checkpointing = training.activation_checkpointing;
   shape.impl = training.impl;
   shape.tensor_parallel = training.tensor_parallel;
+  shape.context_parallel = training.context_parallel;
   const int gpn = cluster.gpus_per_node;
-  const int tp = training.tensor_parallel;
+  const int tp = training.tensor_parallel, cp = training.context_parallel;
   if (gpn % tp != 0)
     throw InputError(fmt::format("training.tensor_parallel: {} GPUs do not divide a node's {} (tensor "
                                  "parallelism stays inside a node)",
                                  tp, gpn));
+  if (gpn % cp != 0)
+    throw InputError(fmt::format("training.context_parallel: {} GPUs do not divide a node's {} (context "
+                                 "parallelism stays inside a node here)",
+                                 cp, gpn));
   s.units = models::fsdp_units(model, training.wrap, shape);
+  // Context parallelism over consecutive GPUs; FSDP shards over them too (torchtitan's dp_shard_cp).
+  if (cp > 1) s.context_parallel_group = groups_of(cluster, cp, "context_parallel");
 
   if (tp > 1) {
     // Tensor parallelism inside a node, over consecutive GPUs; FSDP shards each one's part over the

@@ -118,15 +118,11 @@ struct StepSetup {
   Group shard_group;                       // who all-gathers / reduce-scatters a unit
   std::optional<Group> replica_group;      // HYBRID_SHARD: who all-reduces a shard
   std::optional<Group> post_forward_group; // FSDP2 reshard_after_forward: N: who holds a unit until backward
-  std::optional<Group> tensor_parallel_group;  // who splits each block's matmuls (training.tensor_parallel > 1)
+  std::optional<Group> tensor_parallel_group;   // who splits each block's matmuls (training.tensor_parallel > 1)
+  std::optional<Group> context_parallel_group;  // who splits each sequence (training.context_parallel > 1)
   int shard_size() const { return shard_group.ranks(); }
   // Tokens per sequence: the training's, else the model's.
   int seq_len() const { return training.seq_len > 0 ? training.seq_len : model.seq_len; }
-  // Sequences a micro-batch step takes over the whole cluster: each tensor-parallel group takes one
-  // micro-batch.
-  double sequences_per_micro_step() const {
-    return double(training.micro_batch) * cluster.gpus() / training.tensor_parallel;
-  }
   // The communicator stream gradient reductions run on.
   Stream reduce_stream() const;
 };

@@ -52,6 +52,11 @@ struct Training {
   // shards each GPU's part over the GPUs that hold the same part, one group per TP rank.
   int tensor_parallel = 1;
   bool async_tp = false;            // torchtitan's async TP: the TP collectives overlap their own matmuls
+  // Context parallelism inside a node over this many GPUs (PyTorch's context_parallel, as torchtitan
+  // runs it): each holds 1/c of every sequence; FSDP shards over them too.
+  int context_parallel = 1;
+  // GPUs that share one micro-batch: tensor_parallel x context_parallel.
+  int model_parallel() const { return tensor_parallel * context_parallel; }
   models::WrapPolicy wrap = models::WrapPolicy::Block;
   int micro_batch = 1;              // sequences per GPU per micro-batch
   int seq_len = 0;                  // 0: the model's

@@ -1,5 +1,5 @@
 // Looking up a kernel by name in a unit's kernel list (shared by test_kernel_lists.cpp and
-// test_tensor_parallel.cpp).
+// test_model_parallel.cpp).
 #pragma once
 
 #include "models/kernel_list.hpp"

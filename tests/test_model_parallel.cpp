@@ -1,14 +1,16 @@
-// Tensor parallelism under FSDP (training.tensor_parallel, torchtitan's 2D plan): one GPU's share
-// of each block, the collectives its compute stream waits for, the FSDP groups across nodes, and
-// the tokens a GPU trains on. Numbers by hand from the model's dimensions and from the collective
-// model's own time for one collective (sim/tensor_parallel.hpp says what each block runs).
+// Tensor and context parallelism under FSDP (training.tensor_parallel, torchtitan's 2D plan;
+// training.context_parallel): one GPU's share of each block, the collectives its compute stream
+// waits for, the FSDP groups, and the tokens a GPU trains on. Numbers by hand from the model's
+// dimensions and from the collective model's own time for one collective (sim/model_parallel.hpp
+// says what each block runs).
 #include "kernel_list_testing.hpp"
 #include "models/kernel_list.hpp"
 #include "models/model.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/compute.hpp"
 #include "sim/step.hpp"
-#include "sim/tensor_parallel.hpp"
+#include "sim/model_parallel.hpp"
+#include "toy_profile.hpp"
 
 #include <doctest/doctest.h>
 
@@ -79,7 +81,7 @@ TEST_CASE("tensor parallel: a block waits for two all-gathers and two reduce-sca
   const double rs = sim::plan_collective(setup.cluster, sim::CollectiveOp::ReduceScatter, bytes, g).seconds();
   const int block = 1;  // torchtitan: tok_embeddings, then the blocks
   REQUIRE(setup.units[block].kind == models::UnitKind::Block);
-  const auto tp = sim::tensor_parallel_time(setup, block, 0, 0);
+  const auto tp = sim::model_parallel_time(setup, block, 0, 0);
   CHECK(tp.forward_seconds == Approx(2 * ag + 2 * rs));
   CHECK(tp.backward_seconds == Approx(4 * ag + 3 * rs));
   CHECK(tp.forward_collectives == 4);
@@ -87,14 +89,14 @@ TEST_CASE("tensor parallel: a block waits for two all-gathers and two reduce-sca
   // The token embedding reduce-scatters its output; the head all-gathers its input and reduces the
   // loss over the vocabulary slices (two all-reduces of a float per token).
   const double loss = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllReduce, 4.0 * 8192, g).seconds();
-  CHECK(sim::tensor_parallel_time(setup, 0, 0, 0).forward_seconds == Approx(rs));
+  CHECK(sim::model_parallel_time(setup, 0, 0, 0).forward_seconds == Approx(rs));
   const int head = int(setup.units.size()) - 1;
-  CHECK(sim::tensor_parallel_time(setup, head, 0, 0).forward_seconds == Approx(ag + 2 * loss));
-  CHECK(sim::tensor_parallel_time(setup, head, 0, 0).backward_seconds == Approx(rs));
+  CHECK(sim::model_parallel_time(setup, head, 0, 0).forward_seconds == Approx(ag + 2 * loss));
+  CHECK(sim::model_parallel_time(setup, head, 0, 0).backward_seconds == Approx(rs));
   // The unit's compute carries them: without tensor parallelism none of this is there.
   const auto none = scenario("  framework: torchtitan\n  micro_batch: 2\n  seq_len: 4096\n"
                              "  activation_checkpointing: full\n");
-  CHECK(sim::tensor_parallel_time(none.points.at(0).setup, block, 0, 0).forward_seconds == 0);
+  CHECK(sim::model_parallel_time(none.points.at(0).setup, block, 0, 0).forward_seconds == 0);
 }
 
 TEST_CASE("tensor parallel: async TP hides all but one chunk behind the unit's matmuls") {
@@ -106,11 +108,11 @@ TEST_CASE("tensor parallel: async TP hides all but one chunk behind the unit's m
   const double comm = 2 * sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, bytes, g).seconds() +
                       2 * sim::plan_collective(setup.cluster, sim::CollectiveOp::ReduceScatter, bytes, g).seconds();
   // Matmuls longer than the transfers: one chunk of eight stays exposed.
-  CHECK(sim::tensor_parallel_time(setup, 1, 1.0, 1.0).forward_seconds == Approx(comm / 8));
+  CHECK(sim::model_parallel_time(setup, 1, 1.0, 1.0).forward_seconds == Approx(comm / 8));
   // No matmuls at all: everything is exposed.
-  CHECK(sim::tensor_parallel_time(setup, 1, 0, 0).forward_seconds == Approx(comm));
+  CHECK(sim::model_parallel_time(setup, 1, 0, 0).forward_seconds == Approx(comm));
   // Matmuls of half the transfer time: a chunk, plus the 7/8 that the half does not cover.
-  CHECK(sim::tensor_parallel_time(setup, 1, comm / 2, 0).forward_seconds == Approx(comm / 8 + comm * 7 / 8 - comm / 2));
+  CHECK(sim::model_parallel_time(setup, 1, comm / 2, 0).forward_seconds == Approx(comm / 8 + comm * 7 / 8 - comm / 2));
 }
 
 TEST_CASE("tensor parallel: a GPU trains on 1/t of its group's tokens, and a global batch counts the groups") {
@@ -146,4 +148,70 @@ TEST_CASE("bad input: tensor_parallel that does not split the model or the node,
                        Contains("tp.yaml:4: training.async_tp: async_tp needs tensor_parallel > 1"), InputError);
   CHECK_THROWS_WITH_AS(scenario("  wrap: size\n  tensor_parallel: 2\n"),
                        Contains("tp.yaml:5: training.tensor_parallel: wrap: size cuts blocks"), InputError);
+}
+
+TEST_CASE("context parallel: a GPU holds 1/c of each sequence, its attention 1/c of the causal work, load-balanced") {
+  // Llama 3.1 8B at 65,536 tokens over 2 GPUs: 32,768 tokens each; the attention call does half of
+  // the causal 2 x 32 x 65536^2 x 128 FLOPs forward.
+  const auto m = models::preset("llama3.1-8b");
+  models::TrainingShape shape;
+  shape.micro_batch = 1;
+  shape.seq_len = 65536;
+  shape.context_parallel = 2;
+  const auto units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& block = *units[1].kernels;
+  CHECK(find(block.forward, "attn.q").m == 32768);
+  const auto attention = find(block.forward, "attention");
+  CHECK(attention.seq == 65536);  // every key
+  CHECK(attention.query_shards == 2);
+  CHECK(attention.flops() == Approx(2.0 * 32 * 65536.0 * 65536 * 128 / 2));
+  // One merge of a partial output into the fp32 one per further chunk: (8 + 4 + 2) bytes per element.
+  CHECK(find(block.forward, "context parallel merge").bytes == Approx(14.0 * 32768 * 4096));
+}
+
+TEST_CASE("context parallel: the diagonal chunk at the causal rate of seq / c, the others at the rate of seq / 2c") {
+  // The toy profile: causal fwd+bwd 100 TFLOP/s at 1k, 200 at 4k (150 at 2k), backward/forward 0.5,
+  // so forward runs at R x 6 / 3.5; it has no non-causal curve, so the causal one stands in.
+  const auto p = test::toy();
+  const double total = 4.0 * 16 * 4096 * 2048 * 128;  // causal forward FLOPs of 16 sequences of 4k
+  const double share = total / 2 / 2;                 // a GPU's half, split into its two calls
+  const double t = p.attention_seconds(models::AttentionKernel::Flash2, false, 16, 4096, 128, true, 0, 2);
+  CHECK(t == Approx(share / (150e12 * 6 / 3.5) + share / (100e12 * 6 / 3.5)));
+}
+
+TEST_CASE("context parallel: each block gathers the sequence's K and V, backward again, and scatters their fp32 grads") {
+  const auto s = scenario("  framework: torchtitan\n  context_parallel: 4\n  micro_batch: 1\n  seq_len: 32768\n"
+                          "  activation_checkpointing: full\n");
+  const auto& setup = s.points.at(0).setup;
+  REQUIRE(setup.context_parallel_group);
+  const auto& g = *setup.context_parallel_group;
+  CHECK(g.ranks() == 4);
+  CHECK(setup.shard_group.ranks() == 32);  // FSDP over every GPU, the CP ones included
+  // Llama 3.1 70B repeats its 8 KV heads to 64 before SDPA: K and V of 8192 wide, 32768 tokens.
+  const double elements = 2.0 * 32768 * 8192;
+  const double ag = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, elements * 2, g).seconds();
+  const double rs = sim::plan_collective(setup.cluster, sim::CollectiveOp::ReduceScatter, elements * 4, g).seconds();
+  const auto cp = sim::model_parallel_time(setup, 1, 0, 0);
+  CHECK(cp.forward_seconds == Approx(ag));
+  CHECK(cp.backward_seconds == Approx(2 * ag + rs));
+  CHECK(cp.backward_collectives == 3);
+  const auto r = sim::simulate_fsdp(setup);
+  CHECK(r.tokens_per_s_per_gpu == Approx(32768.0 / 4 / r.step_time_s));
+}
+
+TEST_CASE("bad input: context_parallel with tensor parallelism, a sequence it cannot split, or a window") {
+  CHECK_THROWS_WITH_AS(scenario("  tensor_parallel: 2\n  context_parallel: 2\n"),
+                       Contains("tp.yaml:5: training.context_parallel: context parallelism together with tensor "
+                                "parallelism is not modelled"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(scenario("  context_parallel: 4\n  seq_len: 4100\n"),
+                       Contains("tp.yaml:4: training.context_parallel: 4 GPUs cannot split a 4100-token sequence"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(scenario("  context_parallel: 16\n"),
+                       Contains("tp.yaml:4: training.context_parallel: 16 GPUs do not divide a node's 8"), InputError);
+  CHECK_THROWS_WITH_AS(
+      scenarios::parse_scenario("model: mistral-7b-v0.1\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining:\n"
+                                "  context_parallel: 2\npolicies: [fsdp]\n",
+                                "w.yaml"),
+      Contains("w.yaml:4: training.context_parallel: a model with a sliding window"), InputError);
 }

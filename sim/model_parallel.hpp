@@ -1,0 +1,39 @@
+// Tensor and context parallelism's collectives, as one GPU's compute stream waits for them.
+//
+// Tensor parallelism (training.tensor_parallel), torchtitan's sequence-parallel plan (parallelize.py,
+// apply_tp): each GPU of a TP group holds a column slice of q/k/v and of the MLP's gate and up, a
+// row slice of the out and down projections, and a sequence shard of the residual stream, where
+// the norms run. So each block all-gathers the sequence before attention and before the MLP, and
+// reduce-scatters the partial sums after each: two all-gathers and two reduce-scatters of the
+// micro-batch's T x h activations forward, the same backward (an all-gather's gradient is a
+// reduce-scatter and the reverse), and again where checkpointing re-runs the block (but the MLP's
+// reduce-scatter, after the early stop). The token embedding (vocabulary rows) reduce-scatters its
+// output; the head all-gathers its input and reduces the loss over its vocabulary slice (two
+// all-reduces of a float per token). Float8 Linears all-gather their input in float8 (torchao's
+// Float8ColwiseParallel). The compute stream waits for each, so each adds its time; with async TP
+// (torch.compile's micro-pipelining, torch/_inductor/fx_passes/micro_pipeline_tp.py: an all-gather
+// fused with the matmuls that read it, a matmul with the reduce-scatter of its output, each cut
+// into one chunk per GPU) they hide behind the unit's matmuls, all but one chunk's worth.
+//
+// Context parallelism (training.context_parallel), PyTorch's context_parallel as torchtitan runs it
+// (torch/distributed/tensor/experimental/_attention.py: load-balanced sequence chunks, the
+// all-gather rotation): each GPU holds 1/c of every sequence, and each block's attention gathers
+// the whole sequence's K and V (as SDPA receives them: repeated to every head under GQA); the
+// backward gathers them again and reduce-scatters their gradients in fp32 (convert_to_f32).
+#pragma once
+
+#include "sim/schedule.hpp"
+
+namespace tagcsim::sim {
+
+struct ModelParallelTime {
+  double forward_seconds = 0, backward_seconds = 0;  // what the unit's forward and backward wait for
+  int forward_collectives = 0, backward_collectives = 0;
+};
+
+// Unit u's TP and CP collectives; zero without either. `forward_gemm_seconds` and
+// `backward_gemm_seconds` are the unit's matmul time each way, which async TP hides them behind.
+ModelParallelTime model_parallel_time(const StepSetup& setup, int u, double forward_gemm_seconds,
+                                      double backward_gemm_seconds);
+
+}  // namespace tagcsim::sim
