@@ -91,23 +91,22 @@ sim::Training load_training(const Input& in) {
     if (fsdp1 && t.wrap == models::WrapPolicy::Torchtitan)
       v->fail("torchtitan's layout leaves the root module without parameters, which is fully_shard's (fsdp: 2)");
   }
-  if (auto v = in.find("tensor_parallel")) {
-    t.tensor_parallel = v->as_int_between(1, 64);
-    if (t.tensor_parallel > 1 && t.sharding == sim::Sharding::HybridShard)
-      v->fail("tensor parallelism with hybrid_shard is not modelled (use full_shard)");
-    if (t.tensor_parallel > 1 && t.wrap == models::WrapPolicy::Size)
-      v->fail("wrap: size cuts blocks into single Linears; tensor parallelism needs whole blocks (wrap: block or "
-              "torchtitan)");
-  }
+  // Tensor and context parallelism: GPUs of a node that share a micro-batch, inside whole blocks.
+  auto model_parallel_degree = [&](const Input& v, const char* what) {
+    const int degree = v.as_int_between(1, 64);
+    if (degree > 1 && t.sharding == sim::Sharding::HybridShard)
+      v.fail(fmt::format("{} parallelism with hybrid_shard is not modelled (use full_shard)", what));
+    if (degree > 1 && t.wrap == models::WrapPolicy::Size)
+      v.fail(fmt::format("wrap: size cuts blocks into single Linears; {} parallelism needs whole blocks (wrap: "
+                         "block or torchtitan)",
+                         what));
+    return degree;
+  };
+  if (auto v = in.find("tensor_parallel")) t.tensor_parallel = model_parallel_degree(*v, "tensor");
   if (auto v = in.find("context_parallel")) {
-    t.context_parallel = v->as_int_between(1, 64);
+    t.context_parallel = model_parallel_degree(*v, "context");
     if (t.context_parallel > 1 && t.tensor_parallel > 1)
       v->fail("context parallelism together with tensor parallelism is not modelled (set one of them)");
-    if (t.context_parallel > 1 && t.sharding == sim::Sharding::HybridShard)
-      v->fail("context parallelism with hybrid_shard is not modelled (use full_shard)");
-    if (t.context_parallel > 1 && t.wrap == models::WrapPolicy::Size)
-      v->fail("wrap: size cuts blocks into single Linears; context parallelism needs whole blocks (wrap: block or "
-              "torchtitan)");
   }
   if (auto v = in.find("async_tp")) {
     t.async_tp = v->as_bool();
