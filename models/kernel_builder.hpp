@@ -35,27 +35,27 @@ class Builder {
     const double width = double(detail::q_dim(m_) + 2 * detail::kv_dim(m_));
     // The split's backward concatenates dq, dk, dv into the Linear's output gradient.
     mem(p.bwd, "attn.qkv split bwd", 2 * e_ * T_ * width);
-    linear(p, "attn.qkv", m_.hidden, detail::q_dim(m_) + 2 * detail::kv_dim(m_));
+    linear(p, "attn.qkv", m_.hidden, detail::q_dim(m_) + 2 * detail::kv_dim(m_), Bias::Qkv);
     return p;
   }
   KernelPiece q() {  // Llama: ln_1, q, rotary on q
     KernelPiece p;
     norm(p, "ln_1");
-    linear(p, "attn.q", m_.hidden, detail::q_dim(m_));
+    linear(p, "attn.q", m_.hidden, detail::q_dim(m_), Bias::Qkv);
     if (m_.qk_norm) qk_norm(p, "q_norm", q_width(), m_.heads);
     rotary(p, "rotary q", q_width());
     return p;
   }
   KernelPiece k() {
     KernelPiece p;
-    linear(p, "attn.k", m_.hidden, detail::kv_dim(m_), true, /*shares_input=*/true);
+    linear(p, "attn.k", m_.hidden, detail::kv_dim(m_), Bias::Qkv, /*shares_input=*/true);
     if (m_.qk_norm) qk_norm(p, "k_norm", double(detail::kv_dim(m_)), m_.kv_heads);
     rotary(p, "rotary k", double(detail::kv_dim(m_)));
     return p;
   }
   KernelPiece v() {
     KernelPiece p;
-    linear(p, "attn.v", m_.hidden, detail::kv_dim(m_), true, /*shares_input=*/true);
+    linear(p, "attn.v", m_.hidden, detail::kv_dim(m_), Bias::Qkv, /*shares_input=*/true);
     return p;
   }
   KernelPiece out() {  // attention core, out projection, first residual
@@ -78,7 +78,7 @@ class Builder {
   }
   KernelPiece up() {  // Llama: up, silu(g) * u
     KernelPiece p;
-    linear(p, "mlp.up", m_.hidden, m_.ffn, true, /*shares_input=*/true);
+    linear(p, "mlp.up", m_.hidden, m_.ffn, Bias::Block, /*shares_input=*/true);
     if (impl_.compiled) {
       mem(p.fwd, "swiglu", 3 * e_ * T_ * f());
       mem(p.bwd, "swiglu bwd", 5 * e_ * T_ * f());
@@ -127,7 +127,7 @@ class Builder {
   KernelPiece head() {  // final norm, output projection, loss
     KernelPiece p;
     norm(p, "ln_f");
-    linear(p, "lm_head", m_.hidden, m_.vocab, /*bias=*/false);
+    linear(p, "lm_head", m_.hidden, m_.vocab, Bias::None);
     const double TV = T_ * double(m_.vocab);
     // Gemma 2's cap, c tanh(logits / c), on the 16-bit logits: eager a division, tanh and product
     // each way; compiled one kernel each way, or inside the compiled loss's.
@@ -185,9 +185,13 @@ class Builder {
     to.push_back(std::move(g));
   }
 
+  // Which Linears have a bias: every one but the head with `bias: true`; q, k and v also with
+  // `bias: qkv` (Qwen2's); the head never.
+  enum class Bias { Block, Qkv, None };
+
   // shares_input: the Linear reads the same tensor as the one before it (k and v after q, up after
   // gate), whose float8 casts a compiled block computes once (common subexpressions are merged).
-  void linear(KernelPiece& p, const std::string& name, std::int64_t in, std::int64_t out, bool bias = true,
+  void linear(KernelPiece& p, const std::string& name, std::int64_t in, std::int64_t out, Bias bias = Bias::Block,
               bool shares_input = false) {
     const double i = double(in), o = double(out);
     const bool fp8 = impl_.float8_linears && name != "lm_head";
@@ -198,8 +202,8 @@ class Builder {
     gemm(p.bwd, name + " dgrad", T_, i, o, fp8);
     gemm(p.bwd, name + " wgrad", o, i, T_, fp8);
     // The bias add rides in the GEMM's epilogue; its gradient is a reduction over the tokens.
-    const bool qkv = name.rfind("attn.q", 0) == 0 || name == "attn.k" || name == "attn.v";
-    if (bias && (qkv ? detail::qkv_biased(m_) : m_.bias)) mem(p.bwd, name + " bias grad", e_ * T_ * o);
+    const bool biased = bias == Bias::Qkv ? detail::qkv_biased(m_) : bias == Bias::Block && m_.bias;
+    if (biased) mem(p.bwd, name + " bias grad", e_ * T_ * o);
   }
 
   // torchao's Float8Linear with tensorwise dynamic scaling (torchao/float8/float8_linear.py,

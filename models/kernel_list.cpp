@@ -22,6 +22,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 
 namespace tagcsim::models {
 
@@ -128,17 +130,21 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
   // A model with a sliding window has blocks of two kinds; the windowed one's pieces differ in
   // their attention kernel only.
   b.set_window(m.sliding_window);
-  const auto windowed_layer = m.sliding_window > 0 ? layer_pieces(b, m) : layer;
+  const auto windowed_layer = m.sliding_window > 0 ? layer_pieces(b, m) : std::vector<Piece>{};
   b.set_window(0);
-  auto is_windowed = [&](int i) { return detail::attention_window(m, i) > 0; };
+  // Block i's kind: (windowed attention, re-run under checkpointing); each kind's lists are built
+  // once, when a block first needs them.
+  using Kind = std::pair<bool, bool>;
+  auto kind_of = [&](int i) { return Kind{detail::attention_window(m, i) > 0, checkpointed(shape, i)}; };
+  auto pieces_of = [&](const Kind& k) -> const std::vector<Piece>& { return k.first ? windowed_layer : layer; };
   std::vector<std::shared_ptr<const UnitKernels>> out;
 
-  // Whole blocks: plain or re-run under checkpointing, full or windowed attention.
-  const auto plain = assemble(layer), recomputed = assemble(layer, block_recompute);
-  const auto windowed = assemble(windowed_layer), windowed_recomputed = assemble(windowed_layer, block_recompute);
+  std::map<Kind, std::shared_ptr<const UnitKernels>> blocks;
   auto block = [&](int i) {
-    if (is_windowed(i)) return checkpointed(shape, i) ? windowed_recomputed : windowed;
-    return checkpointed(shape, i) ? recomputed : plain;
+    const Kind k = kind_of(i);
+    auto& list = blocks[k];
+    if (!list) list = k.second ? assemble(pieces_of(k), block_recompute) : assemble(pieces_of(k));
+    return list;
   };
 
   if (policy == WrapPolicy::Torchtitan) {
@@ -178,11 +184,11 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
     }
     return lists;
   };
-  const Lists pieces = per_piece(layer, false), pieces_rerun = per_piece(layer, true);
-  const Lists windowed_pieces = per_piece(windowed_layer, false), windowed_rerun = per_piece(windowed_layer, true);
+  std::map<Kind, Lists> piece_lists;
   for (int i = 0; i < m.layers; ++i) {
-    const auto& kind = is_windowed(i) ? (checkpointed(shape, i) ? windowed_rerun : windowed_pieces)
-                                      : (checkpointed(shape, i) ? pieces_rerun : pieces);
+    const Kind k = kind_of(i);
+    auto& kind = piece_lists[k];
+    if (kind.empty()) kind = per_piece(pieces_of(k), k.second);
     out.insert(out.end(), kind.begin(), kind.end());
   }
   if (!m.tied_embeddings) out.push_back(assemble({b.head()}));
