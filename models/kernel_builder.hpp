@@ -35,33 +35,33 @@ class Builder {
     const double width = double(detail::q_dim(m_) + 2 * detail::kv_dim(m_));
     // The split's backward concatenates dq, dk, dv into the Linear's output gradient.
     mem(p.bwd, "attn.qkv split bwd", 2 * e_ * T_ * width);
-    linear(p, "attn.qkv", m_.hidden, detail::q_dim(m_) + 2 * detail::kv_dim(m_), Bias::Qkv);
+    linear(p, "attn.qkv", m_.hidden, detail::q_dim(m_) + 2 * detail::kv_dim(m_), Bias::Qkv, false, Sublayer::Attention);
     return p;
   }
   KernelPiece q() {  // Llama: ln_1, q, rotary on q
     KernelPiece p;
     norm(p, "ln_1");
-    linear(p, "attn.q", m_.hidden, detail::q_dim(m_), Bias::Qkv);
+    linear(p, "attn.q", m_.hidden, detail::q_dim(m_), Bias::Qkv, false, Sublayer::Attention);
     if (m_.qk_norm) qk_norm(p, "q_norm", q_width(), m_.heads);
     rotary(p, "rotary q", q_width());
     return p;
   }
   KernelPiece k() {
     KernelPiece p;
-    linear(p, "attn.k", m_.hidden, detail::kv_dim(m_), Bias::Qkv, /*shares_input=*/true);
+    linear(p, "attn.k", m_.hidden, detail::kv_dim(m_), Bias::Qkv, /*shares_input=*/true, Sublayer::Attention);
     if (m_.qk_norm) qk_norm(p, "k_norm", double(detail::kv_dim(m_)), m_.kv_heads);
     rotary(p, "rotary k", double(detail::kv_dim(m_)));
     return p;
   }
   KernelPiece v() {
     KernelPiece p;
-    linear(p, "attn.v", m_.hidden, detail::kv_dim(m_), Bias::Qkv, /*shares_input=*/true);
+    linear(p, "attn.v", m_.hidden, detail::kv_dim(m_), Bias::Qkv, /*shares_input=*/true, Sublayer::Attention);
     return p;
   }
   KernelPiece out() {  // attention core, out projection, first residual
     KernelPiece p;
     attention(p);
-    linear(p, "attn.out", detail::q_dim(m_), m_.hidden);
+    linear(p, "attn.out", detail::q_dim(m_), m_.hidden, Bias::Block, false, Sublayer::Attention);
     if (m_.post_norms) norm(p, "post_attention_norm");
     residual(p, "residual 1");
     return p;
@@ -69,7 +69,7 @@ class Builder {
   KernelPiece gate() {  // Llama: ln_2, gate, silu
     KernelPiece p;
     norm(p, "ln_2");
-    linear(p, "mlp.gate", m_.hidden, m_.ffn);
+    linear(p, "mlp.gate", m_.hidden, m_.ffn, Bias::Block, false, Sublayer::Mlp);
     if (!impl_.compiled) {
       mem(p.fwd, "silu", 2 * e_ * T_ * f());
       mem(p.bwd, "silu bwd", 3 * e_ * T_ * f());
@@ -78,7 +78,7 @@ class Builder {
   }
   KernelPiece up() {  // Llama: up, silu(g) * u
     KernelPiece p;
-    linear(p, "mlp.up", m_.hidden, m_.ffn, Bias::Block, /*shares_input=*/true);
+    linear(p, "mlp.up", m_.hidden, m_.ffn, Bias::Block, /*shares_input=*/true, Sublayer::Mlp);
     if (impl_.compiled) {
       mem(p.fwd, "swiglu", 3 * e_ * T_ * f());
       mem(p.bwd, "swiglu bwd", 5 * e_ * T_ * f());
@@ -91,14 +91,14 @@ class Builder {
   KernelPiece fc() {  // GPT-2 / MPT: ln_2, up, GELU
     KernelPiece p;
     norm(p, "ln_2");
-    linear(p, "mlp.fc", m_.hidden, m_.ffn);
+    linear(p, "mlp.fc", m_.hidden, m_.ffn, Bias::Block, false, Sublayer::Mlp);
     mem(p.fwd, "gelu", 2 * e_ * T_ * f());
     mem(p.bwd, "gelu bwd", 3 * e_ * T_ * f());
     return p;
   }
   KernelPiece down() {  // down projection, second residual
     KernelPiece p;
-    linear(p, "mlp.down", m_.ffn, m_.hidden);
+    linear(p, "mlp.down", m_.ffn, m_.hidden, Bias::Block, false, Sublayer::Mlp);
     if (m_.post_norms) norm(p, "post_mlp_norm");
     residual(p, "residual 2");
     return p;
@@ -127,7 +127,7 @@ class Builder {
   KernelPiece head() {  // final norm, output projection, loss
     KernelPiece p;
     norm(p, "ln_f");
-    linear(p, "lm_head", m_.hidden, m_.vocab, Bias::None);
+    linear(p, "lm_head", m_.hidden, m_.vocab, Bias::None, false, Sublayer::None);
     const double TV = T_ * double(m_.vocab);
     // Gemma 2's cap, c tanh(logits / c), on the 16-bit logits: eager a division, tanh and product
     // each way; compiled one kernel each way, or inside the compiled loss's.
@@ -189,17 +189,28 @@ class Builder {
   // `bias: qkv` (Qwen2's); the head never.
   enum class Bias { Block, Qkv, None };
 
+  // Where in a block a Linear sits: its tensor-parallel collectives are the sublayer's.
+  enum class Sublayer { None, Attention, Mlp };
+
   // shares_input: the Linear reads the same tensor as the one before it (k and v after q, up after
   // gate), whose float8 casts a compiled block computes once (common subexpressions are merged).
-  void linear(KernelPiece& p, const std::string& name, std::int64_t in, std::int64_t out, Bias bias = Bias::Block,
-              bool shares_input = false) {
+  void linear(KernelPiece& p, const std::string& name, std::int64_t in, std::int64_t out, Bias bias,
+              bool shares_input, Sublayer sublayer) {
     const double i = double(in), o = double(out);
     const bool fp8 = impl_.float8_linears && name != "lm_head";
-    const bool cast_input = !(impl_.compiled && shares_input);
+    // Under tensor parallelism torchao casts the input of the Linears that read the gathered
+    // sequence once, before the all-gather (PrepareFloat8ModuleInput), eager or compiled.
+    const bool gathered = Tsp_ < T_ && in == m_.hidden;
+    const bool cast_input = !((impl_.compiled || gathered) && shares_input);
     if (fp8) float8_casts(p.fwd, name, i, o, false, cast_input);
     gemm(p.fwd, name, T_, o, i, fp8);
+    const bool row = Tsp_ < T_ && out == m_.hidden;  // its output reduce-scattered, its gradient gathered
+    const bool attention = sublayer == Sublayer::Attention;
+    if (sublayer != Sublayer::None && gathered) p.fwd.back().tp_site = attention ? TpSite::AttentionIn : TpSite::MlpIn;
+    if (sublayer != Sublayer::None && row) p.fwd.back().tp_site = attention ? TpSite::AttentionOut : TpSite::MlpOut;
     if (fp8) float8_casts(p.bwd, name, i, o, true, cast_input);
     gemm(p.bwd, name + " dgrad", T_, i, o, fp8);
+    if (sublayer != Sublayer::None && row) p.bwd.back().tp_site = attention ? TpSite::AttentionOut : TpSite::MlpOut;
     gemm(p.bwd, name + " wgrad", o, i, T_, fp8);
     // The bias add rides in the GEMM's epilogue; its gradient is a reduction over the tokens.
     const bool biased = bias == Bias::Qkv ? detail::qkv_biased(m_) : bias == Bias::Block && m_.bias;
@@ -215,6 +226,11 @@ class Builder {
   // (torchao/testing/training/roofline_utils.py, tensorwise): x and g are cast once into both
   // layouts (x in forward, kept for wgrad), W cast forward and again transposed backward, its amax
   // reused. With float8 all-gather W arrives in float8: its casts become one transposed copy.
+  // Under tensor parallelism (torchao's Float8ColwiseParallel and Float8RowwiseParallel) a Linear
+  // that reads the gathered sequence has its input cast on the GPU's sequence shard and gathered in
+  // float8, and one whose output is reduce-scattered to the shards has its output gradient cast
+  // there and gathered in float8; wgrad then wants the gathered tensor column-major, one transposed
+  // copy of it.
   void float8_casts(std::vector<Kernel>& to, const std::string& name, double i, double o, bool backward,
                     bool cast_input) {
     const bool compiled = impl_.compiled;
@@ -222,25 +238,39 @@ class Builder {
     auto cast = [&](const std::string& what, double elems, int layouts) {
       mem(to, name + " fp8 cast " + what, (e_ + layouts) * elems);
     };
+    auto transpose = [&](const std::string& what, double elems) { mem(to, name + " fp8 " + what + " transpose", 2 * elems); };
+    const bool column = Tsp_ < T_ && i == h(), row = Tsp_ < T_ && o == h();
     const double weight = o * i, x = T_ * i, g = T_ * o;
     if (!backward) {
-      if (cast_input) amax("input", x), cast("input", x, compiled ? 2 : 1);
+      if (column) {
+        if (cast_input) amax("input", Tsp_ * i), cast("input", Tsp_ * i, 1);
+      } else if (cast_input) {
+        amax("input", x), cast("input", x, compiled ? 2 : 1);
+      }
       if (!impl_.float8_all_gather) amax("weight", weight), cast("weight", weight, 1);
       return;
     }
-    amax("grad_output", g);
-    if (compiled) {
-      cast("grad_output", g, 2);
+    if (row) {
+      amax("grad_output", Tsp_ * o), cast("grad_output", Tsp_ * o, 1), transpose("grad_output", g);
     } else {
-      cast("grad_output", g, 1), cast("grad_output", g, 1);
+      amax("grad_output", g);
+      if (compiled) {
+        cast("grad_output", g, 2);
+      } else {
+        cast("grad_output", g, 1), cast("grad_output", g, 1);
+      }
     }
     if (impl_.float8_all_gather) {
-      mem(to, name + " fp8 weight transpose", 2 * weight);
+      transpose("weight", weight);
     } else {
       if (!compiled) amax("weight", weight);
       cast("weight", weight, 1);
     }
-    if (!compiled) amax("input", x), cast("input", x, 1);
+    if (column) {
+      if (cast_input || !compiled) transpose("input", x);
+    } else if (!compiled) {
+      amax("input", x), cast("input", x, 1);
+    }
   }
 
   // Qwen3's RMSNorm on each head of q or k (`heads` rows of head_dim a token). Compiled, it joins

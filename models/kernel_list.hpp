@@ -17,6 +17,10 @@ namespace tagcsim::models {
 
 enum class KernelKind { Gemm, Attention, Memory };
 enum class Pass { Forward, Backward, Recompute };  // Recompute: the forward again, under checkpointing
+// A block's sequence collectives under tensor parallelism: the all-gather before attention's
+// q/k/v (and the reduce-scatter of their input gradient), the reduce-scatter after its out
+// projection (and the all-gather of its output gradient), the same pair around the MLP.
+enum class TpSite { None, AttentionIn, AttentionOut, MlpIn, MlpOut };
 
 struct Kernel {
   KernelKind kind = KernelKind::Memory;
@@ -25,6 +29,10 @@ struct Kernel {
   // Gemm: C[m x n] = A[m x k] B[k x n]; fp8: float8 inputs (torchao's Float8Linear), bf16 output.
   double m = 0, n = 0, k = 0;
   bool fp8 = false;
+  // Tensor parallelism: the block collective the GEMM sits beside, reading the all-gathered
+  // sequence (or its gathered output gradient) or writing the partial sums reduce-scattered to the
+  // sequence shards. Async TP fuses the two, one chunk of m / tp rows per GPU (sim/model_parallel.hpp).
+  TpSite tp_site = TpSite::None;
   // Attention: one flash-attention forward or backward call over `batch_heads` (batch x query
   // heads) sequences of `seq` tokens; kv_heads is per sequence (GQA when below the query heads).
   double batch_heads = 0, seq = 0, head_dim = 0;

@@ -196,20 +196,33 @@ UnitCompute unit_compute(const StepSetup& setup, int u) {
     c.backward_issue_seconds += issue;
   }
   if (setup.tensor_parallel_group || setup.context_parallel_group) {
-    // The compute stream waits for the TP and CP collectives; async TP hides its behind the unit's matmuls.
-    double gemm[2] = {0, 0};
-    if (const KernelProfile* prof = device_kernel_profile(setup.cluster.gpu); prof && unit.kernels && t.async_tp)
+    // The compute stream waits for the TP and CP collectives; async TP hides a block's behind the
+    // matmuls fused with each, every such matmul cut into one chunk of rows per GPU (a GEMM of
+    // m / tp rows fills fewer waves than one of m).
+    TpSiteGemms gemms;
+    double chunking[2] = {0, 0};
+    int extra_launches[2] = {0, 0};
+    if (const KernelProfile* prof = device_kernel_profile(setup.cluster.gpu);
+        prof && unit.kernels && t.async_tp && setup.tensor_parallel_group) {
+      const double chunks = setup.tensor_parallel_group->ranks();
       for (int pass = 0; pass < 2; ++pass)
-        for (const auto& k : pass == 0 ? unit.kernels->forward : unit.kernels->backward)
-          if (k.kind == models::KernelKind::Gemm)
-            gemm[pass] += prof->kernel_seconds(k, t.impl.attention, t.param_dtype, t.tf32);
-    const auto tp = model_parallel_time(setup, u, gemm[0], gemm[1]);
-    c.forward_seconds += tp.forward_seconds;
-    c.backward_seconds += tp.backward_seconds;
-    c.forward_kernels += tp.forward_collectives;
-    c.backward_kernels += tp.backward_collectives;
-    c.forward_issue_seconds += tp.forward_collectives * issue;
-    c.backward_issue_seconds += tp.backward_collectives * issue;
+        for (const auto& k : pass == 0 ? unit.kernels->forward : unit.kernels->backward) {
+          if (k.kind != models::KernelKind::Gemm || k.tp_site == models::TpSite::None) continue;
+          models::Kernel chunk = k;
+          chunk.m = k.m / chunks;
+          const double chunked = chunks * prof->kernel_seconds(chunk, t.impl.attention, t.param_dtype, t.tf32);
+          chunking[pass] += chunked - prof->kernel_seconds(k, t.impl.attention, t.param_dtype, t.tf32);
+          extra_launches[pass] += int(chunks) - 1;
+          gemms.at(k.pass, k.tp_site) += chunked;
+        }
+    }
+    const auto tp = model_parallel_time(setup, u, gemms);
+    c.forward_seconds += tp.forward_seconds + chunking[0];
+    c.backward_seconds += tp.backward_seconds + chunking[1];
+    c.forward_kernels += tp.forward_launches + extra_launches[0];
+    c.backward_kernels += tp.backward_launches + extra_launches[1];
+    c.forward_issue_seconds += (tp.forward_launches + extra_launches[0]) * issue;
+    c.backward_issue_seconds += (tp.backward_launches + extra_launches[1]) * issue;
   }
   return c;
 }

@@ -3,6 +3,7 @@
 #include "models/shapes.hpp"
 
 #include "models/kernel_list.hpp"
+#include "sim/compute.hpp"
 
 #include <algorithm>
 
@@ -28,14 +29,24 @@ void add_context_parallel(const StepSetup& setup, int u, ModelParallelTime& out)
   const bool rerun = unit.kernels && unit.kernels->recomputes;
   out.forward_seconds += gather;
   out.backward_seconds += (rerun ? 2 : 1) * gather + scatter;
-  out.forward_collectives += 1;
-  out.backward_collectives += (rerun ? 2 : 1) + 1;
+  out.forward_launches += 1;
+  out.backward_launches += (rerun ? 2 : 1) + 1;
 }
 
-// Tensor parallelism: the blocks' all-gathers and reduce-scatters, the embedding's and the head's;
-// async TP hides them behind the unit's matmuls but for a chunk.
-void add_tensor_parallel(const StepSetup& setup, int u, double forward_gemm_seconds, double backward_gemm_seconds,
-                         ModelParallelTime& out) {
+// Tensor parallelism: the blocks' all-gathers and reduce-scatters, the embedding's and the head's.
+// Each runs along the sequence dimension of a (batch, sequence, hidden) activation, and PyTorch's
+// functional collectives move that dimension to the front and back with a copy
+// (torch/distributed/_functional_collectives.py: all_gather_tensor concatenates the gathered chunks
+// along gather_dim, reduce_scatter_tensor concatenates its input's chunks before the collective):
+// one memory-bound kernel reading and writing the whole tensor beside each, except the backward
+// reduce-scatters of a compiled block, whose copy joins the element-wise sum of the dgrads before
+// it. Async TP (torch.compile's micro-pipelining) fuses a compiled block's all-gathers into the
+// matmuls that read them and its forward reduce-scatters into the matmuls that write them, with
+// no copy (fused_all_gather_matmul and fused_matmul_reduce_scatter work on the moved dimension in
+// place), and hides them behind the unit's matmuls but for a chunk. What it cannot fuse stays as
+// it was: the backward reduce-scatters, whose input is a sum of dgrads rather than one matmul's
+// output, and the embedding's and head's collectives, outside the compiled blocks.
+void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms, ModelParallelTime& out) {
   if (!setup.tensor_parallel_group) return;
   const auto& unit = setup.units[std::size_t(u)];
   const auto& t = setup.training;
@@ -43,51 +54,74 @@ void add_tensor_parallel(const StepSetup& setup, int u, double forward_gemm_seco
   const double tokens = double(t.micro_batch) * setup.seq_len();
   const double activations = tokens * setup.model.hidden;  // elements of the micro-batch's T x h
   const double e = bytes_of(t.param_dtype);
-  auto seconds = [&](CollectiveOp op, double bytes) { return plan_collective(setup.cluster, op, bytes, g).seconds(); };
-  const double block_gather = seconds(CollectiveOp::AllGather, activations * (t.impl.float8_linears ? 1 : e));
-  const double gather = seconds(CollectiveOp::AllGather, activations * e);
-  const double scatter = seconds(CollectiveOp::ReduceScatter, activations * e);
-  const double loss = seconds(CollectiveOp::AllReduce, tokens * 4);
+  const double gathered_bytes = activations * (t.impl.float8_linears ? 1 : e);  // float8 Linears gather in float8
+  auto collective = [&](CollectiveOp op, double bytes) { return plan_collective(setup.cluster, op, bytes, g).seconds(); };
+  auto memory = [&](double bytes) { return memory_kernel_seconds(bytes, setup.cluster.gpu); };
+  const double n = g.ranks();
+  const double block_gather = collective(CollectiveOp::AllGather, gathered_bytes);
+  const double gather = collective(CollectiveOp::AllGather, activations * e);
+  const double scatter = collective(CollectiveOp::ReduceScatter, activations * e);
+  const double loss = collective(CollectiveOp::AllReduce, tokens * 4);
+  const double block_gather_copy = memory(2 * gathered_bytes), copy = memory(2 * activations * e);
+  // A fused matmul + reduce-scatter sums the n partial chunks it received in one reduction kernel
+  // (torch/distributed/_symmetric_memory: _fused_matmul_reduce_scatter_impl's reduce_fn).
+  const double partial_sum = memory(activations * e * (1 + 1 / n));
+
+  double fwd = 0, bwd = 0;
+  int fwd_launches = 0, bwd_launches = 0;
+  // A collective the compute stream waits for, with the copy beside it.
+  auto waited = [](double& pass, int& launches, double seconds, double copy_seconds) {
+    pass += seconds + copy_seconds, launches += copy_seconds > 0 ? 2 : 1;
+  };
+  // A block collective: fused under async TP with the matmuls of its site, micro-pipelined in n
+  // chunks (the first chunk's transfer, the last's for a reduce-scatter, has no matmul to hide
+  // behind; the rest hides as far as they last); else waited for with its copy.
+  auto block = [&](double& pass, int& launches, double seconds, double copy_seconds, models::Pass p,
+                   models::TpSite site, bool scatters) {
+    if (!t.async_tp) return waited(pass, launches, seconds, copy_seconds);
+    pass += seconds / n + std::max(0.0, seconds * (n - 1) / n - gemms.at(p, site));
+    if (scatters) pass += partial_sum, launches += 1;
+    launches += 1;
+  };
 
   const bool embedding = unit.kind == models::UnitKind::Root || unit.kind == models::UnitKind::Embedding;
   const bool head = unit.kind == models::UnitKind::Root || unit.kind == models::UnitKind::LmHead;
-  ModelParallelTime tp;
   if (unit.kind == models::UnitKind::Block) {
     // The re-run under checkpointing stops before the down projection with early stop, and so
     // before the MLP's reduce-scatter.
     const bool rerun = unit.kernels && unit.kernels->recomputes;
     const int rerun_scatters = !rerun ? 0 : t.impl.checkpoint_early_stop ? 1 : 2;
-    tp.forward_seconds = 2 * block_gather + 2 * scatter;
-    tp.backward_seconds = 2 * block_gather + 2 * scatter + (rerun ? 2 * block_gather + rerun_scatters * scatter : 0);
-    tp.forward_collectives = 4;
-    tp.backward_collectives = 4 + (rerun ? 2 + rerun_scatters : 0);
+    using models::Pass, models::TpSite;
+    for (int i = 0; i < 2; ++i) {
+      const TpSite in = i == 0 ? TpSite::AttentionIn : TpSite::MlpIn;
+      const TpSite out_site = i == 0 ? TpSite::AttentionOut : TpSite::MlpOut;
+      block(fwd, fwd_launches, block_gather, block_gather_copy, Pass::Forward, in, false);
+      block(fwd, fwd_launches, scatter, copy, Pass::Forward, out_site, true);
+      // Backward: the reduce-scatter's gradient is an all-gather (of the out and down projections'
+      // output gradient, in float8 under float8 Linears) feeding their dgrad; the all-gather's is a
+      // reduce-scatter of the summed q/k/v (gate/up) dgrads, which no single matmul writes.
+      block(bwd, bwd_launches, block_gather, block_gather_copy, Pass::Backward, out_site, false);
+      waited(bwd, bwd_launches, scatter, t.impl.compiled ? 0 : copy);
+      if (rerun) block(bwd, bwd_launches, block_gather, block_gather_copy, Pass::Recompute, in, false);
+      if (i < rerun_scatters) block(bwd, bwd_launches, scatter, copy, Pass::Recompute, out_site, true);
+    }
   }
   if (embedding) {  // the partial embeddings reduce-scattered to sequence shards; backward gathers their gradient
-    tp.forward_seconds += scatter, tp.backward_seconds += gather;
-    tp.forward_collectives += 1, tp.backward_collectives += 1;
+    waited(fwd, fwd_launches, scatter, copy), waited(bwd, bwd_launches, gather, copy);
   }
   if (head) {  // the head's input gathered, the loss reduced over the vocabulary slices; backward scatters
-    tp.forward_seconds += gather + 2 * loss, tp.backward_seconds += scatter;
-    tp.forward_collectives += 3, tp.backward_collectives += 1;
+    waited(fwd, fwd_launches, gather, copy), waited(bwd, bwd_launches, scatter, copy);
+    waited(fwd, fwd_launches, loss, 0), waited(fwd, fwd_launches, loss, 0);
   }
-  if (t.async_tp) {
-    // Micro-pipelined in tp chunks: the first chunk's transfer (the last's, for a reduce-scatter) has
-    // no matmul to hide behind; the rest hides behind the unit's matmuls as far as they last.
-    const double n = g.ranks();
-    auto exposed = [&](double comm, double gemm) { return comm / n + std::max(0.0, comm * (n - 1) / n - gemm); };
-    tp.forward_seconds = exposed(tp.forward_seconds, forward_gemm_seconds);
-    tp.backward_seconds = exposed(tp.backward_seconds, backward_gemm_seconds);
-  }
-  out.forward_seconds += tp.forward_seconds, out.backward_seconds += tp.backward_seconds;
-  out.forward_collectives += tp.forward_collectives, out.backward_collectives += tp.backward_collectives;
+  out.forward_seconds += fwd, out.backward_seconds += bwd;
+  out.forward_launches += fwd_launches, out.backward_launches += bwd_launches;
 }
 
 }  // namespace
 
-ModelParallelTime model_parallel_time(const StepSetup& setup, int u, double forward_gemm_seconds,
-                                      double backward_gemm_seconds) {
+ModelParallelTime model_parallel_time(const StepSetup& setup, int u, const TpSiteGemms& gemms) {
   ModelParallelTime out;
-  add_tensor_parallel(setup, u, forward_gemm_seconds, backward_gemm_seconds, out);
+  add_tensor_parallel(setup, u, gemms, out);
   add_context_parallel(setup, u, out);
   return out;
 }

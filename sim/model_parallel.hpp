@@ -10,10 +10,13 @@
 // reduce-scatter, after the early stop). The token embedding (vocabulary rows) reduce-scatters its
 // output; the head all-gathers its input and reduces the loss over its vocabulary slice (two
 // all-reduces of a float per token). Float8 Linears all-gather their input in float8 (torchao's
-// Float8ColwiseParallel). The compute stream waits for each, so each adds its time; with async TP
-// (torch.compile's micro-pipelining, torch/_inductor/fx_passes/micro_pipeline_tp.py: an all-gather
-// fused with the matmuls that read it, a matmul with the reduce-scatter of its output, each cut
-// into one chunk per GPU) they hide behind the unit's matmuls, all but one chunk's worth.
+// Float8ColwiseParallel) and their output gradient too (Float8RowwiseParallel). The compute stream
+// waits for each, and for the copy PyTorch's functional collectives make to gather or scatter
+// along the sequence dimension. With async TP (torch.compile's micro-pipelining,
+// torch/_inductor/fx_passes/micro_pipeline_tp.py: an all-gather fused with the matmuls that read
+// it, a matmul with the reduce-scatter of its output, each cut into one chunk per GPU) a compiled
+// block's fusable collectives hide behind its matmuls, all but one chunk's worth; the backward
+// reduce-scatters and the collectives outside the blocks stay as they are.
 //
 // Context parallelism (training.context_parallel), PyTorch's context_parallel as torchtitan runs it
 // (torch/distributed/tensor/experimental/_attention.py: load-balanced sequence chunks, the
@@ -22,18 +25,25 @@
 // backward gathers them again and reduce-scatters their gradients in fp32 (convert_to_f32).
 #pragma once
 
+#include "models/kernel_list.hpp"
 #include "sim/schedule.hpp"
 
 namespace tagcsim::sim {
 
 struct ModelParallelTime {
   double forward_seconds = 0, backward_seconds = 0;  // what the unit's forward and backward wait for
-  int forward_collectives = 0, backward_collectives = 0;
+  int forward_launches = 0, backward_launches = 0;  // collectives and the copies beside them
 };
 
-// Unit u's TP and CP collectives; zero without either. `forward_gemm_seconds` and
-// `backward_gemm_seconds` are the unit's matmul time each way, which async TP hides them behind.
-ModelParallelTime model_parallel_time(const StepSetup& setup, int u, double forward_gemm_seconds,
-                                      double backward_gemm_seconds);
+// Async TP: the matmul seconds beside each of a block's sequence collectives (models::TpSite), by
+// pass; each fused collective hides behind its own matmuls only.
+struct TpSiteGemms {
+  double seconds[3][4] = {};  // [models::Pass][site - 1]
+  double& at(models::Pass pass, models::TpSite site) { return seconds[int(pass)][int(site) - 1]; }
+  double at(models::Pass pass, models::TpSite site) const { return seconds[int(pass)][int(site) - 1]; }
+};
+
+// Unit u's TP and CP collectives; zero without either. `gemms` matters under async TP only.
+ModelParallelTime model_parallel_time(const StepSetup& setup, int u, const TpSiteGemms& gemms = {});
 
 }  // namespace tagcsim::sim

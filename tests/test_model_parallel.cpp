@@ -63,9 +63,11 @@ TEST_CASE("tensor parallel: one GPU holds 1/t of each block's heads, FFN and voc
   CHECK(shape.tensor_parallel == 8);
 }
 
-TEST_CASE("tensor parallel: a block waits for two all-gathers and two reduce-scatters each way, and its re-run") {
-  // Full checkpointing: the backward runs the block's forward again, collectives included, up to
-  // the early stop before the down projection (its reduce-scatter is not re-run).
+TEST_CASE("tensor parallel: a block waits for two all-gathers and two reduce-scatters each way, their copies, and its re-run") {
+  // Eager, full checkpointing: the backward runs the block's forward again, collectives included,
+  // up to the early stop before the down projection (its reduce-scatter is not re-run). Each
+  // collective along the sequence dimension comes with PyTorch's chunk-and-concatenate copy of the
+  // whole T x h tensor (read and written).
   const auto s = scenario("  framework: torchtitan\n  tensor_parallel: 8\n  micro_batch: 2\n  seq_len: 4096\n"
                           "  activation_checkpointing: full\n");
   const auto& setup = s.points.at(0).setup;
@@ -79,40 +81,112 @@ TEST_CASE("tensor parallel: a block waits for two all-gathers and two reduce-sca
   const double bytes = 2.0 * 4096 * 8192 * 2;  // T x h in bf16
   const double ag = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, bytes, g).seconds();
   const double rs = sim::plan_collective(setup.cluster, sim::CollectiveOp::ReduceScatter, bytes, g).seconds();
+  const double copy = sim::memory_kernel_seconds(2 * bytes, setup.cluster.gpu);
+  CHECK(copy > 0);
   const int block = 1;  // torchtitan: tok_embeddings, then the blocks
   REQUIRE(setup.units[block].kind == models::UnitKind::Block);
-  const auto tp = sim::model_parallel_time(setup, block, 0, 0);
-  CHECK(tp.forward_seconds == Approx(2 * ag + 2 * rs));
-  CHECK(tp.backward_seconds == Approx(4 * ag + 3 * rs));
-  CHECK(tp.forward_collectives == 4);
-  CHECK(tp.backward_collectives == 7);
+  const auto tp = sim::model_parallel_time(setup, block);
+  CHECK(tp.forward_seconds == Approx(2 * ag + 2 * rs + 4 * copy));
+  CHECK(tp.backward_seconds == Approx(4 * ag + 3 * rs + 7 * copy));
+  CHECK(tp.forward_launches == 8);
+  CHECK(tp.backward_launches == 14);
   // The token embedding reduce-scatters its output; the head all-gathers its input and reduces the
-  // loss over the vocabulary slices (two all-reduces of a float per token).
+  // loss over the vocabulary slices (two all-reduces of a float per token, no copy).
   const double loss = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllReduce, 4.0 * 8192, g).seconds();
-  CHECK(sim::model_parallel_time(setup, 0, 0, 0).forward_seconds == Approx(rs));
+  CHECK(sim::model_parallel_time(setup, 0).forward_seconds == Approx(rs + copy));
   const int head = int(setup.units.size()) - 1;
-  CHECK(sim::model_parallel_time(setup, head, 0, 0).forward_seconds == Approx(ag + 2 * loss));
-  CHECK(sim::model_parallel_time(setup, head, 0, 0).backward_seconds == Approx(rs));
+  CHECK(sim::model_parallel_time(setup, head).forward_seconds == Approx(ag + copy + 2 * loss));
+  CHECK(sim::model_parallel_time(setup, head).backward_seconds == Approx(rs + copy));
+  // Compiled, the backward reduce-scatters' copy joins the element-wise sum of the dgrads before them.
+  const auto compiled = scenario("  framework: torchtitan\n  tensor_parallel: 8\n  micro_batch: 2\n  seq_len: 4096\n"
+                                 "  activation_checkpointing: full\n  compile: true\n");
+  CHECK(sim::model_parallel_time(compiled.points.at(0).setup, block).backward_seconds ==
+        Approx(4 * ag + 3 * rs + 5 * copy));
   // The unit's compute carries them: without tensor parallelism none of this is there.
   const auto none = scenario("  framework: torchtitan\n  micro_batch: 2\n  seq_len: 4096\n"
                              "  activation_checkpointing: full\n");
-  CHECK(sim::model_parallel_time(none.points.at(0).setup, block, 0, 0).forward_seconds == 0);
+  CHECK(sim::model_parallel_time(none.points.at(0).setup, block).forward_seconds == 0);
 }
 
-TEST_CASE("tensor parallel: async TP hides all but one chunk behind the unit's matmuls") {
+TEST_CASE("tensor parallel: async TP hides each fused collective behind its own matmuls, all but one chunk") {
+  // Compiled, no checkpointing. Forward: the attention's and the MLP's all-gather fused with the
+  // matmuls reading the gathered sequence, their reduce-scatters with the matmul writing it, plus
+  // the reduction that sums the 8 partial chunks (reads T x h, writes T x h / 8). Backward: the
+  // output gradients' all-gathers fused with the out and down dgrads; the input gradients'
+  // reduce-scatters (of summed dgrads) waited for, their copy inside the compiled sum.
   const auto s = scenario("  framework: torchtitan\n  tensor_parallel: 8\n  async_tp: true\n  compile: true\n"
                           "  micro_batch: 2\n  seq_len: 4096\n");
   const auto& setup = s.points.at(0).setup;
   const double bytes = 2.0 * 4096 * 8192 * 2;
   const auto& g = *setup.tensor_parallel_group;
-  const double comm = 2 * sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, bytes, g).seconds() +
-                      2 * sim::plan_collective(setup.cluster, sim::CollectiveOp::ReduceScatter, bytes, g).seconds();
+  const double ag = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, bytes, g).seconds();
+  const double rs = sim::plan_collective(setup.cluster, sim::CollectiveOp::ReduceScatter, bytes, g).seconds();
+  const double sum = sim::memory_kernel_seconds(bytes * (1 + 1.0 / 8), setup.cluster.gpu);
+  using models::Pass, models::TpSite;
+  auto gemms = [](double seconds) {
+    sim::TpSiteGemms x;
+    for (auto p : {Pass::Forward, Pass::Backward, Pass::Recompute})
+      for (auto site : {TpSite::AttentionIn, TpSite::AttentionOut, TpSite::MlpIn, TpSite::MlpOut}) x.at(p, site) = seconds;
+    return x;
+  };
   // Matmuls longer than the transfers: one chunk of eight stays exposed.
-  CHECK(sim::model_parallel_time(setup, 1, 1.0, 1.0).forward_seconds == Approx(comm / 8));
+  const auto hidden = sim::model_parallel_time(setup, 1, gemms(1.0));
+  CHECK(hidden.forward_seconds == Approx(2 * ag / 8 + 2 * rs / 8 + 2 * sum));
+  CHECK(hidden.backward_seconds == Approx(2 * ag / 8 + 2 * rs));
   // No matmuls at all: everything is exposed.
-  CHECK(sim::model_parallel_time(setup, 1, 0, 0).forward_seconds == Approx(comm));
-  // Matmuls of half the transfer time: a chunk, plus the 7/8 that the half does not cover.
-  CHECK(sim::model_parallel_time(setup, 1, comm / 2, 0).forward_seconds == Approx(comm / 8 + comm * 7 / 8 - comm / 2));
+  CHECK(sim::model_parallel_time(setup, 1, gemms(0)).forward_seconds == Approx(2 * ag + 2 * rs + 2 * sum));
+  // Only the attention's q/k/v matmuls, of half the all-gather: a chunk, plus the 7/8 they do not cover.
+  sim::TpSiteGemms qkv = gemms(1.0);
+  qkv.at(Pass::Forward, TpSite::AttentionIn) = ag / 2;
+  CHECK(sim::model_parallel_time(setup, 1, qkv).forward_seconds ==
+        Approx(ag / 8 + (ag * 7 / 8 - ag / 2) + ag / 8 + 2 * rs / 8 + 2 * sum));
+  // The embedding's and the head's collectives, outside the compiled blocks, are not fused.
+  const double copy = sim::memory_kernel_seconds(2 * bytes, setup.cluster.gpu);
+  CHECK(sim::model_parallel_time(setup, 0, gemms(1.0)).forward_seconds == Approx(rs + copy));
+}
+
+TEST_CASE("tensor parallel: each block matmul knows the collective it sits beside, and float8 casts run on the shard") {
+  models::TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 4096;  // T = 8192 tokens, 1024 a shard
+  shape.tensor_parallel = 8;
+  shape.impl.compiled = true;
+  shape.impl.float8_linears = true;
+  shape.impl.float8_all_gather = true;
+  const auto m = models::preset("llama3.1-70b");
+  const auto units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& block = *units[1].kernels;
+  using models::TpSite;
+  CHECK(find(block.forward, "attn.q").tp_site == TpSite::AttentionIn);
+  CHECK(find(block.forward, "attn.v").tp_site == TpSite::AttentionIn);
+  CHECK(find(block.forward, "attn.out").tp_site == TpSite::AttentionOut);
+  CHECK(find(block.forward, "mlp.up").tp_site == TpSite::MlpIn);
+  CHECK(find(block.forward, "mlp.down").tp_site == TpSite::MlpOut);
+  CHECK(find(block.backward, "mlp.down dgrad").tp_site == TpSite::MlpOut);  // reads the gathered gradient
+  CHECK(find(block.backward, "mlp.gate dgrad").tp_site == TpSite::None);    // its sum is reduce-scattered
+  CHECK(find(block.backward, "mlp.down wgrad").tp_site == TpSite::None);
+  int heads = 0;
+  for (const auto& u : units)  // the head's collectives run outside the compiled blocks
+    for (const auto& k : u.kernels->forward)
+      if (k.op == "lm_head") {
+        CHECK(k.tp_site == TpSite::None);
+        ++heads;
+      }
+  CHECK(heads == 1);
+  // torchao casts the gathered Linears' input on the 1024-token shard before the float8
+  // all-gather (2 bytes read for the amax; 2 read and 1 written for the cast), and the out and
+  // down projections' output gradient there too, then transposes the gathered 8192 x 8192 float8.
+  CHECK(find(block.forward, "attn.q fp8 amax input").bytes == Approx(2.0 * 1024 * 8192));
+  CHECK(find(block.forward, "attn.q fp8 cast input").bytes == Approx(3.0 * 1024 * 8192));
+  CHECK(find(block.backward, "mlp.down fp8 amax grad_output").bytes == Approx(2.0 * 1024 * 8192));
+  CHECK(find(block.backward, "mlp.down fp8 grad_output transpose").bytes == Approx(2.0 * 8192 * 8192));
+  // The column-parallel ones' output gradient is this GPU's own slice, cast whole as without TP.
+  CHECK(find(block.backward, "mlp.gate fp8 amax grad_output").bytes == Approx(2.0 * 8192 * 3584));
+  // Without tensor parallelism nothing sits beside a collective.
+  shape.tensor_parallel = 1;
+  const auto plain = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  CHECK(find(plain[1].kernels->forward, "attn.q").tp_site == TpSite::None);
+  CHECK(find(plain[1].kernels->forward, "attn.q fp8 amax input").bytes == Approx(2.0 * 8192 * 8192));
 }
 
 TEST_CASE("tensor parallel: a GPU trains on 1/t of its group's tokens, and a global batch counts the groups") {
@@ -191,10 +265,10 @@ TEST_CASE("context parallel: each block gathers the sequence's K and V, backward
   const double elements = 2.0 * 32768 * 8192;
   const double ag = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, elements * 2, g).seconds();
   const double rs = sim::plan_collective(setup.cluster, sim::CollectiveOp::ReduceScatter, elements * 4, g).seconds();
-  const auto cp = sim::model_parallel_time(setup, 1, 0, 0);
+  const auto cp = sim::model_parallel_time(setup, 1);
   CHECK(cp.forward_seconds == Approx(ag));
   CHECK(cp.backward_seconds == Approx(2 * ag + rs));
-  CHECK(cp.backward_collectives == 3);
+  CHECK(cp.backward_launches == 3);
   const auto r = sim::simulate_fsdp(setup);
   CHECK(r.tokens_per_s_per_gpu == Approx(32768.0 / 4 / r.step_time_s));
 }
