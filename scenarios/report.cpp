@@ -126,14 +126,25 @@ std::string heading(const Scenario& s, const Point& p) {
   out += fmt::format("  {} ({}), {}, shard group {} GPUs, micro-batch {} x {} tokens, {} micro-batch(es) = {} sequences "
                      "per step, params {} / reduce {}\n",
                      sim::to_string(t.api), sim::to_string(t.framework), sim::to_string(t.sharding), st.shard_size(),
-                     t.micro_batch, seq, t.grad_accumulation,
-                     std::int64_t(t.micro_batch) * t.grad_accumulation * c.gpus() / t.model_parallel(),
+                     t.micro_batch, seq, t.pipeline_parallel > 1 ? t.microbatches() : t.grad_accumulation,
+                     t.pipeline_parallel > 1
+                         ? std::int64_t(t.micro_batch) * t.microbatches() * c.gpus() / t.model_parallel() /
+                               t.pipeline_parallel
+                         : std::int64_t(t.micro_batch) * t.grad_accumulation * c.gpus() / t.model_parallel(),
                      sim::to_string(t.param_dtype), sim::to_string(t.reduce_dtype));
   if (t.tensor_parallel > 1)
     out += fmt::format("  tensor parallel over {} GPUs of a node (sequence parallel, torchtitan's plan), {}: each "
                        "micro-batch split among them\n",
                        t.tensor_parallel, t.async_tp ? "async TP (collectives hidden behind their matmuls)"
                                                      : "the compute stream waiting for each collective");
+  if (t.pipeline_parallel > 1)
+    out += fmt::format("  pipeline parallel over {} ranks of {} nodes each, {} stage(s) a rank, {} schedule: the "
+                       "micro-batches pass through the stages, FSDP reducing the gradients after the last "
+                       "(sim/pipeline.hpp)\n",
+                       t.pipeline_parallel, c.nodes / t.pipeline_parallel, t.stages_per_rank,
+                       t.pipeline_schedule == sim::PipelineSchedule::Gpipe      ? "GPipe"
+                       : t.pipeline_schedule == sim::PipelineSchedule::OneFOneB ? "1F1B"
+                                                                                : "interleaved 1F1B");
   if (t.context_parallel > 1)
     out += fmt::format("  context parallel over {} GPUs of a node: each holds 1/{} of every sequence (load-balanced "
                        "chunks), its attention gathering the whole sequence's K and V\n",
@@ -189,6 +200,8 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   };
   for (const auto& r : results)
     if (!r.step.grad_error_basis.empty()) add(r.step.grad_error_basis, r.point);
+  for (const auto& r : results)
+    if (!r.step.pipeline.empty()) add(r.step.policy + ": " + r.step.pipeline, r.point);
   for (const auto& p : s.points)
     for (const auto& w : p.warnings) add("warning: " + w, &p);
   // The published runs that lost the most to memory pressure all sat within 15% of capacity by
@@ -374,7 +387,7 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         "\"workspace\": {}}},\n"
         "      \"breakdown\": {{\"compute_s\": {}, \"model_compute_s\": {}, \"compression_kernels_s\": {}, "
         "\"exposed_comm_s\": {}, \"allgather_s\": {}, \"reduce_scatter_s\": {}, \"optimizer_s\": {}, "
-        "\"fsdp_copy_s\": {}, \"host_s\": {}, \"sm_slowdown_s\": {}}},\n"
+        "\"fsdp_copy_s\": {}, \"host_s\": {}, \"sm_slowdown_s\": {}, \"pipeline_bubble_s\": {}}},\n"
         "      \"collectives\": {{{}\n      }},\n"
         "      \"network\": {{\"nic_bytes_per_node\": {}, \"nic_utilization\": {}, \"leaf_uplink_bytes\": {}, "
         "\"leaf_uplink_utilization\": {}}},\n"
@@ -389,7 +402,7 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         num(m.activation_bytes / kGiB), num(m.fragmentation_bytes / kGiB), num(m.workspace_bytes / kGiB),
         num(b.compute_s), num(model_compute_s(b)), num(b.compression_kernels_s), num(b.exposed_comm_s),
         num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s), num(b.fsdp_copy_s), num(b.host_s),
-        num(b.sm_slowdown_s), colls,
+        num(b.sm_slowdown_s), num(b.pipeline_bubble_s), colls,
         num(net.nic_bytes), num(net.nic_util), num(net.leaf_up_bytes), num(net.leaf_up_util),
         num(st.expected_grad_error), gradient_is_noise(r) ? "true" : "false", json_string(st.grad_error_basis));
   }

@@ -96,6 +96,15 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   }
   if (t.context_parallel > 1)
     k.put("context_parallel", yaml_number(t.context_parallel), "GPUs of a node splitting each sequence");
+  if (t.pipeline_parallel > 1) {
+    k.put("pipeline_parallel", yaml_number(t.pipeline_parallel), "pipeline ranks, each on nodes / this many nodes");
+    k.put("pipeline_schedule", t.pipeline_schedule == sim::PipelineSchedule::Gpipe      ? "gpipe"
+                               : t.pipeline_schedule == sim::PipelineSchedule::OneFOneB ? "1f1b"
+                                                                                          : "interleaved_1f1b");
+    k.put("pipeline_microbatches", yaml_number(t.microbatches()), "micro-batches a step");
+    if (t.pipeline_schedule == sim::PipelineSchedule::Interleaved1F1B)
+      k.put("stages_per_rank", yaml_number(t.stages_per_rank));
+  }
   if (t.sharding == sim::Sharding::HybridShard && t.hybrid_shard_gpus > 0)
     k.put("hybrid_shard_gpus", yaml_number(t.hybrid_shard_gpus), "GPUs per shard group");
   k.put("wrap", t.wrap == models::WrapPolicy::Block  ? "block"
@@ -103,7 +112,9 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
                                                      : "torchtitan");
   k.put("micro_batch", yaml_number(t.micro_batch), "sequences per GPU per micro-batch");
   if (t.seq_len > 0) k.put("seq_len", yaml_number(t.seq_len), "tokens per sequence");
-  if (global_batch > 0)
+  if (t.pipeline_parallel > 1) {
+    // A step's micro-batches are pipeline_microbatches, above.
+  } else if (global_batch > 0)
     k.put("global_batch", yaml_number(global_batch),
           fmt::format("sequences per step; {} micro-batch(es) at the first point", t.grad_accumulation));
   else

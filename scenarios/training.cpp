@@ -21,11 +21,52 @@ const std::vector<std::string> kTrainingKeys = {
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "unpadded_attention", "compile", "compile_loss", "cross_entropy", "logit_metrics", "float8",
-    "float8_all_gather", "tensor_parallel", "async_tp", "context_parallel"};
+    "float8_all_gather", "tensor_parallel", "async_tp", "context_parallel", "pipeline_parallel",
+    "pipeline_schedule", "pipeline_microbatches", "stages_per_rank"};
 
 sim::Dtype load_dtype(const Input& in) {
   const auto s = in.as_choice({"bf16", "fp16", "fp32"});
   return s == "bf16" ? sim::Dtype::BF16 : s == "fp16" ? sim::Dtype::FP16 : sim::Dtype::FP32;
+}
+
+// Pipeline parallelism as torchtitan runs torch.distributed.pipelining (sim/pipeline.hpp): its
+// layout's units split into stages, the schedule's micro-batches instead of gradient accumulation.
+void load_pipeline(const Input& in, sim::Training& t) {
+  const auto v = in.find("pipeline_parallel");
+  if (!v) {
+    for (const char* key : {"pipeline_schedule", "pipeline_microbatches", "stages_per_rank"})
+      if (auto k = in.find(key)) k->fail("only meaningful with pipeline_parallel > 1");
+    return;
+  }
+  t.pipeline_parallel = v->as_int_between(1, 256);
+  if (t.pipeline_parallel == 1) return;
+  if (t.api != sim::Api::Fsdp2 || t.wrap != models::WrapPolicy::Torchtitan)
+    v->fail("pipeline stages split torchtitan's layout (framework: torchtitan, or fsdp: 2 with wrap: torchtitan)");
+  if (t.sharding == sim::Sharding::HybridShard) v->fail("pipeline parallelism with hybrid_shard is not modelled (use full_shard)");
+  if (t.context_parallel > 1) v->fail("pipeline parallelism together with context parallelism is not modelled");
+  for (const char* key : {"grad_accumulation", "global_batch"})
+    if (auto k = in.find(key))
+      k->fail("under pipeline parallelism a step's micro-batches are pipeline_microbatches (micro_batch sequences each)");
+  if (auto k = in.find("pipeline_schedule")) {
+    const auto s = k->as_choice({"1f1b", "interleaved_1f1b", "gpipe"});
+    t.pipeline_schedule = s == "1f1b" ? sim::PipelineSchedule::OneFOneB
+                          : s == "gpipe" ? sim::PipelineSchedule::Gpipe
+                                         : sim::PipelineSchedule::Interleaved1F1B;
+  }
+  const bool looped = t.pipeline_schedule == sim::PipelineSchedule::Interleaved1F1B;
+  t.stages_per_rank = looped ? 2 : 1;  // torchtitan's default split for a looped schedule
+  if (auto k = in.find("stages_per_rank")) {
+    t.stages_per_rank = k->as_int_between(1, 64);
+    if (!looped && t.stages_per_rank != 1) k->fail("GPipe and 1F1B run one stage a rank (interleaved_1f1b runs more)");
+    if (looped && t.stages_per_rank < 2) k->fail("interleaved_1f1b runs 2 or more stages a rank");
+  }
+  if (auto k = in.find("pipeline_microbatches")) {
+    t.pipeline_microbatches = k->as_int_between(1, 1 << 16);
+    // torch.distributed.pipelining's ScheduleInterleaved1F1B runs its micro-batches in rounds of one per rank.
+    if (looped && t.pipeline_microbatches % t.pipeline_parallel != 0)
+      k->fail(fmt::format("interleaved_1f1b runs its micro-batches in rounds of {} (one a rank): give a multiple",
+                          t.pipeline_parallel));
+  }
 }
 
 }  // namespace
@@ -112,6 +153,7 @@ sim::Training load_training(const Input& in) {
     t.async_tp = v->as_bool();
     if (t.async_tp && t.tensor_parallel == 1) v->fail("async_tp needs tensor_parallel > 1");
   }
+  load_pipeline(in, t);
   if (auto v = in.find("micro_batch")) t.micro_batch = v->as_int_between(1, 1 << 20);
   if (auto v = in.find("seq_len")) t.seq_len = v->as_int_between(1, 1 << 24);
   // global_batch needs the cluster's size: load_point derives grad_accumulation from it.

@@ -1,5 +1,7 @@
 #include "sim/policy.hpp"
 
+#include "sim/pipeline.hpp"
+
 #include "sim/compute.hpp"
 
 #include <fmt/format.h>
@@ -376,6 +378,8 @@ GradientError expected_error(const StepSetup& setup, const Policy& policy) {
 }
 
 StepResult simulate(const StepSetup& setup, const Policy& policy) {
+  if (setup.training.pipeline_parallel > 1)
+    return simulate_pipeline(setup, [&](const StepSetup& rank) { return simulate(rank, policy); });
   const auto kp = kernel_profile_for(setup.cluster.gpu);
   Schedule s = build_policy_step(setup, policy, kp);
   Replay r = replay(s, setup.cluster);

@@ -101,22 +101,34 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
                                  "parallelism stays inside a node here)",
                                  cp, gpn));
   s.units = models::fsdp_units(model, training.wrap, shape);
+  // Pipeline parallelism: each stage on nodes / pp nodes of its own, where the groups below live
+  // (sim/pipeline.cpp replays each pipeline rank on them).
+  const int pp = training.pipeline_parallel;
+  if (pp > 1 && cluster.nodes % pp != 0)
+    throw InputError(fmt::format("training.pipeline_parallel: {} stages do not split the cluster's {} nodes (each "
+                                 "stage takes whole nodes)",
+                                 pp, cluster.nodes));
+  if (const int stages = pp * training.stages_per_rank; pp > 1 && model.layers < stages)
+    throw InputError(fmt::format("training.pipeline_parallel: {} stages need at least as many blocks; model '{}' has {}",
+                                 stages, model.name, model.layers));
+  topologies::Cluster stage = cluster;
+  stage.nodes = cluster.nodes / pp;
   // Context parallelism over consecutive GPUs; FSDP shards over them too (torchtitan's dp_shard_cp).
-  if (cp > 1) s.context_parallel_group = groups_of(cluster, cp, "context_parallel");
+  if (cp > 1) s.context_parallel_group = groups_of(stage, cp, "context_parallel");
 
   if (tp > 1) {
     // Tensor parallelism inside a node, over consecutive GPUs; FSDP shards each one's part over the
     // GPUs holding the same part: every node's gpn / tp of them, one group per TP rank.
-    s.tensor_parallel_group = groups_of(cluster, tp, "tensor_parallel");
-    s.shard_group = Group{.nodes = cluster.nodes, .gpus_per_node = gpn / tp, .node_stride = 1, .count = tp};
+    s.tensor_parallel_group = groups_of(stage, tp, "tensor_parallel");
+    s.shard_group = Group{.nodes = stage.nodes, .gpus_per_node = gpn / tp, .node_stride = 1, .count = tp};
   } else if (training.sharding != Sharding::HybridShard) {
-    s.shard_group = whole_cluster(cluster);
+    s.shard_group = whole_cluster(stage);
   } else {
     // HYBRID_SHARD: shard inside groups of G GPUs, replicate across them.
     const int G = training.hybrid_shard_gpus > 0 ? training.hybrid_shard_gpus : gpn;
-    s.shard_group = groups_of(cluster, G, "hybrid_shard_gpus");
-    s.replica_group = G <= gpn ? Group{.nodes = cluster.nodes, .gpus_per_node = gpn / G, .node_stride = 1, .count = G}
-                               : Group{.nodes = cluster.nodes / (G / gpn), .gpus_per_node = 1,
+    s.shard_group = groups_of(stage, G, "hybrid_shard_gpus");
+    s.replica_group = G <= gpn ? Group{.nodes = stage.nodes, .gpus_per_node = gpn / G, .node_stride = 1, .count = G}
+                               : Group{.nodes = stage.nodes / (G / gpn), .gpus_per_node = 1,
                                        .node_stride = G / gpn, .count = G};
   }
   // FSDP2's reshard_after_forward=N (fully_shard, _get_post_forward_mesh_info):
@@ -127,7 +139,7 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
       throw InputError(fmt::format("training.reshard_after_forward: {} must divide the shard group's {} GPUs and be "
                                    "smaller (true, false, or a divisor such as the GPUs of a node)",
                                    N, s.shard_size()));
-    s.post_forward_group = groups_of(cluster, N, "reshard_after_forward");
+    s.post_forward_group = groups_of(stage, N, "reshard_after_forward");
   }
   return s;
 }

@@ -216,7 +216,7 @@ struct Fsdp2 {
       // the root's and the token embedding's inputs (token ids) need no
       // gradient, so theirs run in _root_post_backward_final_callback.
       const bool input_without_grad = u == root || setup.units[u].kind == models::UnitKind::Embedding;
-      if (input_without_grad) deferred.push_back(u);
+      if (input_without_grad || (sync && setup.training.reduce_after_backward)) deferred.push_back(u);
       else post_backward(u, sync, bwd[u]);
     }
     p.host("post-backward callback", cost.hook_s);

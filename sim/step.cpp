@@ -1,5 +1,7 @@
 #include "sim/step.hpp"
 
+#include "sim/pipeline.hpp"
+
 #include "sim/compute.hpp"
 #include "sim/schedule_program.hpp"
 
@@ -142,6 +144,7 @@ StepResult summarize(const StepSetup& setup, Schedule schedule, Replay replay) {
 }
 
 StepResult simulate_fsdp(const StepSetup& setup) {
+  if (setup.training.pipeline_parallel > 1) return simulate_pipeline(setup, simulate_fsdp);
   Schedule s = build_step(setup);
   Replay r = replay(s, setup.cluster);
   return summarize(setup, std::move(s), std::move(r));

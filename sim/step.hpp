@@ -21,6 +21,7 @@ struct Breakdown {
   double fsdp_copy_s = 0;       // FSDP's copies and casts (FSDP2 copy-out/copy-in, FSDP1 gradient cast)
   double host_s = 0;            // host busy issuing kernels and running FSDP's hooks
   double sm_slowdown_s = 0;     // what the compute stream's kernels lost to the SMs NCCL's kernels held
+  double pipeline_bubble_s = 0; // pipeline parallelism: the schedule's idle time on the slowest rank (in exposed_comm_s)
 };
 
 // Memory per GPU at the step's peak, following the schedule: each buffer is
@@ -70,6 +71,7 @@ struct StepResult {
   std::map<std::string, CollectiveTotals> collectives;  // by category name
   double expected_grad_error = 0;  // relative L2 error of the reduced gradient (0 = lossless)
   std::string grad_error_basis;
+  std::string pipeline;  // pipeline parallelism: what the schedule did (sim/pipeline.hpp)
   int gpus = 0;
   Schedule schedule;  // what was replayed, for traces
   Replay replay;

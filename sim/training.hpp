@@ -21,6 +21,8 @@ enum class Framework { PyTorch, Torchtitan, Composer };
 // NCCL communicators: reduce-scatters share the all-gathers' process group
 // (PyTorch's default), or run on a group of their own.
 enum class ReduceScatterGroup { Shared, Separate };
+// torch.distributed.pipelining's schedules (training.pipeline_schedule).
+enum class PipelineSchedule { Gpipe, OneFOneB, Interleaved1F1B };
 
 double bytes_of(Dtype d);
 const char* to_string(Sharding s);
@@ -57,6 +59,15 @@ struct Training {
   int context_parallel = 1;
   // GPUs that share one micro-batch: tensor_parallel x context_parallel.
   int model_parallel() const { return tensor_parallel * context_parallel; }
+  // Pipeline parallelism across nodes (torch.distributed.pipelining, torchtitan's
+  // pipeline_parallel_degree): the blocks split into pipeline_parallel x stages_per_rank stages, each
+  // micro-batch of micro_batch sequences passing through them; pipeline_microbatches of them a step
+  // (0: pipeline_parallel, torchtitan's default). sim/pipeline.hpp.
+  int pipeline_parallel = 1;
+  PipelineSchedule pipeline_schedule = PipelineSchedule::OneFOneB;
+  int stages_per_rank = 1;
+  int pipeline_microbatches = 0;
+  int microbatches() const { return pipeline_microbatches > 0 ? pipeline_microbatches : pipeline_parallel; }
   models::WrapPolicy wrap = models::WrapPolicy::Block;
   int micro_batch = 1;              // sequences per GPU per micro-batch
   int seq_len = 0;                  // 0: the model's
@@ -65,6 +76,10 @@ struct Training {
   // no_sync(), FSDP2's set_requires_gradient_sync(False)). Scenarios default
   // it per framework: only plain FSDP1 loops call no_sync().
   bool no_sync = true;
+  // Reduce every unit's gradient only once the last micro-batch's backward is over, one unit after
+  // another: torch.distributed.pipelining's stage (backward_maybe_with_nosync) runs FSDP's
+  // post_backward by hand after its last backward. Set for each pipeline rank (sim/pipeline.cpp).
+  bool reduce_after_backward = false;
   Dtype param_dtype = Dtype::BF16;  // all-gathered parameters and compute
   Dtype reduce_dtype = Dtype::FP32; // reduce-scatter of gradients
   bool activation_checkpointing = false;
