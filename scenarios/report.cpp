@@ -142,9 +142,7 @@ std::string heading(const Scenario& s, const Point& p) {
                        "micro-batches pass through the stages, FSDP reducing the gradients after the last "
                        "(sim/pipeline.hpp)\n",
                        t.pipeline_parallel, c.nodes / t.pipeline_parallel, t.stages_per_rank,
-                       t.pipeline_schedule == sim::PipelineSchedule::Gpipe      ? "GPipe"
-                       : t.pipeline_schedule == sim::PipelineSchedule::OneFOneB ? "1F1B"
-                                                                                : "interleaved 1F1B");
+                       sim::to_string(t.pipeline_schedule));
   if (t.context_parallel > 1)
     out += fmt::format("  context parallel over {} GPUs of a node: each holds 1/{} of every sequence (load-balanced "
                        "chunks), its attention gathering the whole sequence's K and V\n",

@@ -98,9 +98,7 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
     k.put("context_parallel", yaml_number(t.context_parallel), "GPUs of a node splitting each sequence");
   if (t.pipeline_parallel > 1) {
     k.put("pipeline_parallel", yaml_number(t.pipeline_parallel), "pipeline ranks, each on nodes / this many nodes");
-    k.put("pipeline_schedule", t.pipeline_schedule == sim::PipelineSchedule::Gpipe      ? "gpipe"
-                               : t.pipeline_schedule == sim::PipelineSchedule::OneFOneB ? "1f1b"
-                                                                                          : "interleaved_1f1b");
+    k.put("pipeline_schedule", sim::to_string(t.pipeline_schedule));
     k.put("pipeline_microbatches", yaml_number(t.microbatches()), "micro-batches a step");
     if (t.pipeline_schedule == sim::PipelineSchedule::Interleaved1F1B)
       k.put("stages_per_rank", yaml_number(t.stages_per_rank));

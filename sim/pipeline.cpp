@@ -100,15 +100,6 @@ std::vector<int> stage_layers(int layers, int stages) {
 
 namespace {
 
-const char* schedule_name(PipelineSchedule s) {
-  switch (s) {
-    case PipelineSchedule::Gpipe: return "GPipe";
-    case PipelineSchedule::OneFOneB: return "1F1B";
-    case PipelineSchedule::Interleaved1F1B: return "interleaved 1F1B";
-  }
-  return "?";
-}
-
 // One pipeline rank: its units (those of its stages, in forward order) and where each stage's start.
 struct Rank {
   StepSetup setup;
@@ -225,7 +216,7 @@ StepResult simulate_pipeline(const StepSetup& setup, const std::function<StepRes
       "pipeline: {} over {} stages ({} a rank, {} blocks the most), {} micro-batches of {}: the schedule runs {:.3f} s "
       "with {:.3f} s of it idle on the slowest rank (the bubble), sends of {:.3g} MB between stages take {:.3f} ms; "
       "each rank's FSDP work and optimizer add {:.3f} s (sim/pipeline.hpp)",
-      schedule_name(t.pipeline_schedule), S, v, *std::max_element(layers.begin(), layers.end()), m, t.micro_batch,
+      to_string(t.pipeline_schedule), S, v, *std::max_element(layers.begin(), layers.end()), m, t.micro_batch,
       timing.end, out.breakdown.pipeline_bubble_s, send_bytes / 1e6, transfer * 1e3, extra);
   return out;
 }

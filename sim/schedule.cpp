@@ -46,6 +46,15 @@ const char* to_string(Framework f) {
   return "?";
 }
 
+const char* to_string(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::Gpipe: return "gpipe";
+    case PipelineSchedule::OneFOneB: return "1f1b";
+    case PipelineSchedule::Interleaved1F1B: return "interleaved_1f1b";
+  }
+  return "?";
+}
+
 int Schedule::add(Task t) {
   tasks.push_back(std::move(t));
   return int(tasks.size()) - 1;

@@ -29,6 +29,7 @@ const char* to_string(Sharding s);
 const char* to_string(Dtype d);
 const char* to_string(Api a);
 const char* to_string(Framework f);
+const char* to_string(PipelineSchedule s);  // as the scenario spells it: gpipe, 1f1b, interleaved_1f1b
 
 // The CPU thread that runs the Python training loop and issues every kernel.
 // These defaults serve GPUs without a kernel profile; a profile carries its host's own

@@ -6,6 +6,7 @@
 #include "sim/policy.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <string>
@@ -22,7 +23,8 @@ namespace {
 
 std::string ops(const std::vector<PipelineOp>& list) {
   std::string s;
-  for (const auto& op : list) s += (s.empty() ? "" : " ") + std::string(op.backward ? "B" : "F") + std::to_string(op.stage) + "." + std::to_string(op.microbatch);
+  for (const auto& op : list)
+    s += fmt::format("{}{}{}.{}", s.empty() ? "" : " ", op.backward ? "B" : "F", op.stage, op.microbatch);
   return s;
 }
 
@@ -81,8 +83,9 @@ TEST_CASE("pipeline: the replay gives the textbook makespans, and a bubble of (p
 namespace {
 
 scenarios::Scenario pipelined(const std::string& training, const std::string& model = "llama3.1-8b", int nodes = 4) {
-  return scenarios::parse_scenario("model: " + model + "\ncluster: {preset: dgx-h100-ib400, nodes: " + std::to_string(nodes) +
-                                       "}\ntraining:\n  framework: torchtitan\n" + training + "policies: [fsdp]\n",
+  return scenarios::parse_scenario(fmt::format("model: {}\ncluster: {{preset: dgx-h100-ib400, nodes: {}}}\ntraining:\n"
+                                               "  framework: torchtitan\n{}policies: [fsdp]\n",
+                                               model, nodes, training),
                                    "pp.yaml");
 }
 
@@ -103,7 +106,7 @@ TEST_CASE("pipeline: a step is its schedule plus what its ranks do beside it, an
   CHECK(r.breakdown.pipeline_bubble_s > 0.15 * r.step_time_s);
   CHECK(r.breakdown.pipeline_bubble_s < 0.21 * r.step_time_s);
   CHECK(r.breakdown.exposed_comm_s >= r.breakdown.pipeline_bubble_s);
-  CHECK(r.pipeline.find("1F1B over 2 stages (1 a rank, 40 blocks the most), 4 micro-batches of 1") != std::string::npos);
+  CHECK(r.pipeline.find("1f1b over 2 stages (1 a rank, 40 blocks the most), 4 micro-batches of 1") != std::string::npos);
   // Two stages a rank halve the bubble; GPipe keeps every micro-batch's activations.
   const auto looped =
       sim::simulate_fsdp(pipelined(training + "  pipeline_schedule: interleaved_1f1b\n", "llama3.1-70b").points.at(0).setup);
