@@ -209,6 +209,9 @@ sim::Training load_training(const Input& in) {
                           models::to_string(a)));
   }
   if (auto v = in.find("compile")) t.impl.compiled = v->as_bool();
+  // Async TP is a torch.compile pass over the compiled blocks (torchtitan refuses it without compile).
+  if (auto v = in.find("async_tp"); v && t.async_tp && !t.impl.compiled)
+    v->fail("async TP is torch.compile's micro-pipelining of the compiled blocks: set compile: true as well");
   // The loss is compiled with the model unless the scenario says it is not (torchtitan before
   // Apr 2025, or a loss computed outside the compiled model).
   t.impl.compiled_loss = t.impl.compiled;

@@ -220,6 +220,10 @@ TEST_CASE("bad input: tensor_parallel that does not split the model or the node,
                        InputError);
   CHECK_THROWS_WITH_AS(scenario("  async_tp: true\n"),
                        Contains("tp.yaml:4: training.async_tp: async_tp needs tensor_parallel > 1"), InputError);
+  CHECK_THROWS_WITH_AS(scenario("  tensor_parallel: 8\n  async_tp: true\n"),
+                       Contains("tp.yaml:5: training.async_tp: async TP is torch.compile's micro-pipelining of the "
+                                "compiled blocks: set compile: true as well"),
+                       InputError);
   CHECK_THROWS_WITH_AS(scenario("  wrap: size\n  tensor_parallel: 2\n"),
                        Contains("tp.yaml:5: training.tensor_parallel: wrap: size cuts blocks"), InputError);
 }
