@@ -3,7 +3,8 @@
 // activations sent from stage to stage, and each rank running its stages' forwards and backwards in
 // the order its schedule says (GPipe, 1F1B, interleaved 1F1B). FSDP shards each stage over the GPUs
 // of its nodes, keeps the parameters unsharded through the step and reduces the gradients after
-// the last micro-batch (the pipelining stage's backward_maybe_with_nosync).
+// the last micro-batch's backward (the pipelining stage's backward_maybe_with_nosync: FSDP's
+// set_requires_gradient_sync and set_reshard_after_backward false, then post_backward by hand).
 //
 // How a step is timed: each distinct pipeline rank is replayed on its own (sim/step.hpp) as FSDP
 // with the schedule's micro-batches accumulated on its stages' units, which gives its FSDP work,

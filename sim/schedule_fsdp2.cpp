@@ -135,7 +135,7 @@ struct Fsdp2 {
       }
       p.buffer(MemoryKind::Gradients, Pu * pb, bwd, p.last(Stream::Compute));
       if (had < 0) accumulated[u] = p.last(Stream::Compute);
-      reshard(u, false);
+      if (setup.training.reshard_after_backward) reshard(u, false);
       return;
     }
     if (had >= 0 && fp32_accumulation)

@@ -81,6 +81,9 @@ struct Training {
   // another: torch.distributed.pipelining's stage (backward_maybe_with_nosync) runs FSDP's
   // post_backward by hand after its last backward. Set for each pipeline rank (sim/pipeline.cpp).
   bool reduce_after_backward = false;
+  // FSDP2's set_reshard_after_backward: free the unsharded parameters after each micro-batch's
+  // backward; the pipelining stage keeps them through the step (false), resharding after the last.
+  bool reshard_after_backward = true;
   Dtype param_dtype = Dtype::BF16;  // all-gathered parameters and compute
   Dtype reduce_dtype = Dtype::FP32; // reduce-scatter of gradients
   bool activation_checkpointing = false;

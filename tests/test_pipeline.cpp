@@ -141,9 +141,10 @@ TEST_CASE("pipeline: what it is not modelled with, or cannot split, is refused w
                        InputError);
 }
 
-TEST_CASE("pipeline: a stage reduces its gradients only after its last backward, unit after unit") {
-  // torch.distributed.pipelining's stage runs FSDP's post_backward by hand once the last
-  // micro-batch's backward is over; plain FSDP reduces each unit as its backward ends.
+TEST_CASE("pipeline: a stage gathers its parameters once a step and reduces its gradients after its last backward") {
+  // torch.distributed.pipelining's stage keeps FSDP from resharding after each micro-batch's
+  // backward and runs FSDP's post_backward by hand once the last micro-batch's backward is over;
+  // plain FSDP reduces each unit as its backward ends.
   auto setup = pipelined("  micro_batch: 1\n  seq_len: 4096\n  grad_accumulation: 2\n  no_sync: true\n").points.at(0).setup;
   auto spans = [](const sim::StepSetup& st) {
     const auto r = sim::simulate_fsdp(st);
@@ -164,4 +165,15 @@ TEST_CASE("pipeline: a stage reduces its gradients only after its last backward,
   CHECK(reduce >= backward);
   CHECK(count == plain_count);
   CHECK(count == int(setup.units.size()));  // once a step, every unit
+  // Kept unsharded from the first forward (reshard_after_forward false) to the end: one all-gather
+  // a unit a step, where resharding after each backward gathers again for the second micro-batch.
+  auto gathers = [](const sim::StepSetup& st) {
+    const auto r = sim::simulate_fsdp(st);
+    return int(std::count_if(r.schedule.tasks.begin(), r.schedule.tasks.end(),
+                             [](const sim::Task& t) { return t.category == sim::Category::AllGather; }));
+  };
+  setup.training.reshard_after_forward = 0;
+  CHECK(gathers(setup) == 2 * int(setup.units.size()));
+  setup.training.reshard_after_backward = false;
+  CHECK(gathers(setup) == int(setup.units.size()));
 }
