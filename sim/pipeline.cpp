@@ -74,6 +74,7 @@ PipelineTiming replay_pipeline(const std::vector<std::vector<PipelineOp>>& order
         if (ready < 0) break;  // waits for another rank
         const double start = std::max(free[r], ready), seconds = op.backward ? backward_s[s] : forward_s[s];
         (op.backward ? b : f)[s][i] = free[r] = start + seconds;
+        out.ops.push_back({int(r), op.stage, op.microbatch, op.backward, start, start + seconds});
         out.busy[r] += seconds;
         out.end = std::max(out.end, free[r]);
         const double share = activation_share.empty() ? 1.0 : activation_share[s];
@@ -204,6 +205,7 @@ StepResult simulate_pipeline(const StepSetup& setup, const std::function<StepRes
     }
   }
   out.memory = memory;
+  out.pipeline_ops = timing.ops;
   out.step_time_s = timing.end + extra;
   out.breakdown.exposed_comm_s = std::max(0.0, out.step_time_s - out.breakdown.compute_s - out.breakdown.optimizer_s);
   out.gpus = setup.cluster.gpus();

@@ -40,6 +40,7 @@ struct PipelineTiming {
   std::vector<double> busy;          // per rank: the seconds its ops ran
   std::vector<double> peak_in_flight;  // per rank: the most micro-batches' activations it held, each stage's
                                      // counted by its share of the rank's activation bytes
+  std::vector<StepResult::PipelineSlice> ops;  // every op with its rank, start and end
 };
 
 // Replays the schedule: an op starts when its rank has finished the op before it and what it

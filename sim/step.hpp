@@ -72,6 +72,13 @@ struct StepResult {
   double expected_grad_error = 0;  // relative L2 error of the reduced gradient (0 = lossless)
   std::string grad_error_basis;
   std::string pipeline;  // pipeline parallelism: what the schedule did (sim/pipeline.hpp)
+  // Pipeline parallelism: each op of the schedule as it was replayed, for the trace.
+  struct PipelineSlice {
+    int rank = 0, stage = 0, microbatch = 0;
+    bool backward = false;
+    double start = 0, end = 0;
+  };
+  std::vector<PipelineSlice> pipeline_ops;
   int gpus = 0;
   Schedule schedule;  // what was replayed, for traces
   Replay replay;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tagcsim::sim {
 
 std::string chrome_trace(const std::vector<TraceProcess>& processes) {
@@ -41,6 +43,22 @@ std::string chrome_trace(const std::vector<TraceProcess>& processes) {
                          json_string(t.name), to_string(t.category), pid, int(t.stream), tm.start * 1e6,
                          (tm.end - tm.start) * 1e6, args);
     }
+    // Under pipeline parallelism the tracks above are the slowest rank's FSDP step, its micro-batches
+    // back to back; the schedule itself gets one track per pipeline rank.
+    const int ranks = step.pipeline_ops.empty() ? 0 : 1 + std::max_element(step.pipeline_ops.begin(),
+                                                                          step.pipeline_ops.end(),
+                                                                          [](const auto& a, const auto& b) {
+                                                                            return a.rank < b.rank;
+                                                                          })->rank;
+    for (int r = 0; r < ranks; ++r)
+      out += fmt::format(",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":"
+                         "\"pipeline rank {} (schedule)\"}}}}",
+                         pid, kStreams + r, r);
+    for (const auto& op : step.pipeline_ops)
+      out += fmt::format(",\n{{\"name\":\"{}{}.{}\",\"cat\":\"pipeline\",\"ph\":\"X\",\"pid\":{},\"tid\":{},"
+                         "\"ts\":{:.3f},\"dur\":{:.3f},\"args\":{{\"stage\":{},\"microbatch\":{}}}}}",
+                         op.backward ? "B" : "F", op.stage, op.microbatch, pid, kStreams + op.rank, op.start * 1e6,
+                         (op.end - op.start) * 1e6, op.stage, op.microbatch);
   }
   out += "\n]}\n";
   return out;

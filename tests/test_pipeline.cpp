@@ -4,6 +4,7 @@
 #include "scenarios/scenario.hpp"
 #include "sim/pipeline.hpp"
 #include "sim/policy.hpp"
+#include "sim/trace.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -114,6 +115,16 @@ TEST_CASE("pipeline: a step is its schedule plus what its ranks do beside it, an
   CHECK(looped.step_time_s < r.step_time_s);
   const auto gpipe = sim::simulate_fsdp(pipelined(training + "  pipeline_schedule: gpipe\n", "llama3.1-70b").points.at(0).setup);
   CHECK(gpipe.memory.activation_bytes > r.memory.activation_bytes);
+  // The trace shows the schedule: a track per pipeline rank, a slice per op (2 stages x 4
+  // micro-batches, forward and backward), the last ending with the schedule.
+  CHECK(r.pipeline_ops.size() == 16);
+  const auto trace = sim::chrome_trace(r, "1f1b");
+  CHECK(trace.find("\"pipeline rank 1 (schedule)\"") != std::string::npos);
+  CHECK(trace.find("\"name\":\"B0.3\",\"cat\":\"pipeline\"") != std::string::npos);
+  double end = 0;
+  for (const auto& op : r.pipeline_ops) end = std::max(end, op.end);
+  CHECK(end < r.step_time_s);  // FSDP's reduce-scatters and the optimizer come after
+  CHECK(end > 0.8 * r.step_time_s);
 }
 
 TEST_CASE("pipeline: what it is not modelled with, or cannot split, is refused with the key's line") {
