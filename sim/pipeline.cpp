@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <utility>
 #include <stdexcept>
 
 namespace tagcsim::sim {
@@ -187,11 +189,20 @@ StepResult simulate_pipeline(const StepSetup& setup, const std::function<StepRes
   // Each rank's FSDP step over its stages, the micro-batches accumulated: what it spends beyond its
   // stages' compute (the all-gathers it waits for, the reduce-scatters after the last micro-batch,
   // the optimizer) comes on top of the schedule.
+  // Ranks holding the same units (the middle ones) replay the same step: once each.
+  std::map<std::vector<std::pair<const void*, std::int64_t>>, StepResult> replayed;
+  auto replay_rank = [&](const StepSetup& rs) {
+    std::vector<std::pair<const void*, std::int64_t>> key;
+    for (const auto& u : rs.units) key.emplace_back(u.kernels.get(), u.params);
+    auto it = replayed.find(key);
+    if (it == replayed.end()) it = replayed.emplace(std::move(key), run(rs)).first;
+    return it->second;
+  };
   StepResult out;
   double extra = -1, peak = 0;
   Memory memory;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
-    StepResult rr = run(ranks[r].setup);
+    StepResult rr = replay_rank(ranks[r].setup);
     const double beyond = std::max(0.0, rr.step_time_s - timing.busy[r]);
     // The schedule keeps several micro-batches' saved activations at once where accumulation keeps
     // one: the rest of them come on top of the accumulating step's peak.
