@@ -251,6 +251,9 @@ sim::Training load_training(const Input& in) {
                           : s == "post" ? sim::BackwardPrefetch::Post
                                         : sim::BackwardPrefetch::None;
   }
+  // torchtitan keeps a pipeline stage's parameters unsharded after forward (apply_fsdp:
+  // reshard_after_forward = not pp_enabled) unless told otherwise.
+  if (t.pipeline_parallel > 1) t.reshard_after_forward = 0;
   if (auto v = in.find("reshard_after_forward")) {
     const std::string text = v->is_scalar() ? v->raw().Scalar() : "";
     if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)

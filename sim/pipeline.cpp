@@ -135,8 +135,7 @@ StepResult simulate_pipeline(const StepSetup& setup, const std::function<StepRes
     rs.training.grad_accumulation = m;
     rs.training.no_sync = true;             // gradients reduced after the last micro-batch,
     rs.training.reduce_after_backward = true;  // once its backward is over
-    rs.training.reshard_after_forward = 0;  // parameters kept unsharded through the step
-    rs.training.reshard_after_backward = false;
+    rs.training.reshard_after_backward = false;  // parameters kept unsharded between micro-batches
     rs.units.clear();
     for (int k = 0; k < v; ++k) {
       const int s = r + k * p;

@@ -185,6 +185,11 @@ TEST_CASE("pipeline: a stage gathers its parameters once a step and reduces its 
   };
   setup.training.reshard_after_forward = 0;
   CHECK(gathers(setup) == 2 * int(setup.units.size()));
+  // torchtitan's default for a pipeline stage (reshard_after_forward = not pp_enabled); a scenario
+  // may still say otherwise.
+  CHECK(pipelined("  pipeline_parallel: 2\n").points.at(0).setup.training.reshard_after_forward == 0);
+  CHECK(pipelined("  pipeline_parallel: 2\n  reshard_after_forward: true\n").points.at(0).setup.training.reshard_after_forward ==
+        -1);
   setup.training.reshard_after_backward = false;
   CHECK(gathers(setup) == int(setup.units.size()));
 }
