@@ -38,10 +38,10 @@ const scenarios::ValidationRow& row(const std::string& id) {
 
 TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from validation/data") {
   // fms-fsdp and torchtitan 31, torchtitan's 2D (FSDP + TP) 5 + 8 (its June 2025 async TP
-  // benchmark), 3D (FSDP + TP + PP) 2 and FSDP + CP 3, torchao's H100 2 and B200 2, H200 2, LLM
+  // benchmark), 3D (FSDP + TP + PP) 3 and FSDP + CP 3, torchao's H100 2 and B200 2, H200 2, LLM
   // Foundry's A100 40GB table 78, A100 80GB 61, H100 large-scale 18, H100 8-64 GPUs 52; our own H200
   // measurements 9.
-  REQUIRE(rows().size() == 55 + 78 + 61 + 18 + 52 + 9);
+  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 9);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -54,7 +54,7 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   }
   // float8 rows too; not the 52 H100 rows whose attention kernel has no H100 measurement, nor the three
   // context-parallel rows, nor our two host-bound small-model rows.
-  CHECK(counted == 209 + 7);
+  CHECK(counted == 210 + 7);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
                                          "S62", "S63", "S66"});
   CHECK(row("fsdp-tt2506-llama3-70b-h100-256gpu-2d-compile").measured_tps == Approx(597.3).epsilon(1e-4));
