@@ -191,6 +191,10 @@ class Builder {
 
   // Where in a block a Linear sits: its tensor-parallel collectives are the sublayer's.
   enum class Sublayer { None, Attention, Mlp };
+  // How tensor parallelism splits a Linear (both false without it).
+  struct Parallel {
+    bool column = false, row = false;
+  };
 
   // shares_input: the Linear reads the same tensor as the one before it (k and v after q, up after
   // gate), whose float8 casts a compiled block computes once (common subexpressions are merged).
@@ -198,19 +202,24 @@ class Builder {
               bool shares_input, Sublayer sublayer) {
     const double i = double(in), o = double(out);
     const bool fp8 = impl_.float8_linears && name != "lm_head";
-    // Under tensor parallelism torchao casts the input of the Linears that read the gathered
-    // sequence once, before the all-gather (PrepareFloat8ModuleInput), eager or compiled.
-    const bool gathered = Tsp_ < T_ && in == m_.hidden;
-    const bool cast_input = !((impl_.compiled || gathered) && shares_input);
-    if (fp8) float8_casts(p.fwd, name, i, o, false, cast_input);
-    gemm(p.fwd, name, T_, o, i, fp8);
-    const bool row = Tsp_ < T_ && out == m_.hidden;  // its output reduce-scattered, its gradient gathered
+    // Under tensor parallelism: a column-parallel Linear reads the gathered sequence; a row-parallel
+    // one's output is reduce-scattered to the sequence shards and its gradient gathered back.
+    const Parallel tp{.column = Tsp_ < T_ && in == m_.hidden, .row = Tsp_ < T_ && out == m_.hidden};
+    // torchao casts a column-parallel Linear's input once, before the all-gather
+    // (PrepareFloat8ModuleInput), eager or compiled.
+    const bool cast_input = !((impl_.compiled || tp.column) && shares_input);
+    // The block collective its forward GEMM (and a row-parallel one's dgrad) sits beside.
     const bool attention = sublayer == Sublayer::Attention;
-    if (sublayer != Sublayer::None && gathered) p.fwd.back().tp_site = attention ? TpSite::AttentionIn : TpSite::MlpIn;
-    if (sublayer != Sublayer::None && row) p.fwd.back().tp_site = attention ? TpSite::AttentionOut : TpSite::MlpOut;
-    if (fp8) float8_casts(p.bwd, name, i, o, true, cast_input);
+    const TpSite site = sublayer == Sublayer::None ? TpSite::None
+                        : tp.column                ? (attention ? TpSite::AttentionIn : TpSite::MlpIn)
+                        : tp.row                   ? (attention ? TpSite::AttentionOut : TpSite::MlpOut)
+                                                   : TpSite::None;
+    if (fp8) float8_casts(p.fwd, name, i, o, false, cast_input, tp);
+    gemm(p.fwd, name, T_, o, i, fp8);
+    p.fwd.back().tp_site = site;
+    if (fp8) float8_casts(p.bwd, name, i, o, true, cast_input, tp);
     gemm(p.bwd, name + " dgrad", T_, i, o, fp8);
-    if (sublayer != Sublayer::None && row) p.bwd.back().tp_site = attention ? TpSite::AttentionOut : TpSite::MlpOut;
+    if (tp.row) p.bwd.back().tp_site = site;
     gemm(p.bwd, name + " wgrad", o, i, T_, fp8);
     // The bias add rides in the GEMM's epilogue; its gradient is a reduction over the tokens.
     const bool biased = bias == Bias::Qkv ? detail::qkv_biased(m_) : bias == Bias::Block && m_.bias;
@@ -232,14 +241,14 @@ class Builder {
   // there and gathered in float8; wgrad then wants the gathered tensor column-major, one transposed
   // copy of it.
   void float8_casts(std::vector<Kernel>& to, const std::string& name, double i, double o, bool backward,
-                    bool cast_input) {
+                    bool cast_input, Parallel tp) {
     const bool compiled = impl_.compiled;
     auto amax = [&](const std::string& what, double elems) { mem(to, name + " fp8 amax " + what, e_ * elems); };
     auto cast = [&](const std::string& what, double elems, int layouts) {
       mem(to, name + " fp8 cast " + what, (e_ + layouts) * elems);
     };
     auto transpose = [&](const std::string& what, double elems) { mem(to, name + " fp8 " + what + " transpose", 2 * elems); };
-    const bool column = Tsp_ < T_ && i == h(), row = Tsp_ < T_ && o == h();
+    const bool column = tp.column, row = tp.row;
     const double weight = o * i, x = T_ * i, g = T_ * o;
     if (!backward) {
       if (column) {

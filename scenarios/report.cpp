@@ -126,11 +126,8 @@ std::string heading(const Scenario& s, const Point& p) {
   out += fmt::format("  {} ({}), {}, shard group {} GPUs, micro-batch {} x {} tokens, {} micro-batch(es) = {} sequences "
                      "per step, params {} / reduce {}\n",
                      sim::to_string(t.api), sim::to_string(t.framework), sim::to_string(t.sharding), st.shard_size(),
-                     t.micro_batch, seq, t.pipeline_parallel > 1 ? t.microbatches() : t.grad_accumulation,
-                     t.pipeline_parallel > 1
-                         ? std::int64_t(t.micro_batch) * t.microbatches() * c.gpus() / t.model_parallel() /
-                               t.pipeline_parallel
-                         : std::int64_t(t.micro_batch) * t.grad_accumulation * c.gpus() / t.model_parallel(),
+                     t.micro_batch, seq, t.micro_batches_per_step(),
+                     std::int64_t(t.micro_batch) * t.micro_batches_per_step() * c.gpus() / t.gpus_per_replica(),
                      sim::to_string(t.param_dtype), sim::to_string(t.reduce_dtype));
   if (t.tensor_parallel > 1)
     out += fmt::format("  tensor parallel over {} GPUs of a node (sequence parallel, torchtitan's plan), {}: each "

@@ -220,7 +220,7 @@ StepResult simulate_pipeline(const StepSetup& setup, const std::function<StepRes
   out.breakdown.exposed_comm_s = std::max(0.0, out.step_time_s - out.breakdown.compute_s - out.breakdown.optimizer_s);
   out.gpus = setup.cluster.gpus();
   // A pipeline of p stages (each t x c GPUs) trains on m micro-batches a step.
-  const double tokens = double(m) * t.micro_batch * setup.seq_len() / (double(t.model_parallel()) * p);
+  const double tokens = double(t.micro_batches_per_step()) * t.micro_batch * setup.seq_len() / t.gpus_per_replica();
   out.tokens_per_s_per_gpu = tokens / out.step_time_s;
   const double peak_flops_s = peak_flops(setup.cluster.gpu, t.param_dtype, t.tf32);
   out.mfu = out.tokens_per_s_per_gpu * kernel_flops_per_token(setup) / peak_flops_s;

@@ -131,8 +131,8 @@ StepResult summarize(const StepSetup& setup, Schedule schedule, Replay replay) {
   b.compute_s = stream_busy[int(Stream::Compute)] - b.optimizer_s;
   b.exposed_comm_s = std::max(0.0, end - stream_busy[int(Stream::Compute)]);
   // Each tensor- or context-parallel group trains on one micro-batch: a GPU's share is 1/t/c of it.
-  const double tokens = double(setup.training.micro_batch) * setup.seq_len() * setup.training.grad_accumulation /
-                        setup.training.model_parallel();
+  const double tokens = double(setup.training.micro_batch) * setup.seq_len() *
+                        setup.training.micro_batches_per_step() / setup.training.gpus_per_replica();
   r.tokens_per_s_per_gpu = end > 0 ? tokens / end : 0;
   const double peak = peak_flops(setup.cluster.gpu, setup.training.param_dtype, setup.training.tf32);
   r.mfu = r.tokens_per_s_per_gpu * kernel_flops_per_token(setup) / peak;

@@ -69,6 +69,10 @@ struct Training {
   int stages_per_rank = 1;
   int pipeline_microbatches = 0;
   int microbatches() const { return pipeline_microbatches > 0 ? pipeline_microbatches : pipeline_parallel; }
+  // Micro-batches a step: the pipeline's under pipeline parallelism, else gradient accumulation's.
+  int micro_batches_per_step() const { return pipeline_parallel > 1 ? microbatches() : grad_accumulation; }
+  // GPUs that together train one data-parallel rank's micro-batches: TP x CP x PP.
+  int gpus_per_replica() const { return model_parallel() * pipeline_parallel; }
   models::WrapPolicy wrap = models::WrapPolicy::Block;
   int micro_batch = 1;              // sequences per GPU per micro-batch
   int seq_len = 0;                  // 0: the model's
