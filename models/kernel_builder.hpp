@@ -22,7 +22,7 @@ class Builder {
   Builder(const TransformerConfig& m, const TrainingShape& shape)
       : m_(m), impl_(shape.impl), s_(shape.seq_len > 0 ? shape.seq_len : m.seq_len), cp_(shape.context_parallel),
         b_(shape.micro_batch), T_(double(shape.micro_batch) * s_ / cp_), e_(shape.activation_bytes),
-        Tsp_(T_ / shape.tensor_parallel) {}
+        Tsp_(T_ / shape.tensor_parallel), tp_(shape.tensor_parallel) {}
 
   // The sliding window the next blocks' attention keeps to (0: none); the math path computes the
   // whole score matrix and masks it, so only the flash-style kernels skip what is outside it.
@@ -128,7 +128,10 @@ class Builder {
     KernelPiece p;
     norm(p, "ln_f");
     linear(p, "lm_head", m_.hidden, m_.vocab, Bias::None, false, Sublayer::None);
-    const double TV = T_ * double(m_.vocab);
+    // The loss's logits: this rank's vocabulary slice under loss parallelism, all of them when the
+    // head gathers them first (tp_plan: per_linear).
+    const double vocab = double(m_.vocab) * (impl_.tp_plan == Implementation::TpPlan::PerLinear ? tp_ : 1);
+    const double TV = T_ * vocab;
     // Gemma 2's cap, c tanh(logits / c), on the 16-bit logits: eager a division, tanh and product
     // each way; compiled one kernel each way, or inside the compiled loss's.
     if (m_.logit_softcap && !impl_.compiled) {
@@ -431,6 +434,7 @@ class Builder {
   int b_;
   double T_, e_;
   double Tsp_;  // the tokens of one sequence shard under tensor parallelism: the norms' and residuals'
+  int tp_;      // tensor parallelism's degree
 };
 
 }  // namespace tagcsim::models::detail

@@ -142,6 +142,14 @@ struct Implementation {
   // float8 (torchao's enable_fsdp_float8_all_gather), one byte per parameter, and skips their casts.
   bool float8_linears = false;
   bool float8_all_gather = false;
+  // How a tensor-parallel model was planned (training.tp_plan). Torchtitan: each attention and MLP
+  // gathers its sequence-sharded input once for all its column-parallel Linears (PrepareModuleInput),
+  // the embedding's output is reduce-scattered and the loss runs on each rank's vocabulary slice
+  // (loss_parallel). PerLinear: parallelize_module with ColwiseParallel(input_layouts=Shard(1)) on
+  // each of q, k, v, gate and up, so each gathers the input itself (and reduce-scatters its gradient);
+  // the embedding stays replicated, and the head gathers the logits (output_layouts=Replicate) for a
+  // cross-entropy over the whole vocabulary on every rank.
+  enum class TpPlan { Torchtitan, PerLinear } tp_plan = TpPlan::Torchtitan;
 };
 
 struct TrainingShape {

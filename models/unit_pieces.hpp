@@ -336,7 +336,9 @@ inline UnitPiece head(const Ctx& c) {
   p.mem_fwd = (2 * h + 2 * V) * c.elem;
   p.mem_bwd = (3 * h + 2 * V) * c.elem;
   p.act = c.norm_saved();  // the final norm (its output is the head's input)
-  const double TV = V * c.tokens;
+  // The loss's logits: this rank's vocabulary slice, or all of them when the head gathers them
+  // (tp_plan: per_linear), which its log-softmax then keeps whole.
+  const double TV = V * c.tokens * (c.impl.tp_plan == Implementation::TpPlan::PerLinear ? c.sp : 1);
   if (c.impl.fused_cross_entropy || c.impl.compiled_loss) {
     p.act += c.e * TV;        // the logits, saved by the fused (or compiled) kernel
     p.transient = c.e * TV;   // their gradient

@@ -112,8 +112,12 @@ std::string heading(const Scenario& s, const Point& p) {
                      c.gpus_per_node, c.gpus(), c.gpu.name, c.gpu.memory_bytes / kGiB, c.gpu.peak_flops_bf16 / 1e12,
                      c.gpu.profile.empty() ? fmt::format(", GEMM efficiency {:g}", c.gpu.gemm_efficiency) : "");
   if (c.gpus_per_node > 1)
-    out += fmt::format("  within a node: {} {} per GPU per direction, efficiency {:g}\n", c.intra.kind,
-                       gbytes(c.intra.bandwidth), c.intra.efficiency);
+    out += fmt::format("  within a node: {} {} per GPU per direction{}, efficiency {:g}\n", c.intra.kind,
+                       gbytes(c.intra.bandwidth),
+                       c.intra.kind == "nvlink" && c.gpus_per_node > 2
+                           ? fmt::format(" (a full mesh: {} a pair, no NVLS)", gbytes(c.intra.group_bandwidth(2, c.gpus_per_node)))
+                           : "",
+                       c.intra.efficiency);
   if (c.nodes > 1)
     out += fmt::format("  between nodes: {} x {} = {} per node, efficiency {:g}; {}\n", c.nics.count,
                        gbits(c.nics.bandwidth), gbits(c.nics.count * c.nics.bandwidth), c.nics.efficiency,
@@ -124,16 +128,21 @@ std::string heading(const Scenario& s, const Point& p) {
   const int seq = st.seq_len();
   const auto& t = st.training;
   out += fmt::format("  {} ({}), {}, shard group {} GPUs, micro-batch {} x {} tokens, {} micro-batch(es) = {} sequences "
-                     "per step, params {} / reduce {}\n",
+                     "per step, params {} / reduce {}{}\n",
                      sim::to_string(t.api), sim::to_string(t.framework), sim::to_string(t.sharding), st.shard_size(),
                      t.micro_batch, seq, t.micro_batches_per_step(),
                      std::int64_t(t.micro_batch) * t.micro_batches_per_step() * c.gpus() / t.gpus_per_replica(),
-                     sim::to_string(t.param_dtype), sim::to_string(t.reduce_dtype));
+                     sim::to_string(t.param_dtype), sim::to_string(t.reduce_dtype),
+                     t.master_dtype != sim::Dtype::FP32 ? fmt::format(" / state {}", sim::to_string(t.master_dtype)) : "");
   if (t.tensor_parallel > 1)
-    out += fmt::format("  tensor parallel over {} GPUs of a node (sequence parallel, torchtitan's plan), {}: each "
+    out += fmt::format("  tensor parallel over {} GPUs of a node (sequence parallel, {}), {}: each "
                        "micro-batch split among them\n",
-                       t.tensor_parallel, t.async_tp ? "async TP (collectives hidden behind their matmuls)"
-                                                     : "the compute stream waiting for each collective");
+                       t.tensor_parallel,
+                       t.impl.tp_plan == models::Implementation::TpPlan::PerLinear
+                           ? "each column-parallel Linear gathering its input, the logits gathered for the loss"
+                           : "torchtitan's plan",
+                       t.async_tp ? "async TP (collectives hidden behind their matmuls)"
+                                  : "the compute stream waiting for each collective");
   if (t.pipeline_parallel > 1)
     out += fmt::format("  pipeline parallel over {} ranks of {} nodes each, {} stage(s) a rank, {} schedule: the "
                        "micro-batches pass through the stages, FSDP reducing the gradients after the last "

@@ -93,6 +93,8 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   if (t.tensor_parallel > 1) {
     k.put("tensor_parallel", yaml_number(t.tensor_parallel), "GPUs of a node splitting each block's matmuls");
     k.put("async_tp", yaml_flag(t.async_tp), "TP collectives hidden behind their matmuls");
+    k.put("tp_plan", t.impl.tp_plan == models::Implementation::TpPlan::PerLinear ? "per_linear" : "torchtitan",
+          "who gathers the sequence shards: each Linear, or each attention / MLP once");
   }
   if (t.context_parallel > 1)
     k.put("context_parallel", yaml_number(t.context_parallel), "GPUs of a node splitting each sequence");
@@ -120,6 +122,8 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   k.put("no_sync", yaml_flag(t.no_sync));
   k.put("param_dtype", sim::to_string(t.param_dtype));
   k.put("reduce_dtype", sim::to_string(t.reduce_dtype));
+  k.put("master_dtype", sim::to_string(t.master_dtype), "sharded parameters, gradients and AdamW moments");
+  k.put("optimizer", t.optimizer == sim::Training::Optimizer::Fused ? "fused" : "foreach", "AdamW's implementation");
   if (t.impl.selective_op)
     k.put("activation_checkpointing", "selective_op",
           "by operator: every block keeps its odd matmuls' and the attention's outputs");

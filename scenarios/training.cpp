@@ -16,12 +16,12 @@ namespace {
 const std::vector<std::string> kTrainingKeys = {
     "framework",         "fsdp",          "api",          "sharding",          "hybrid_shard_gpus",
     "wrap",              "micro_batch",   "seq_len",      "grad_accumulation", "global_batch",
-    "no_sync",           "param_dtype",   "reduce_dtype", "activation_checkpointing", "checkpoint_early_stop",
+    "no_sync",           "param_dtype",   "reduce_dtype", "master_dtype", "optimizer", "activation_checkpointing", "checkpoint_early_stop",
     "selective_op_recomputes_attention",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "unpadded_attention", "compile", "compile_loss", "cross_entropy", "logit_metrics", "float8",
-    "float8_all_gather", "tensor_parallel", "async_tp", "context_parallel", "pipeline_parallel",
+    "float8_all_gather", "tensor_parallel", "tp_plan", "async_tp", "context_parallel", "pipeline_parallel",
     "pipeline_schedule", "pipeline_microbatches", "stages_per_rank"};
 
 sim::Dtype load_dtype(const Input& in) {
@@ -153,6 +153,13 @@ sim::Training load_training(const Input& in) {
     t.async_tp = v->as_bool();
     if (t.async_tp && t.tensor_parallel == 1) v->fail("async_tp needs tensor_parallel > 1");
   }
+  if (auto v = in.find("tp_plan")) {
+    const bool per_linear = v->as_choice({"torchtitan", "per_linear"}) == "per_linear";
+    if (t.tensor_parallel == 1) v->fail("only meaningful with tensor_parallel > 1");
+    if (per_linear && t.async_tp)
+      v->fail("async TP fuses the collectives of torchtitan's plan; per_linear with async_tp is not modelled");
+    t.impl.tp_plan = per_linear ? models::Implementation::TpPlan::PerLinear : models::Implementation::TpPlan::Torchtitan;
+  }
   load_pipeline(in, t);
   if (auto v = in.find("micro_batch")) t.micro_batch = v->as_int_between(1, 1 << 20);
   if (auto v = in.find("seq_len")) t.seq_len = v->as_int_between(1, 1 << 24);
@@ -164,6 +171,14 @@ sim::Training load_training(const Input& in) {
   if (auto v = in.find("no_sync")) t.no_sync = v->as_bool();
   if (auto v = in.find("param_dtype")) t.param_dtype = load_dtype(*v);
   if (auto v = in.find("reduce_dtype")) t.reduce_dtype = load_dtype(*v);
+  if (auto v = in.find("master_dtype")) {
+    t.master_dtype = load_dtype(*v);
+    if (t.master_dtype == sim::Dtype::FP16)
+      v->fail("AdamW state kept in fp16 is not modelled: fp32 (master weights) or bf16 (a model cast before wrapping)");
+  }
+  if (auto v = in.find("optimizer"))
+    t.optimizer = v->as_choice({"foreach", "fused"}) == "fused" ? sim::Training::Optimizer::Fused
+                                                                : sim::Training::Optimizer::Foreach;
   if (auto v = in.find("activation_checkpointing")) {
     // true / false, the fraction of the blocks checkpointed (selective checkpointing by block), or
     // selective_op (torchtitan's selective checkpointing by operator). torchtitan's mode names
@@ -218,7 +233,11 @@ sim::Training load_training(const Input& in) {
   if (auto v = in.find("compile_loss")) t.impl.compiled_loss = v->as_bool();
   // torchao's Float8Linear on the blocks' Linears (torchtitan: model.converters float8), and FSDP2's
   // float8 all-gather of their weights (enable_fsdp_float8_all_gather).
-  if (auto v = in.find("float8")) t.impl.float8_linears = v->as_bool();
+  if (auto v = in.find("float8")) {
+    t.impl.float8_linears = v->as_bool();
+    if (t.impl.float8_linears && t.impl.tp_plan == models::Implementation::TpPlan::PerLinear)
+      v->fail("float8 tensor parallelism (torchao's Float8ColwiseParallel) is modelled under tp_plan: torchtitan only");
+  }
   if (auto v = in.find("float8_all_gather")) {
     t.impl.float8_all_gather = v->as_bool();
     if (t.impl.float8_all_gather && !t.impl.float8_linears)

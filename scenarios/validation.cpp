@@ -230,15 +230,21 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
   std::vector<ValidationRow> rows;
   std::set<std::string> ids;
 
-  // The published rows, then our own measurements (measured_*.yaml, in name order): the same schema,
-  // a scenario file each.
+  // The published rows (published_measurements.yaml, then one file per further source,
+  // published_fsdp_*.yaml but LLM Foundry's tables, which have their own schema), then our own
+  // measurements (measured_*.yaml): the same schema, a scenario file each, each group in name order.
   std::vector<std::string> files = {"published_measurements.yaml"};
-  std::vector<std::string> own;
+  std::vector<std::string> published, own;
   for (const auto& f : fs::directory_iterator(data)) {
     const auto name = f.path().filename().string();
-    if (name.rfind("measured_", 0) == 0 && f.path().extension() == ".yaml") own.push_back(name);
+    if (f.path().extension() != ".yaml") continue;
+    if (name.rfind("measured_", 0) == 0) own.push_back(name);
+    if (name.rfind("published_fsdp_", 0) == 0 && name.rfind("published_fsdp_llm_foundry_", 0) != 0)
+      published.push_back(name);
   }
+  std::sort(published.begin(), published.end());
   std::sort(own.begin(), own.end());
+  files.insert(files.end(), published.begin(), published.end());
   files.insert(files.end(), own.begin(), own.end());
   for (const auto& file : files) {
     const Input entries = Input::load_file((data / file).string())["entries"];

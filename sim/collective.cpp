@@ -295,7 +295,7 @@ int communicator_channels(const topologies::Cluster& c, int k) {
   if (c.nccl.channels > 0) return c.nccl.channels;
   // NCCL's graph search fills the links with rings of ~10-12 GB/s each (24 channels on NVLink3,
   // 32, its maximum, on NVLink4, 16 on H800's 8 NVLinks), at least 2.
-  const double rate = k > 1 ? c.intra.bandwidth * c.intra.efficiency : c.rail_bandwidth();
+  const double rate = k > 1 ? c.intra.group_bandwidth(k, c.gpus_per_node) * c.intra.efficiency : c.rail_bandwidth();
   return std::clamp(int(std::lround(rate / 10e9)), 2, 32);
 }
 
@@ -333,9 +333,10 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         .k = k,
         .R = R,
         .lanes = lanes,
-        .nvl_rate = c.intra.bandwidth * c.intra.efficiency,
-        .nvls_rate = c.intra.bandwidth * c.intra.nvls_efficiency,
-        .nvls_tree_rate = c.intra.bandwidth * c.intra.nvls_tree_rate_fraction(),
+        // A group of a node's GPUs on a mesh has only the links among them, and no switch for NVLS.
+        .nvl_rate = c.intra.group_bandwidth(k, c.gpus_per_node) * c.intra.efficiency,
+        .nvls_rate = c.intra.kind == "nvlink" ? 0.0 : c.intra.bandwidth * c.intra.nvls_efficiency,
+        .nvls_tree_rate = c.intra.kind == "nvlink" ? 0.0 : c.intra.bandwidth * c.intra.nvls_tree_rate_fraction(),
         .net_rate = rails * c.rail_bandwidth(),
         .rails = rails,
         .nvlink = c.intra.kind != "pcie",

@@ -24,6 +24,10 @@ constexpr double kAttentionVsGemm = 0.75;
 // exp_avg lerp 12, exp_avg_sq mul 8 and addcmul 12, sqrt 8, div 8, add eps 8, param addcdiv 16,
 // weight decay mul 8; gradient clipping: norm 4, scale 8. 92 in all.
 constexpr double kAdamPassBytes[] = {12, 8, 12, 8, 8, 8, 16, 8, 4, 8};
+// The fused path (torch.optim.AdamW(fused=True), _fused_adamw_): one kernel reads the parameter,
+// its gradient and both moments and writes the parameter and the moments, 7 elements; clipping as
+// above. Elements, not bytes: each is the master dtype's size.
+constexpr double kFusedAdamPassElements[] = {7, 1, 2};
 
 double roofline_seconds(double flops, double bytes, double gemm_fraction, const topologies::DeviceProfile& gpu,
                         Dtype compute, bool tf32) {
@@ -233,10 +237,17 @@ double memory_kernel_seconds(double bytes, const topologies::DeviceProfile& gpu)
   return prof ? prof->memory_seconds(bytes) : bytes / (gpu.memory_bandwidth * gpu.memory_efficiency);
 }
 
-double optimizer_seconds(double shard_params, const topologies::DeviceProfile& gpu) {
+double optimizer_seconds(double shard_params, const Training& training, const topologies::DeviceProfile& gpu) {
   const KernelProfile* prof = device_kernel_profile(gpu);
+  // The foreach passes' bytes are fp32 state's; bf16 state moves half of each.
+  const double scale = bytes_of(training.master_dtype) / 4;
+  std::vector<double> passes;
+  if (training.optimizer == Training::Optimizer::Fused)
+    for (double elements : kFusedAdamPassElements) passes.push_back(elements * bytes_of(training.master_dtype));
+  else
+    for (double b : kAdamPassBytes) passes.push_back(b * scale);
   double t = 0;
-  for (double b : kAdamPassBytes)
+  for (double b : passes)
     t += prof ? prof->memory_seconds(b * shard_params) : b * shard_params / (gpu.memory_bandwidth * gpu.memory_efficiency);
   return t;
 }

@@ -59,9 +59,10 @@ UnitCompute unit_compute(const StepSetup& setup, int unit);
 // One memory-bound kernel moving `bytes` (FSDP's copies and casts): the profile's bandwidth curve.
 double memory_kernel_seconds(double bytes, const topologies::DeviceProfile& gpu);
 
-// AdamW over this GPU's shard (torch.optim.AdamW's foreach path with gradient-norm clipping:
-// 92 bytes of fp32 traffic per parameter in ten passes).
-double optimizer_seconds(double shard_params, const topologies::DeviceProfile& gpu);
+// AdamW over this GPU's shard with gradient-norm clipping, as the training keeps its state
+// (master_dtype) and runs it (optimizer): the foreach path moves 92 bytes per fp32 parameter in ten
+// passes, the fused one 40 in three.
+double optimizer_seconds(double shard_params, const Training& training, const topologies::DeviceProfile& gpu);
 
 // Model FLOPs per trained token as the kernels run them (causal attention at the FLOPs a flash
 // kernel does; no recompute): tagcsim's MFU. The Megatron / LLM Foundry convention is

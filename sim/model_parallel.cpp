@@ -46,6 +46,10 @@ void add_context_parallel(const StepSetup& setup, int u, ModelParallelTime& out)
 // place), and hides them behind the unit's matmuls but for a chunk. What it cannot fuse stays as
 // it was: the backward reduce-scatters, whose input is a sum of dgrads rather than one matmul's
 // output, and the embedding's and head's collectives, outside the compiled blocks.
+// Under tp_plan: per_linear each column-parallel Linear (q, k, v; gate, up) redistributes the
+// sequence-sharded input itself, so the attention's and the MLP's input collectives run once per
+// Linear, the replicated embedding needs no forward collective, and the head gathers the logits
+// (along the vocabulary, with its copy) where loss parallelism would all-reduce two per-token sums.
 void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms, ModelParallelTime& out) {
   if (!setup.tensor_parallel_group) return;
   const auto& unit = setup.units[std::size_t(u)];
@@ -62,6 +66,12 @@ void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms
   const double gather = collective(CollectiveOp::AllGather, activations * e);
   const double scatter = collective(CollectiveOp::ReduceScatter, activations * e);
   const double loss = collective(CollectiveOp::AllReduce, tokens * 4);
+  const bool per_linear = t.impl.tp_plan == models::Implementation::TpPlan::PerLinear;
+  // Column-parallel Linears reading the attention's and the MLP's input: one gather between them
+  // under torchtitan's plan, one each under per_linear.
+  const auto& m = setup.model;
+  const int attention_inputs = per_linear ? (models::detail::llama_layout(m) ? 3 : 1) : 1;
+  const int mlp_inputs = per_linear && m.gated_mlp ? 2 : 1;
   const double block_gather_copy = memory(2 * gathered_bytes), copy = memory(2 * activations * e);
   // A fused matmul + reduce-scatter sums the n partial chunks it received in one reduction kernel
   // (torch/distributed/_symmetric_memory: _fused_matmul_reduce_scatter_impl's reduce_fn).
@@ -95,23 +105,33 @@ void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms
     for (int i = 0; i < 2; ++i) {
       const TpSite in = i == 0 ? TpSite::AttentionIn : TpSite::MlpIn;
       const TpSite out_site = i == 0 ? TpSite::AttentionOut : TpSite::MlpOut;
-      block(fwd, fwd_launches, block_gather, block_gather_copy, Pass::Forward, in, false);
+      const int inputs = i == 0 ? attention_inputs : mlp_inputs;
+      for (int k = 0; k < inputs; ++k) block(fwd, fwd_launches, block_gather, block_gather_copy, Pass::Forward, in, false);
       block(fwd, fwd_launches, scatter, copy, Pass::Forward, out_site, true);
       // Backward: the reduce-scatter's gradient is an all-gather (of the out and down projections'
       // output gradient, in float8 under float8 Linears) feeding their dgrad; the all-gather's is a
-      // reduce-scatter of the summed q/k/v (gate/up) dgrads, which no single matmul writes.
+      // reduce-scatter of the summed q/k/v (gate/up) dgrads, which no single matmul writes (of each
+      // one's dgrad under per_linear).
       block(bwd, bwd_launches, block_gather, block_gather_copy, Pass::Backward, out_site, false);
-      waited(bwd, bwd_launches, scatter, t.impl.compiled ? 0 : copy);
-      if (rerun) block(bwd, bwd_launches, block_gather, block_gather_copy, Pass::Recompute, in, false);
+      for (int k = 0; k < inputs; ++k) waited(bwd, bwd_launches, scatter, t.impl.compiled ? 0 : copy);
+      if (rerun)
+        for (int k = 0; k < inputs; ++k)
+          block(bwd, bwd_launches, block_gather, block_gather_copy, Pass::Recompute, in, false);
       if (i < rerun_scatters) block(bwd, bwd_launches, scatter, copy, Pass::Recompute, out_site, true);
     }
   }
   if (embedding) {  // the partial embeddings reduce-scattered to sequence shards; backward gathers their gradient
-    waited(fwd, fwd_launches, scatter, copy), waited(bwd, bwd_launches, gather, copy);
+    if (!per_linear) waited(fwd, fwd_launches, scatter, copy);  // a replicated embedding is sliced in place
+    waited(bwd, bwd_launches, gather, copy);
   }
   if (head) {  // the head's input gathered, the loss reduced over the vocabulary slices; backward scatters
     waited(fwd, fwd_launches, gather, copy), waited(bwd, bwd_launches, scatter, copy);
-    waited(fwd, fwd_launches, loss, 0), waited(fwd, fwd_launches, loss, 0);
+    if (per_linear) {  // the logits gathered along the vocabulary for a whole-vocabulary loss on every rank
+      const double logits = tokens * double(m.vocab) * e;
+      waited(fwd, fwd_launches, collective(CollectiveOp::AllGather, logits), memory(2 * logits));
+    } else {
+      waited(fwd, fwd_launches, loss, 0), waited(fwd, fwd_launches, loss, 0);
+    }
   }
   out.forward_seconds += fwd, out.backward_seconds += bwd;
   out.forward_launches += fwd_launches, out.backward_launches += bwd_launches;

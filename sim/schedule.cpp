@@ -293,6 +293,8 @@ double padded_flat_numel(std::int64_t params, int shard_size) {
   return double((params + n - 1) / n * n);
 }
 
+double shard_bytes_per_param(const Training& t) { return bytes_of(t.master_dtype); }
+
 double shard_params(const StepSetup& setup, int u) {
   const auto P = setup.units[std::size_t(u)].params;
   const int n = setup.shard_size();
@@ -305,13 +307,13 @@ double optimizer_temporary_bytes(const StepSetup& setup) {
     total += shard_params(setup, u);
     largest = std::max(largest, shard_params(setup, u));
   }
-  return kShardBytesPerParam * (setup.training.framework == Framework::Composer ? largest : total);
+  return shard_bytes_per_param(setup.training) * (setup.training.framework == Framework::Composer ? largest : total);
 }
 
 void GradientShards::reduced(Program& p, const StepSetup& setup, int u, int reduced) {
   if (made_[std::size_t(u)]) return;
   made_[std::size_t(u)] = 1;
-  p.buffer(MemoryKind::ShardedState, shard_params(setup, u) * kShardBytesPerParam, reduced, -1, false, false,
+  p.buffer(MemoryKind::ShardedState, shard_params(setup, u) * shard_bytes_per_param(setup.training), reduced, -1, false, false,
            MemoryPool::Reduce);
 }
 
@@ -361,7 +363,7 @@ Task optimizer_task(const StepSetup& setup) {
   std::int64_t params = 0;
   for (const auto& u : setup.units) params += u.params;
   return Task{.name = "optimizer step", .stream = Stream::Compute, .category = Category::Optimizer, .unit = -1,
-              .seconds = optimizer_seconds(double(params) / setup.shard_size(), setup.cluster.gpu)};
+              .seconds = optimizer_seconds(double(params) / setup.shard_size(), setup.training, setup.cluster.gpu)};
 }
 
 int root_unit(const StepSetup& setup) {

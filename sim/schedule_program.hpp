@@ -65,9 +65,10 @@ struct Costs {
 };
 Costs costs_of(const StepSetup& setup);
 
-// Sharded state per parameter: fp32 parameter and gradient shards, AdamW's two fp32 moments.
-inline constexpr double kShardBytesPerParam = 4;
-inline constexpr double kMomentBytesPerParam = 8;
+// Sharded state per parameter, in the training's master dtype (fp32 unless the model was cast):
+// the parameter shard and its gradient's, and AdamW's two moments.
+double shard_bytes_per_param(const Training& t);
+inline double moment_bytes_per_param(const Training& t) { return 2 * shard_bytes_per_param(t); }
 // FSDP1 pads each FlatParameter to a multiple of the shard group's size.
 double padded_flat_numel(std::int64_t params, int shard_size);
 // Parameters of unit u held by one GPU: FSDP1's padded FlatParameter shard; FSDP2 chunks each

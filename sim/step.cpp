@@ -39,7 +39,8 @@ Memory estimate_memory(const StepSetup& setup, const Schedule& s, const Replay& 
   double shard = 0;
   for (int u = 0; u < int(setup.units.size()); ++u) shard += detail::shard_params(setup, u);
   // fp32 parameter shards and AdamW's two moments: allocated once, alive through every step.
-  const double persistent = shard * (detail::kShardBytesPerParam + detail::kMomentBytesPerParam);
+  const double persistent =
+      shard * (detail::shard_bytes_per_param(setup.training) + detail::moment_bytes_per_param(setup.training));
 
   struct Event {
     double time;

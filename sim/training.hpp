@@ -90,6 +90,13 @@ struct Training {
   bool reshard_after_backward = true;
   Dtype param_dtype = Dtype::BF16;  // all-gathered parameters and compute
   Dtype reduce_dtype = Dtype::FP32; // reduce-scatter of gradients
+  // What the sharded parameters, their gradients and AdamW's two moments are kept in: fp32 (mixed
+  // precision's master weights), or bf16 when the model is cast before it is wrapped
+  // (model.to(torch.bfloat16)), as some training loops do.
+  Dtype master_dtype = Dtype::FP32;
+  // AdamW's implementation: foreach (a kernel per elementwise op over the shard, torch.optim's
+  // default) or fused (one kernel reading parameter, gradient and both moments and writing three).
+  enum class Optimizer { Foreach, Fused } optimizer = Optimizer::Foreach;
   bool activation_checkpointing = false;
   bool tf32 = false;                // fp32 matmuls on tensor cores (torch.backends.cuda.matmul.allow_tf32)
   // FSDP1's rate limiter (limit_all_gathers, PyTorch's default since 2.1): the

@@ -77,6 +77,31 @@ TEST_CASE("inside one node the ring runs on NVLink only") {
   CHECK(simulate_collective(c, plan) == doctest::Approx(7.0 / 8 * 800e6 / 400e9 + 7 * 1e-6).epsilon(1e-9));
 }
 
+TEST_CASE("a full NVLink mesh (no switch): two of four GPUs have their pair's links, a third of the node's") {
+  // HGX 4-GPU boards and GH200 quads: each GPU's 450 GB/s is 3 x 150 GB/s, one bundle per peer.
+  // A ring over all four uses every bundle; over two, only the one between them.
+  auto c = flat_cluster(1, 50e9, 5e-6);
+  c.gpus_per_node = 4;
+  c.intra.kind = "nvlink";
+  c.intra.bandwidth = 450e9;
+  c.collectives.step_latency_intra = 1e-6;
+  const double S = 600e6;
+  const auto all = plan_collective(c, CollectiveOp::AllGather, S, whole_cluster(c));
+  CHECK(all.seconds() == doctest::Approx(3.0 / 4 * S / 450e9 + 3 * 1e-6).epsilon(1e-9));
+  const Group pair{.nodes = 1, .gpus_per_node = 2, .node_stride = 1, .count = 2, .first_gpu = 0};
+  const auto two = plan_collective(c, CollectiveOp::AllGather, S, pair);
+  CHECK(two.seconds() == doctest::Approx(1.0 / 2 * S / 150e9 + 1 * 1e-6).epsilon(1e-9));
+  // Behind a switch the same pair has the GPU's whole 450 GB/s.
+  c.intra.kind = "nvswitch";
+  CHECK(plan_collective(c, CollectiveOp::AllGather, S, pair).seconds() ==
+        doctest::Approx(1.0 / 2 * S / 450e9 + 1 * 1e-6).epsilon(1e-9));
+  CHECK(c.intra.group_bandwidth(2, 4) == 450e9);
+  c.intra.kind = "nvlink";
+  CHECK(c.intra.group_bandwidth(2, 4) == doctest::Approx(150e9));
+  CHECK(c.intra.group_bandwidth(3, 4) == doctest::Approx(300e9));
+  CHECK(c.intra.group_bandwidth(2, 2) == 450e9);  // two GPUs bridged: the bridge is all of it
+}
+
 TEST_CASE("a 2:1 oversubscribed fat tree halves the bandwidth of rings that cross leaves on every hop") {
   // 4 leaves of 2 nodes. HSDP with one leaf per shard group: the replica
   // all-reduce of node i goes to node i+2, in the next leaf. Each leaf sends

@@ -115,6 +115,17 @@ TEST_CASE("NVLS all-reduce on 8x H100 uses the NVLS bandwidth formula") {
   CHECK(plan_collective(four, CollectiveOp::AllReduce, S, whole_cluster(four)).algorithm == Algorithm::Ring);
 }
 
+TEST_CASE("a full NVLink mesh has no switch for NVLS: its all-reduce is a ring where NVSwitch's would be NVLS") {
+  auto c = h100_node(8, 0.686);
+  const double S = 8.0 * (1 << 30);
+  CHECK(plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c)).algorithm == Algorithm::Nvls);
+  c.intra.kind = "nvlink";
+  const auto mesh = plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c));
+  CHECK(mesh.algorithm == Algorithm::Ring);
+  // All eight GPUs: every link of the mesh, the ring at the node's 450 GB/s x 0.825.
+  CHECK(mesh.nvlink_seconds == doctest::Approx(2 * 7.0 / 8 * S / (450e9 * 0.825)));
+}
+
 TEST_CASE("an NVL72 rack is one NVLink domain: NVLS over 72 GPUs and no NIC, two racks go out on all 72 rails") {
   // 72 GPUs each reduce 1/72 of the buffer in the switches and multicast it back: S x 73/72 per GPU
   // at NVLink5's 900 GB/s x the preset's NVLS efficiency. busbw = 2 x 71/72 x S / t

@@ -351,3 +351,33 @@ TEST_CASE("every shipped profile loads, names its GPU and cites published entrie
   CHECK(topologies::device("h200-sxm").profile == "device-h200-sxm");
   CHECK(sim::device_kernel_profile(topologies::device("v100-32gb")) == nullptr);  // no published kernels
 }
+
+TEST_CASE("AdamW over the shard: foreach moves 92 bytes a fp32 parameter, fused 40, and bf16 state half of each") {
+  // The datasheet roofline (no kernel profile): time = bytes / (HBM bandwidth x memory efficiency).
+  topologies::DeviceProfile gpu = topologies::device("h100-sxm");
+  gpu.profile.clear();
+  const double P = 1e9, rate = gpu.memory_bandwidth * gpu.memory_efficiency;
+  sim::Training t;
+  CHECK(sim::optimizer_seconds(P, t, gpu) == Approx(92 * P / rate));
+  t.optimizer = sim::Training::Optimizer::Fused;  // one kernel: p, g, m, v read; p, m, v written; clip 1 + 2
+  CHECK(sim::optimizer_seconds(P, t, gpu) == Approx(40 * P / rate));
+  t.master_dtype = sim::Dtype::BF16;
+  CHECK(sim::optimizer_seconds(P, t, gpu) == Approx(20 * P / rate));
+  t.optimizer = sim::Training::Optimizer::Foreach;
+  CHECK(sim::optimizer_seconds(P, t, gpu) == Approx(46 * P / rate));
+}
+
+TEST_CASE("master_dtype bf16: the shards and AdamW's moments are kept in 2 bytes, 6 a parameter instead of 12") {
+  // Llama-2 70B on 8 GPUs (the report test's case): 68.98e9 x 12 / 8 = 96.4 GiB in fp32, 48.2 in bf16.
+  auto state = [](const std::string& extra) {
+    const auto s = scenarios::parse_scenario(
+        "model: llama2-70b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {" + extra + "}\n", "t.yaml");
+    return scenarios::run(s).at(0).step.memory.sharded_state_bytes / (1024.0 * 1024 * 1024);
+  };
+  CHECK(state("") == Approx(96.36).epsilon(0.001));
+  CHECK(state("master_dtype: bf16") == Approx(96.36 / 2).epsilon(0.001));
+  CHECK_THROWS_WITH_AS(scenarios::parse_scenario("model: llama2-7b\ncluster: {preset: dgx-h100-ib400}\ntraining: {master_dtype: fp16}\n", "t.yaml"),
+                       Contains("t.yaml:3: training.master_dtype: AdamW state kept in fp16 is not modelled"), InputError);
+  CHECK_THROWS_WITH_AS(scenarios::parse_scenario("model: llama2-7b\ncluster: {preset: dgx-h100-ib400}\ntraining: {optimizer: adam}\n", "t.yaml"),
+                       Contains("t.yaml:3: training.optimizer"), InputError);
+}

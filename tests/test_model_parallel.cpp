@@ -201,6 +201,60 @@ TEST_CASE("tensor parallel: a GPU trains on 1/t of its group's tokens, and a glo
                                  p.setup.cluster.gpu.peak_flops_bf16));
 }
 
+TEST_CASE("tensor parallel, tp_plan per_linear: q, k, v, gate and up each gather the input, the head the logits") {
+  // parallelize_module with ColwiseParallel(input_layouts=Shard(1)) on every column-parallel Linear
+  // (KempnerForge's plan): Llama's attention gathers the sequence three times and its MLP twice,
+  // backward reduce-scatters each one's dgrad, and the checkpointed re-run gathers again; the
+  // embedding stays replicated (no forward collective), and the head gathers its logits along the
+  // vocabulary, with the copy, for a whole-vocabulary loss on every rank (no loss all-reduces).
+  const std::string common = "  tensor_parallel: 8\n  micro_batch: 2\n  seq_len: 4096\n  activation_checkpointing: full\n";
+  const auto titan = scenario("  fsdp: 2\n" + common);
+  const auto per = scenario("  fsdp: 2\n" + common + "  tp_plan: per_linear\n");
+  const auto& setup = per.points.at(0).setup;
+  const auto& g = *setup.tensor_parallel_group;
+  const double bytes = 2.0 * 4096 * 8192 * 2;  // T x h in bf16
+  const double ag = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, bytes, g).seconds();
+  const double rs = sim::plan_collective(setup.cluster, sim::CollectiveOp::ReduceScatter, bytes, g).seconds();
+  const double copy = sim::memory_kernel_seconds(2 * bytes, setup.cluster.gpu);
+  const int block = 1;  // wrap: block: the root first, then the blocks
+  REQUIRE(setup.units[block].kind == models::UnitKind::Block);
+  const auto a = sim::model_parallel_time(titan.points.at(0).setup, block);
+  const auto b = sim::model_parallel_time(setup, block);
+  // Forward 5 gathers (3 + 2) where torchtitan's plan has 2; backward 5 reduce-scatters where it
+  // has 2, and 5 re-run gathers where it has 2: each with its copy.
+  CHECK(b.forward_seconds == Approx(a.forward_seconds + 3 * (ag + copy)));
+  CHECK(b.backward_seconds == Approx(a.backward_seconds + 3 * (rs + copy) + 3 * (ag + copy)));
+  CHECK(b.forward_launches == a.forward_launches + 6);
+  CHECK(b.backward_launches == a.backward_launches + 12);
+  // The root holds the embedding and the head: no reduce-scatter of the embedding, the input
+  // gathered as before, and the logits (T x 128256 in bf16, gathered from 8 slices) with their copy.
+  const double logits = 8192.0 * 128256 * 2;
+  const double gathered = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, logits, g).seconds();
+  const auto root = sim::model_parallel_time(setup, 0);
+  CHECK(root.forward_seconds ==
+        Approx(ag + copy + gathered + sim::memory_kernel_seconds(2 * logits, setup.cluster.gpu)));
+  CHECK(root.backward_seconds == Approx(ag + copy + rs + copy));
+  // The loss's kernels run over the whole vocabulary: 8 times torchtitan's slice.
+  const auto& titan_head = *titan.points.at(0).setup.units[0].kernels;
+  const auto& per_head = *setup.units[0].kernels;
+  CHECK(find(per_head.forward, "log_softmax").bytes == Approx(8 * find(titan_head.forward, "log_softmax").bytes));
+  CHECK(find(per_head.forward, "lm_head").n == find(titan_head.forward, "lm_head").n);  // the GEMM stays sliced
+}
+
+TEST_CASE("bad input: tp_plan without tensor parallelism, with async TP or float8, or misspelt") {
+  CHECK_THROWS_WITH_AS(scenario("  tp_plan: per_linear\n"),
+                       Contains("tp.yaml:4: training.tp_plan: only meaningful with tensor_parallel > 1"), InputError);
+  CHECK_THROWS_WITH_AS(scenario("  tensor_parallel: 8\n  compile: true\n  async_tp: true\n  tp_plan: per_linear\n"),
+                       Contains("tp.yaml:7: training.tp_plan: async TP fuses the collectives of torchtitan's plan"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(scenario("  fsdp: 2\n  tensor_parallel: 8\n  tp_plan: per_linear\n  float8: true\n"),
+                       Contains("tp.yaml:7: training.float8: float8 tensor parallelism (torchao's Float8ColwiseParallel) "
+                                "is modelled under tp_plan: torchtitan only"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(scenario("  tensor_parallel: 8\n  tp_plan: per-linear\n"),
+                       Contains("tp.yaml:5: training.tp_plan"), InputError);
+}
+
 TEST_CASE("bad input: tensor_parallel that does not split the model or the node, or with HSDP") {
   auto qwen = [](const std::string& training) {
     return scenarios::parse_scenario("model: qwen2.5-7b\ncluster: {preset: dgx-h100-ib400, nodes: 2}\ntraining:\n" +

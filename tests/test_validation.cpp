@@ -39,9 +39,9 @@ const scenarios::ValidationRow& row(const std::string& id) {
 TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from validation/data") {
   // fms-fsdp and torchtitan 31, torchtitan's 2D (FSDP + TP) 5 + 8 (its June 2025 async TP
   // benchmark), 3D (FSDP + TP + PP) 3 and FSDP + CP 3, torchao's H100 2 and B200 2, H200 2, LLM
-  // Foundry's A100 40GB table 78, A100 80GB 61, H100 large-scale 18, H100 8-64 GPUs 52; our own H200
-  // measurements 9.
-  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 9);
+  // Foundry's A100 40GB table 78, A100 80GB 61, H100 large-scale 18, H100 8-64 GPUs 52; KempnerForge's
+  // H200 benchmark 14; our own H200 measurements 9.
+  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 9);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -53,10 +53,25 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
     CHECK(r.family != "roofline");  // every row's GPU has a kernel profile
   }
   // float8 rows too; not the 52 H100 rows whose attention kernel has no H100 measurement, nor the three
-  // context-parallel rows, nor our two host-bound small-model rows.
-  CHECK(counted == 210 + 7);
+  // context-parallel rows, nor our two host-bound small-model rows, nor KempnerForge's eight that cross
+  // nodes whose NIC count is not published.
+  CHECK(counted == 210 + 6 + 7);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
-                                         "S62", "S63", "S66"});
+                                         "S62", "S63", "S66", "S67"});
+  // KempnerForge (S67): the table's tok/s over its GPUs; one node's rows counted, the others listed.
+  CHECK(row("fsdp-kf-7b-h200-4gpu-tp4").measured_tps == Approx(25135.0 / 4).epsilon(1e-4));
+  CHECK(row("fsdp-kf-7b-h200-4gpu-tp4").counted);
+  CHECK(!row("fsdp-kf-70b-h200-32gpu-tp4-fsdp8").counted);
+  CHECK(row("fsdp-kf-13b-h200-8gpu-fsdp8").params == Approx(14.84e9).epsilon(1e-3));  // the report's 14.84B
+  {
+    const auto& r = row("fsdp-kf-7b-h200-4gpu-tp2-fsdp2");
+    const auto s = scenarios::parse_scenario(r.scenario, r.scenario_file);
+    const auto& t = s.points.front().setup;
+    CHECK(t.training.impl.tp_plan == models::Implementation::TpPlan::PerLinear);
+    CHECK(t.training.master_dtype == sim::Dtype::BF16);
+    CHECK(t.training.optimizer == sim::Training::Optimizer::Fused);
+    CHECK(t.cluster.intra.group_bandwidth(2, 4) == Approx(150e9));  // a pair of the node's NVLink mesh
+  }
   CHECK(row("fsdp-tt2506-llama3-70b-h100-256gpu-2d-compile").measured_tps == Approx(597.3).epsilon(1e-4));
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").measured_tps == Approx(24348.0).epsilon(1e-4));
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").device == "H200-SXM-141GB");

@@ -7,6 +7,7 @@
 
 #include "common/input.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <string_view>
@@ -34,8 +35,17 @@ struct DeviceProfile {
 
 // The fabric inside one node. `bandwidth` is per GPU, per direction.
 struct IntraNode {
+  // nvswitch: every GPU's links go to switches, so any group of a node's GPUs has all of them.
+  // nvlink: point-to-point links, a full mesh (HGX 4-GPU boards, GH200 quads, NVLink bridges):
+  // each pair has bandwidth / (GPUs - 1), and a group of k of the node's GPUs only the k - 1 pairs
+  // among them; no switch, so no NVLS. pcie: through the host's PCIe switches.
   std::string kind = "nvswitch";     // nvswitch | nvlink | pcie
-  double bandwidth = 0;              // bytes/s per GPU per direction (H100 NVLink4: 450e9)
+  double bandwidth = 0;              // bytes/s per GPU per direction, all its links (H100 NVLink4: 450e9)
+  // What a group of k GPUs of a node with gpus_per_node GPUs can use per GPU per direction.
+  double group_bandwidth(int k, int gpus_per_node) const {
+    if (kind != "nvlink" || gpus_per_node <= 2 || k >= gpus_per_node) return bandwidth;
+    return bandwidth * double(std::max(k, 2) - 1) / double(gpus_per_node - 1);
+  }
   double latency = 0;                // s per hop
   double efficiency = 0.8;           // NCCL ring bus bandwidth / line rate (NCCL counts 20.6 of 25 GB/s per NVLink4)
   // NVLink SHARP (NVSwitch multicast and in-switch reduction, H100/H200): the per-GPU rate of an NVLS
