@@ -302,6 +302,7 @@ double shard_params(const StepSetup& setup, int u) {
 }
 
 double optimizer_temporary_bytes(const StepSetup& setup) {
+  if (setup.training.optimizer == Training::Optimizer::Fused) return 0;
   double total = 0, largest = 0;
   for (int u = 0; u < int(setup.units.size()); ++u) {
     total += shard_params(setup, u);

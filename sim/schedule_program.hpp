@@ -76,8 +76,9 @@ double padded_flat_numel(std::int64_t params, int shard_size);
 double shard_params(const StepSetup& setup, int u);
 // The optimizer step's temporaries: torch.optim.AdamW's foreach path (the default on CUDA;
 // torchtitan, fms-fsdp, plain PyTorch) computes sqrt(exp_avg_sq) for the whole shard at once,
-// "~ sizeof(params) more peak memory than the for-loop version" (its docstring): 4 bytes per
-// shard parameter. Composer's DecoupledAdamW loops over parameters: one flat shard at a time.
+// "~ sizeof(params) more peak memory than the for-loop version" (its docstring): one state element
+// per shard parameter. Composer's DecoupledAdamW loops over parameters: one flat shard at a time.
+// The fused kernel keeps nothing beside the state.
 double optimizer_temporary_bytes(const StepSetup& setup);
 
 // Each unit's fp32 gradient shard: the output of its first reduce-scatter of the step (task

@@ -6,6 +6,7 @@
 #include "scenarios/scenario.hpp"
 #include "sim/compute.hpp"
 #include "sim/kernel_profile.hpp"
+#include "sim/schedule_program.hpp"
 #include "topologies/cluster.hpp"
 #include "toy_profile.hpp"
 
@@ -376,6 +377,16 @@ TEST_CASE("master_dtype bf16: the shards and AdamW's moments are kept in 2 bytes
   };
   CHECK(state("") == Approx(96.36).epsilon(0.001));
   CHECK(state("master_dtype: bf16") == Approx(96.36 / 2).epsilon(0.001));
+  // The foreach path's sqrt(exp_avg_sq) over the whole shard is one state element a parameter; the
+  // fused kernel keeps none.
+  auto temporaries = [](const std::string& extra) {
+    const auto s = scenarios::parse_scenario(
+        "model: llama2-70b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {" + extra + "}\n", "t.yaml");
+    return sim::detail::optimizer_temporary_bytes(s.points.at(0).setup);
+  };
+  CHECK(temporaries("fsdp: 2") == Approx(68.98e9 / 8 * 4).epsilon(0.001));
+  CHECK(temporaries("fsdp: 2, master_dtype: bf16") == Approx(68.98e9 / 8 * 2).epsilon(0.001));
+  CHECK(temporaries("fsdp: 2, optimizer: fused") == 0);
   CHECK_THROWS_WITH_AS(scenarios::parse_scenario("model: llama2-7b\ncluster: {preset: dgx-h100-ib400}\ntraining: {master_dtype: fp16}\n", "t.yaml"),
                        Contains("t.yaml:3: training.master_dtype: AdamW state kept in fp16 is not modelled"), InputError);
   CHECK_THROWS_WITH_AS(scenarios::parse_scenario("model: llama2-7b\ncluster: {preset: dgx-h100-ib400}\ntraining: {optimizer: adam}\n", "t.yaml"),
