@@ -303,7 +303,8 @@ PROFILES = {
              "FlashAttention-2 figures (K02) and the FlashAttention-3 paper's (K03 forward, K04 backward). "
              "No H100 STREAM in the sources beside BabelStream (K16)."),
         H100_PEAK, H100_GEMM + H100_FP8_GEMM, H100_ATTN,
-        memory_model(gbps("membw-h100-azure-babelstream-mul"), "membw-h100-azure-babelstream-mul")),
+        memory_model(gbps("membw-h100-azure-babelstream-mul"), "membw-h100-azure-babelstream-mul"),
+        also=["H800-SXM5-80GB"]),
     "device-h200-sxm": profile(
         "device-h200-sxm", "H200-SXM-141GB", "hopper",
         meta("NVIDIA H200 141GB (SXM)", 132, "1980 MHz SM boost (datasheet)", ASSEMBLED,

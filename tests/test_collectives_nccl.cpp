@@ -3,9 +3,11 @@
 // channels, pins, NVLS, trees, what changed between releases, the host CPU, the ring's pipeline fill.
 #include "collective_testing.hpp"
 #include "sim/collective.hpp"
+#include "topologies/cluster.hpp"
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <utility>
 
 using namespace tagcsim;
@@ -113,6 +115,23 @@ TEST_CASE("NVLS all-reduce on 8x H100 uses the NVLS bandwidth formula") {
   // (and the measured one on H200) is the ring.
   const auto four = h100_node(4, 0.686);
   CHECK(plan_collective(four, CollectiveOp::AllReduce, S, whole_cluster(four)).algorithm == Algorithm::Ring);
+}
+
+TEST_CASE("H800: NVLink4 with 8 links, 200 GB/s a direction, its NVLS all-reduce at 14/9 x 200 x 0.6754 = 210 GB/s") {
+  // The preset as shipped (hgx-h800-ib400, NVLink4's fitted NVLS efficiency). An 8x H800 node was
+  // measured at 215 GB/s of all-reduce bus bandwidth with NVLS (NVIDIA/nccl#1374): a check, not a fit.
+  auto c = topologies::preset("hgx-h800-ib400");
+  c.nodes = 1;
+  CHECK(c.gpu.name == "H800-SXM5-80GB");
+  CHECK(c.gpu.sm == 90);
+  CHECK(c.intra.bandwidth == doctest::Approx(200e9));
+  const double S = 8.0 * (1 << 30);
+  const auto plan = plan_collective(c, CollectiveOp::AllReduce, S, whole_cluster(c));
+  CHECK(plan.algorithm == Algorithm::Nvls);
+  CHECK(plan.nvlink_seconds == doctest::Approx(S * 9 / 8 / (200e9 * c.intra.nvls_efficiency)));
+  const double busbw = plan.busbw(plan.nvlink_seconds) / 1e9;
+  CHECK(busbw == doctest::Approx(14.0 / 9 * 200 * c.intra.nvls_efficiency).epsilon(1e-9));
+  CHECK(std::abs(busbw / 215 - 1) < 0.03);
 }
 
 TEST_CASE("a full NVLink mesh has no switch for NVLS: its all-reduce is a ring where NVSwitch's would be NVLS") {

@@ -16,7 +16,7 @@ using tagcsim::InputError;
 constexpr double GiB = 1073741824.0;
 
 TEST_CASE("every cluster preset validates and names its sources") {
-  REQUIRE(preset_names().size() == 24);
+  REQUIRE(preset_names().size() == 25);
   for (const auto& name : preset_names()) {
     CAPTURE(name);
     Cluster c = preset(name);

@@ -34,9 +34,9 @@ constexpr const char* kStream =
 using DeviceTable = std::vector<std::pair<std::string, DeviceProfile>>;
 
 DeviceTable with_sm(DeviceTable table) {
-  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100/H200 9.0, B200/GB200 10.0, V100 7.0, L4 8.9.
+  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100/H200/H800 9.0, B200/GB200 10.0, V100 7.0, L4 8.9.
   for (auto& [name, d] : table)
-    d.sm = name.rfind("h1", 0) == 0 || name.rfind("h2", 0) == 0 ? 90 : name.rfind("b2", 0) == 0 || name.rfind("gb2", 0) == 0 ? 100
+    d.sm = name.rfind("h1", 0) == 0 || name.rfind("h2", 0) == 0 || name.rfind("h8", 0) == 0 ? 90 : name.rfind("b2", 0) == 0 || name.rfind("gb2", 0) == 0 ? 100
                                                                    : name.rfind("v100", 0) == 0 ? 70
                                                                    : name == "l4"               ? 89
                                                                                                 : 80;
@@ -81,6 +81,17 @@ const DeviceTable& device_table() {
                     "throughput (the best bf16 matmul reaches 0.803 = 794.5 / 989, {}; gemm-h100-sxm-mamf-bf16). "
                     "memory_efficiency 0.887 = 2.97 / 3.35 TB/s ({}).",
                     kCapacity, kMamf, kStream)}},
+      {"h800",
+       {"H800-SXM5-80GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 79.11 * GiB, 3.35 * TB, 0.455, 0.887, "device-h100-sxm",
+        fmt::format("NVIDIA H800 SXM5: the H100 SXM5's GH100 die, clocks, 80 GB HBM3 at 3.35 TB/s and 700 W (bf16 989.4 "
+                    "TFLOP/s dense, TF32 494.7, FP32 66.9: the H100 datasheet's), with NVLink cut to 400 GB/s "
+                    "bidirectional (8 links, 200 GB/s a direction; the node's, set by the cluster preset) and FP64 to 1 "
+                    "TFLOP/s, which training does not use (philisun.com, 'NVIDIA H800 vs H100'; DeepSeek-V3's "
+                    "report measures 160 GB/s of NVLink between H800s, arXiv 2412.19437). 79.11 GiB as H100 80GB "
+                    "(the same memory; no H800 out-of-memory message in our sources). Kernels are timed from the H100 "
+                    "profile (device-h100-sxm also serves H800: no H800 kernel measurement is published), at "
+                    "Hopper's family scale, no H800 FSDP row having been fitted. {}",
+                    kCapacity)}},
       {"h200-sxm",
        {"H200-SXM-141GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 139.80 * GiB, 4.8 * TB, 0.455, 0.887, "device-h200-sxm",
         fmt::format("NVIDIA H200 datasheet (SXM): same compute as H100 SXM (bf16 989.4 TFLOP/s dense, "

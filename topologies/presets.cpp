@@ -32,6 +32,13 @@ IntraNode nvlink4() {
   i.name = "nvlink4";
   return i;
 }
+// H800: NVLink4 and its NVSwitches with 8 links a GPU, not 18: 400 GB/s bidirectional. NCCL's per-link
+// rates and NVLS's share of the line are the same links', so NVLink4's fitted efficiencies carry.
+IntraNode nvlink4_h800() {
+  IntraNode i = nvlink4();
+  i.bandwidth = 200 * GB;
+  return i;
+}
 IntraNode nvlink5() {
   IntraNode i{"nvswitch", 900 * GB, 0.5 * us, 0.8017};
   i.nvls_efficiency = std::round(nvlink4().nvls_efficiency * 0.74 / 0.85 * 1e4) / 1e4;  // to the fits' four digits
@@ -64,6 +71,11 @@ constexpr const char* kNvlink4Src =
     "Inside an NVLS tree 0.6207, fitted to the two-node H100 tables (Dell, gj-aion, Nebius, AWS p5 EFA; "
     "prior: the one-node value, as NCCL's tuner rates both): a node with a parent splits each channel's "
     "warps four ways, not three (NCCL's all_reduce.h) (calibrate/profiles/nccl-model.yaml).";
+constexpr const char* kNvlink4H800Src =
+    "NVLink4 via NVSwitch with 8 links a GPU (H800): 400 GB/s bidirectional = 200 GB/s per direction "
+    "(philisun.com, 'NVIDIA H800 vs H100'); NVLink4's fitted ring and NVLS efficiencies (the same links, "
+    "fewer of them). Checked, not fitted: an 8x H800 NVLS all-reduce measured at 215 GB/s of bus "
+    "bandwidth (NVIDIA/nccl#1374), where the model gives 14/9 x 200 x 0.6754 = 210 GB/s.";
 constexpr const char* kNvlink5Src =
     "NVLink5 via NVSwitch: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction (HGX B200 datasheet; 18 "
     "links). Ring efficiency 0.8017: prior 0.802, NCCL's own 40.1 of 50 GB/s per NVLink5 link (topo.h "
@@ -194,7 +206,11 @@ std::vector<Cluster> build_presets() {
         std::tuple{"dgx-h200-ib400", "h200-sxm", nvlink4(), kNvlink4Src,
                    "DGX H200 datasheet: 8x H200-SXM-141GB, 2x Intel Xeon Platinum 8480C"},
         std::tuple{"dgx-b200-ib400", "b200", nvlink5(), kNvlink5Src,
-                   "DGX B200 datasheet: 8x B200 (180 GB), 2x Intel Xeon Platinum 8570"}}) {
+                   "DGX B200 datasheet: 8x B200 (180 GB), 2x Intel Xeon Platinum 8570"},
+        std::tuple{"hgx-h800-ib400", "h800", nvlink4_h800(), kNvlink4H800Src,
+                   "HGX H800 (8x H800-SXM5-80GB; hosts as DGX H100's, assumed), the network a DGX H100 "
+                   "SuperPOD's, as DeepSeek-V3's report describes its H800 nodes (an InfiniBand NIC per GPU, "
+                   "50 GB/s; arXiv 2412.19437)"}}) {
     auto n = nics(8, 400, 1.5 * us, "ib");
     out.push_back(make(
         name, 2, 8, gpu, link, n, rail_fat_tree(32, 0.3 * us),
@@ -377,7 +393,8 @@ const Aliases& preset_aliases() {
       {"p4de", "aws-p4de"},        {"p4de.24xlarge", "aws-p4de"}, {"aws-p4de.24xlarge", "aws-p4de"},
       {"p5", "aws-p5"},            {"p5.48xlarge", "aws-p5"},     {"aws-p5.48xlarge", "aws-p5"},
       {"dgx-h100", "dgx-h100-ib400"}, {"dgx-a100", "dgx-a100-ib200"}, {"dgx-h200", "dgx-h200-ib400"},
-      {"dgx-b200", "dgx-b200-ib400"}, {"a4-highgpu-8g", "gcp-a4-high"}, {"nvl72", "gb200-nvl72"},
+      {"dgx-b200", "dgx-b200-ib400"}, {"hgx-h800", "hgx-h800-ib400"}, {"a4-highgpu-8g", "gcp-a4-high"},
+      {"nvl72", "gb200-nvl72"},
       {"dgx-gb200", "gb200-nvl72"},
       {"p5e", "aws-p5e"},          {"p5e.48xlarge", "aws-p5e"},   {"a3-highgpu-8g", "gcp-a3-high"},
       {"a3-megagpu-8g", "gcp-a3-mega"}, {"a3-ultragpu-8g", "gcp-a3-ultra"}, {"nd-h100-v5", "azure-nd-h100-v5"},
