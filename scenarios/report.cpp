@@ -114,7 +114,7 @@ std::string heading(const Scenario& s, const Point& p) {
   if (c.gpus_per_node > 1)
     out += fmt::format("  within a node: {} {} per GPU per direction{}, efficiency {:g}\n", c.intra.kind,
                        gbytes(c.intra.bandwidth),
-                       c.intra.kind == "nvlink" && c.gpus_per_node > 2
+                       c.intra.mesh() && c.gpus_per_node > 2
                            ? fmt::format(" (a full mesh: {} a pair, no NVLS)", gbytes(c.intra.group_bandwidth(2, c.gpus_per_node)))
                            : "",
                        c.intra.efficiency);

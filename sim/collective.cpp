@@ -335,8 +335,8 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         .lanes = lanes,
         // A group of a node's GPUs on a mesh has only the links among them, and no switch for NVLS.
         .nvl_rate = c.intra.group_bandwidth(k, c.gpus_per_node) * c.intra.efficiency,
-        .nvls_rate = c.intra.kind == "nvlink" ? 0.0 : c.intra.bandwidth * c.intra.nvls_efficiency,
-        .nvls_tree_rate = c.intra.kind == "nvlink" ? 0.0 : c.intra.bandwidth * c.intra.nvls_tree_rate_fraction(),
+        .nvls_rate = c.intra.mesh() ? 0.0 : c.intra.bandwidth * c.intra.nvls_efficiency,
+        .nvls_tree_rate = c.intra.mesh() ? 0.0 : c.intra.bandwidth * c.intra.nvls_tree_rate_fraction(),
         .net_rate = rails * c.rail_bandwidth(),
         .rails = rails,
         .nvlink = c.intra.kind != "pcie",

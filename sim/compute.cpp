@@ -238,17 +238,14 @@ double memory_kernel_seconds(double bytes, const topologies::DeviceProfile& gpu)
 }
 
 double optimizer_seconds(double shard_params, const Training& training, const topologies::DeviceProfile& gpu) {
-  const KernelProfile* prof = device_kernel_profile(gpu);
-  // The foreach passes' bytes are fp32 state's; bf16 state moves half of each.
-  const double scale = bytes_of(training.master_dtype) / 4;
-  std::vector<double> passes;
-  if (training.optimizer == Training::Optimizer::Fused)
-    for (double elements : kFusedAdamPassElements) passes.push_back(elements * bytes_of(training.master_dtype));
-  else
-    for (double b : kAdamPassBytes) passes.push_back(b * scale);
+  // Each pass is one memory-bound kernel over the shard. The foreach passes' bytes are fp32 state's
+  // (bf16 state moves half of each); the fused ones count elements of the state's dtype.
+  const double element = bytes_of(training.master_dtype);
   double t = 0;
-  for (double b : passes)
-    t += prof ? prof->memory_seconds(b * shard_params) : b * shard_params / (gpu.memory_bandwidth * gpu.memory_efficiency);
+  if (training.optimizer == Training::Optimizer::Fused)
+    for (double elements : kFusedAdamPassElements) t += memory_kernel_seconds(elements * element * shard_params, gpu);
+  else
+    for (double b : kAdamPassBytes) t += memory_kernel_seconds(b * element / 4 * shard_params, gpu);
   return t;
 }
 

@@ -30,6 +30,18 @@ scenarios::Scenario scenario(const std::string& training) {
 }
 
 
+// One sequence collective of the TP group over `bytes` (T x h): its all-gather, its reduce-scatter,
+// and the chunk-and-concatenate copy beside each (reads and writes the tensor).
+struct SequenceCollectives {
+  double ag, rs, copy;
+};
+SequenceCollectives sequence_collectives(const sim::StepSetup& setup, double bytes) {
+  const auto& g = *setup.tensor_parallel_group;
+  return {sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, bytes, g).seconds(),
+          sim::plan_collective(setup.cluster, sim::CollectiveOp::ReduceScatter, bytes, g).seconds(),
+          sim::memory_kernel_seconds(2 * bytes, setup.cluster.gpu)};
+}
+
 }  // namespace
 
 TEST_CASE("tensor parallel: one GPU holds 1/t of each block's heads, FFN and vocabulary, and the norms' tokens") {
@@ -78,10 +90,7 @@ TEST_CASE("tensor parallel: a block waits for two all-gathers and two reduce-sca
   CHECK(setup.shard_group.nodes == 4);
   CHECK(setup.shard_group.gpus_per_node == 1);
   CHECK(setup.shard_group.count == 8);
-  const double bytes = 2.0 * 4096 * 8192 * 2;  // T x h in bf16
-  const double ag = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, bytes, g).seconds();
-  const double rs = sim::plan_collective(setup.cluster, sim::CollectiveOp::ReduceScatter, bytes, g).seconds();
-  const double copy = sim::memory_kernel_seconds(2 * bytes, setup.cluster.gpu);
+  const auto [ag, rs, copy] = sequence_collectives(setup, 2.0 * 4096 * 8192 * 2);  // T x h in bf16
   CHECK(copy > 0);
   const int block = 1;  // torchtitan: tok_embeddings, then the blocks
   REQUIRE(setup.units[block].kind == models::UnitKind::Block);
@@ -212,10 +221,7 @@ TEST_CASE("tensor parallel, tp_plan per_linear: q, k, v, gate and up each gather
   const auto per = scenario("  fsdp: 2\n" + common + "  tp_plan: per_linear\n");
   const auto& setup = per.points.at(0).setup;
   const auto& g = *setup.tensor_parallel_group;
-  const double bytes = 2.0 * 4096 * 8192 * 2;  // T x h in bf16
-  const double ag = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, bytes, g).seconds();
-  const double rs = sim::plan_collective(setup.cluster, sim::CollectiveOp::ReduceScatter, bytes, g).seconds();
-  const double copy = sim::memory_kernel_seconds(2 * bytes, setup.cluster.gpu);
+  const auto [ag, rs, copy] = sequence_collectives(setup, 2.0 * 4096 * 8192 * 2);  // T x h in bf16
   const int block = 1;  // wrap: block: the root first, then the blocks
   REQUIRE(setup.units[block].kind == models::UnitKind::Block);
   const auto a = sim::model_parallel_time(titan.points.at(0).setup, block);

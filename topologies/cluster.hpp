@@ -41,9 +41,10 @@ struct IntraNode {
   // among them; no switch, so no NVLS. pcie: through the host's PCIe switches.
   std::string kind = "nvswitch";     // nvswitch | nvlink | pcie
   double bandwidth = 0;              // bytes/s per GPU per direction, all its links (H100 NVLink4: 450e9)
+  bool mesh() const { return kind == "nvlink"; }  // point-to-point links, no switch (so no NVLS)
   // What a group of k GPUs of a node with gpus_per_node GPUs can use per GPU per direction.
   double group_bandwidth(int k, int gpus_per_node) const {
-    if (kind != "nvlink" || gpus_per_node <= 2 || k >= gpus_per_node) return bandwidth;
+    if (!mesh() || gpus_per_node <= 2 || k >= gpus_per_node) return bandwidth;
     return bandwidth * double(std::max(k, 2) - 1) / double(gpus_per_node - 1);
   }
   double latency = 0;                // s per hop
