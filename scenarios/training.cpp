@@ -176,6 +176,8 @@ sim::Training load_training(const Input& in) {
     if (t.master_dtype == sim::Dtype::FP16)
       v->fail("AdamW state kept in fp16 is not modelled: fp32 (master weights) or bf16 (a model cast before wrapping)");
   }
+  // torchtitan's AdamW is fused by default since pytorch/torchtitan#881 (2025-02-24); earlier runs say foreach.
+  if (t.framework == sim::Framework::Torchtitan) t.optimizer = sim::Training::Optimizer::Fused;
   if (auto v = in.find("optimizer"))
     t.optimizer = v->as_choice({"foreach", "fused"}) == "fused" ? sim::Training::Optimizer::Fused
                                                                 : sim::Training::Optimizer::Foreach;

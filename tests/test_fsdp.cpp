@@ -117,6 +117,16 @@ TEST_CASE("fix 3: gradient accumulation defaults to what the framework does, and
             .find("no_sync() on all but the last micro-batch") != std::string::npos);
 }
 
+TEST_CASE("AdamW's implementation defaults to the framework's: torchtitan fused since its #881, PyTorch foreach") {
+  using Optimizer = sim::Training::Optimizer;
+  CHECK(training(parse("")).optimizer == Optimizer::Foreach);  // torch.optim.AdamW's own default
+  CHECK(training(parse("  framework: composer\n")).optimizer == Optimizer::Foreach);
+  CHECK(training(parse("  framework: torchtitan\n")).optimizer == Optimizer::Fused);
+  CHECK(training(parse("  framework: torchtitan\n  optimizer: foreach\n")).optimizer == Optimizer::Foreach);
+  CHECK(training(parse("  optimizer: fused\n")).optimizer == Optimizer::Fused);
+  CHECK_THROWS_WITH_AS(parse("  optimizer: fusd\n"), doctest::Contains("t.yaml:7: training.optimizer"), InputError);
+}
+
 TEST_CASE("fix 5: limit_all_gathers is PyTorch's bool, the depth an explicit override") {
   CHECK(training(parse("")).limit_all_gathers);
   CHECK(training(parse("")).max_inflight_all_gathers == 2);

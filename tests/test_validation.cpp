@@ -40,8 +40,8 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // fms-fsdp and torchtitan 31, torchtitan's 2D (FSDP + TP) 5 + 8 (its June 2025 async TP
   // benchmark), 3D (FSDP + TP + PP) 3 and FSDP + CP 3, torchao's H100 2 and B200 2, H200 2, LLM
   // Foundry's A100 40GB table 78, A100 80GB 61, H100 large-scale 18, H100 8-64 GPUs 52; KempnerForge's
-  // H200 benchmark 14; our own H200 measurements 9.
-  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 9);
+  // H200 benchmark 14; AWS's torchtitan on p5 2; our own H200 measurements 9.
+  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 9);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -55,9 +55,9 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // float8 rows too; not the 52 H100 rows whose attention kernel has no H100 measurement, nor the three
   // context-parallel rows, nor our two host-bound small-model rows, nor KempnerForge's eight that cross
   // nodes whose NIC count is not published.
-  CHECK(counted == 210 + 6 + 7);
+  CHECK(counted == 210 + 6 + 7 + 2);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
-                                         "S62", "S63", "S66", "S67"});
+                                         "S62", "S63", "S66", "S67", "S68"});
   // KempnerForge (S67): the table's tok/s over its GPUs; one node's rows counted, the others listed.
   CHECK(row("fsdp-kf-7b-h200-4gpu-tp4").measured_tps == Approx(25135.0 / 4).epsilon(1e-4));
   CHECK(row("fsdp-kf-7b-h200-4gpu-tp4").counted);
@@ -73,6 +73,27 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
     CHECK(t.cluster.intra.group_bandwidth(2, 4) == Approx(150e9));  // a pair of the node's NVLink mesh
   }
   CHECK(row("fsdp-tt2506-llama3-70b-h100-256gpu-2d-compile").measured_tps == Approx(597.3).epsilon(1e-4));
+  // AdamW: torchtitan's default turned fused on 2025-02-24 (pytorch/torchtitan#881); its runs before say foreach.
+  auto optimizer = [](const std::string& id) {
+    const auto s = scenarios::parse_scenario(row(id).scenario, row(id).scenario_file);
+    return s.points.front().setup.training.optimizer;
+  };
+  CHECK(optimizer("fsdp-tt-llama31-8b-h100-8gpu-fsdp") == sim::Training::Optimizer::Foreach);        // Dec 2024
+  CHECK(optimizer("fsdp-tt2506-llama3-8b-h100-64gpu-2d-compile") == sim::Training::Optimizer::Fused);  // June 2025
+  CHECK(optimizer("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu") == sim::Training::Optimizer::Foreach);
+  // AWS's torchtitan on 4 p5 (S68): tps is per GPU; both runs at local batch 2 (their memory), the
+  // second compiled without float8 (its [float8] key was no longer torchtitan's).
+  CHECK(row("fsdp-aws-tt-llama31-8b-p5-32gpu").measured_tps == 6785);
+  CHECK(row("fsdp-aws-tt-llama31-8b-p5-32gpu-compile").published_reserved_gib == Approx(63.48));
+  {
+    const auto& r = row("fsdp-aws-tt-llama31-8b-p5-32gpu-compile");
+    const auto s = scenarios::parse_scenario(r.scenario, r.scenario_file);
+    const auto& t = s.points.front().setup.training;
+    CHECK(t.micro_batch == 2);
+    CHECK(t.impl.compiled);
+    CHECK(!t.impl.float8_linears);
+    CHECK(t.optimizer == sim::Training::Optimizer::Fused);
+  }
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").measured_tps == Approx(24348.0).epsilon(1e-4));
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").device == "H200-SXM-141GB");
   CHECK(!row("fsdp-own-llama-small-12l-768-h200-1gpu").counted);
