@@ -239,6 +239,10 @@ constexpr TransportPrior kTransportPriors[] = {
     // GPUDirect-TCPXO: its plugin reports no latency either (google/nccl-plugin-gpudirect-tcpxo
     // v1.0.17, fastrak_offload/nccl_shim.cc: props.latency = 0); efficiency 0.85 assumed (offloaded).
     {"tcpxo", 0, 0, 0.85},
+    // HPE Slingshot-11 through aws-ofi-nccl on libfabric's CXI provider: the plugin reports the platform's
+    // net latency, 0 off AWS (nccl_ofi_net.cpp: props->latency = net_latency >= 0 ? net_latency : 0; only
+    // platform-aws sets it); efficiency as RoCE's, assumed (an Ethernet-framed RDMA NIC).
+    {"slingshot", 0, 0, 0.96},
     // NCCL's socket transport reports no latency (net_socket.cc); 10 us for the kernel TCP stack assumed;
     // 1448 / 1538 bytes of TCP payload per MTU-1500 frame.
     {"socket", 10 * us, 0, 0.94},
@@ -285,7 +289,8 @@ std::string prior_sources() {
          "(getNetOverhead: 1 us Intel, 2 us AMD); transports: IB/RoCE latency 0 as NCCL's verbs transport reports it, "
          "efficiency 0.97 (nccl-tests#267) / 0.96; EFA 20 us per network step and 3 us more per Simple step "
          "(aws-ofi-nccl's own cost model, src/tuner/nccl_ofi_model.cpp), efficiency 0.90 assumed; TCPX latency 0 as "
-         "its plugin reports it, efficiency 0.80 assumed; TCPXO as TCPX, efficiency 0.85 assumed";
+         "its plugin reports it, efficiency 0.80 assumed; TCPXO as TCPX, efficiency 0.85 assumed; Slingshot (aws-ofi-nccl over CXI) latency 0 as the plugin reports it off "
+         "AWS, efficiency 0.96 as RoCE's, assumed";
 }
 
 }  // namespace tagcsim::calibrate

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 
@@ -114,6 +115,19 @@ unsigned nccl_mask(const Input& v, unsigned (*parse)(std::string_view), const ch
   return mask;
 }
 
+// The release a software note names as "NCCL 2.25.1" (or "nccl 2.18.5"): not any version in it, which
+// may be nccl-tests' own ("nccl-tests 2.17.1") or a library's.
+int nccl_version_named(const std::string& text) {
+  for (std::size_t at = 0; at + 5 < text.size(); ++at) {
+    const bool word_start = at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1]));
+    if (!word_start || text[at + 4] != ' ' || !std::isdigit(static_cast<unsigned char>(text[at + 5]))) continue;
+    std::string word = text.substr(at, 4);
+    for (auto& ch : word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (word == "nccl") return parse_nccl_version(std::string_view(text).substr(at + 5));
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string default_published_path() {
@@ -157,7 +171,7 @@ std::vector<PublishedGroup> load_published(const std::string& path) {
     if (auto a = setup.find("nccl_algo")) base.algos = nccl_mask(*a, topologies::parse_nccl_algo, "NCCL algorithm");
     if (auto pr = setup.find("nccl_proto")) base.protos = nccl_mask(*pr, topologies::parse_nccl_proto, "NCCL protocol");
     base.nccl_version = parse_nccl_version(opt_string(setup, "nccl_version"));
-    if (!base.nccl_version) base.nccl_version = parse_nccl_version(opt_string(hw, "software"));
+    if (!base.nccl_version) base.nccl_version = nccl_version_named(opt_string(hw, "software"));
     for (const Measured& m : read_measured(e["measured"], base.op, base.ranks(), base.bytes)) {
       Point p = base;
       if (m.algos) p.algos = m.algos;
@@ -223,7 +237,8 @@ std::string published_base_cluster(const PublishedGroup& g) {
       {"a3-highgpu-8g", "gcp-a3-high", ""},        {"a3-ultragpu-8g", "gcp-a3-ultra", ""},
       {"p5.48xlarge", "aws-p5", ""},               {"p5e.48xlarge", "aws-p5e", ""},
       {"p4de.24xlarge", "aws-p4de", ""},           {"a4-highgpu-8g", "gcp-a4-high", ""},
-      {"ND GB200 v6", "gb200-nvl72", ", gpus_per_node: 4"}, {"GB200 NVL72", "gb200-nvl72", ""}};
+      {"ND GB200 v6", "gb200-nvl72", ", gpus_per_node: 4"}, {"GB200 NVL72", "gb200-nvl72", ""},
+      {"Alps GH200", "alps-gh200", ""}};
   for (const auto& m : kSystems)
     if (contains(g.system, m.name) || contains(g.gpu, m.name)) return fmt::format("{{preset: {}, {}{}}}", m.preset, n, m.more);
   const bool efa = contains(g.inter_node, "EFA");

@@ -314,9 +314,11 @@ PROFILES = {
              "GEMMs (K20: CUDA 13.2, PyTorch 2.13). Memory: BabelStream Mul on H200 (K17), as the H100's is its "
              "own (K16); gpu-benches' small-kernel curve (K19) tops out at 3.3 TB/s with blocks of 256, where "
              "BabelStream gives 4.0 and a vectorized copy on our H200 4.17 (calibrate/profiles/measured/"
-             "h200-2026-12-04), so it sets only the launch floor."),
+             "h200-2026-12-04), so it sets only the launch floor. Also times GH200's GPU (the same die with 96 GB "
+             "of HBM3 at 4.0 TB/s: the memory curve scaled to it; no GH200 kernel measurement is in the profile)."),
         H100_PEAK, H200_GEMM + H200_FP8_GEMM, H100_ATTN,
-        memory_model(gbps("membw-h200-azure-babelstream-mul"), "membw-h200-azure-babelstream-mul")),
+        memory_model(gbps("membw-h200-azure-babelstream-mul"), "membw-h200-azure-babelstream-mul"),
+        also=["GH200-96GB"]),
     "device-b200": profile(
         "device-b200", "B200-SXM-180GB", "blackwell",
         meta("NVIDIA B200 180GB (HGX B200, 1,000 W)", 148, "datasheet boost not published per SM; as measured", ASSEMBLED,

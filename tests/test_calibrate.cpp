@@ -274,7 +274,7 @@ TEST_CASE("a profile reads back as the fitted cluster, and a transport profile a
 TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(kPublished == std::string(TAGCSIM_SOURCE_DIR) + "/validation/data/published_measurements.yaml");
   const auto groups = load_published(kPublished);
-  REQUIRE(groups.size() == 33);  // 29 fitted, 4 validated only (GB200 NVL72 racks, Azure's GB200 VM)
+  REQUIRE(groups.size() == 34);  // 29 fitted, 5 validated only (GB200 NVL72 racks, Azure's GB200 VM, CSCS's Alps)
   CHECK(groups[0].name == "nccl-a100-1n-mleng-allreduce");
   CHECK(groups[0].source_key == "S01");
   CHECK(groups[0].points.size() == 20);
@@ -308,7 +308,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(ndv5.points[0].time_s == doctest::Approx(1.75 * 1024 / 0.07e9));  // from busbw 0.07 GB/s
   CHECK(published_base_cluster(ndv5) == "{preset: azure-nd-h100-v5, nodes: 1}");
   // Azure's ND GB200 v6: one VM is 4 GPUs of an NVL72 rack; the script pins NCCL_ALGO=Ring on 4 GPUs.
-  const auto& gb200 = groups.back();
+  const auto& gb200 = groups[groups.size() - 2];
   CHECK(gb200.name == "nccl-gb200-1n4-azure-ndgb200v6-allreduce");
   CHECK(gb200.points.size() == 24);
   CHECK(gb200.points[0].gpus_per_process == 4);
@@ -343,7 +343,8 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   int racks = 0;
   for (const auto& g : groups) {
     if (g.name.rfind("nccl-gb200-nvl72-", 0) != 0) {
-      CHECK(g.not_fitted.empty() == (g.name != "nccl-gb200-1n4-azure-ndgb200v6-allreduce"));
+      CHECK(g.not_fitted.empty() == (g.name != "nccl-gb200-1n4-azure-ndgb200v6-allreduce" &&
+                                     g.name != "nccl-gh200-2n-cscs-alps-slingshot-allreduce"));
       continue;
     }
     CAPTURE(g.name);
@@ -352,6 +353,15 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
     racks += g.nodes;
   }
   CHECK(racks == 1 + 2 + 20);
+  // CSCS's Alps table: named by its machine, run on its preset with CSCS's NCCL_PROTO=^LL128.
+  const auto& alps = groups.back();
+  CHECK(alps.name == "nccl-gh200-2n-cscs-alps-slingshot-allreduce");
+  CHECK(alps.source_key == "S69");
+  CHECK(alps.points.size() == 25);
+  CHECK(published_base_cluster(alps) == "{preset: alps-gh200, nodes: 2}");
+  CHECK(alps.points[0].protos == (topologies::NcclPins::LL | topologies::NcclPins::Simple));
+  CHECK(alps.points[0].time_s == doctest::Approx(17.72e-6));  // min(out of place, in place)
+  CHECK(alps.points[0].nccl_version == 0);  // "nccl-tests 2.17.1" names the benchmark's release, not NCCL's
   CHECK(error_of([] { load_published("/nonexistent/pm.yaml"); }).find("published measurements not found") !=
         std::string::npos);
 }

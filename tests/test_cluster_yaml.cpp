@@ -287,9 +287,9 @@ TEST_CASE("transports: a profile by name, by path or inline, and a missing field
                        Contains("t.yaml:3: cluster.nics.transport: unknown transport profile 'infiniband'"), InputError);
   CHECK_THROWS_WITH_AS(load_transport(Input::load_string("{name: x, kind: rdma, latency: 1 us, overhead: 1 us, "
                                                          "efficiency: 0.9, source: s}", "p.yaml")),
-                       Contains("p.yaml:1: kind: expected one of: ib, roce, efa, tcpx, tcpxo, socket"), InputError);
+                       Contains("p.yaml:1: kind: expected one of: ib, roce, efa, tcpx, tcpxo, slingshot, socket"), InputError);
   const auto names = transport_names();
-  for (const char* n : {"ib", "roce", "efa", "tcpx", "tcpxo", "socket"}) {
+  for (const char* n : {"ib", "roce", "efa", "tcpx", "tcpxo", "slingshot", "socket"}) {
     CAPTURE(n);
     CHECK(std::find(names.begin(), names.end(), n) != names.end());
     CHECK_NOTHROW(load_transport(std::string(n)));

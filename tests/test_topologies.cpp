@@ -16,7 +16,7 @@ using tagcsim::InputError;
 constexpr double GiB = 1073741824.0;
 
 TEST_CASE("every cluster preset validates and names its sources") {
-  REQUIRE(preset_names().size() == 25);
+  REQUIRE(preset_names().size() == 26);
   for (const auto& name : preset_names()) {
     CAPTURE(name);
     Cluster c = preset(name);
@@ -128,6 +128,35 @@ TEST_CASE("GB200 NVL72: a rack of 72 GPUs is one node, one 400 Gb/s NIC per GPU,
   CHECK(c.gpu.memory_bytes == Approx(186e9));
   CHECK(c.host_cpu == HostCpu::Arm);  // Grace: NCCL charges Arm hosts Intel's 1 us per network step
   CHECK(c.collectives.host_launch == Approx(preset("dgx-b200-ib400").collectives.host_launch));
+}
+
+TEST_CASE("CSCS Alps: four GH200 a node on an NVLink4 mesh, a Slingshot NIC per GPU at its priors, no LL128") {
+  Cluster c = preset("alps-gh200");
+  CHECK(preset("alps").name == "alps-gh200");
+  CHECK(c.gpus_per_node == 4);
+  // 18 NVLink4 links a GPU, 6 to each of the other three: 450 GB/s a direction, 150 a pair, no NVLS.
+  CHECK(c.intra.mesh());
+  CHECK(c.intra.bandwidth == Approx(450e9));
+  CHECK(c.intra.group_bandwidth(2, 4) == Approx(150e9));
+  CHECK(c.intra.group_bandwidth(4, 4) == Approx(450e9));
+  CHECK(c.intra.efficiency == Approx(preset("dgx-h100-ib400").intra.efficiency));  // the same links
+  // Four 200 Gb/s NICs, one per GH200: 4 rails of 25 GB/s at the transport's prior efficiency 0.96.
+  CHECK(c.nics.count == 4);
+  CHECK(c.rails() == 4);
+  CHECK(c.nics.bandwidth == Approx(25e9));
+  CHECK(c.nics.transport.kind == "slingshot");
+  CHECK(c.nics.transport.latency == 0);
+  CHECK(c.node_injection_bandwidth() == Approx(4 * 25e9 * 0.96));
+  CHECK(c.nccl.protos == (NcclPins::LL | NcclPins::Simple));  // CSCS's NCCL_PROTO=^LL128
+  CHECK(c.host_cpu == HostCpu::Arm);
+  // The GPU: the H100 die with 96 GB of HBM3 at 4.0 TB/s, timed by the H200 profile.
+  CHECK(c.gpu.name == "GH200-96GB");
+  CHECK(c.gpu.sm == 90);
+  CHECK(c.gpu.peak_flops_bf16 == Approx(device("h100-sxm").peak_flops_bf16));
+  CHECK(c.gpu.memory_bandwidth == Approx(4.0e12));
+  CHECK(c.gpu.memory_bytes / GiB == Approx(94.0));
+  CHECK(c.gpu.profile == "device-h200-sxm");
+  CHECK(device("gh200-96gb").name == "GH200-96GB");
 }
 
 TEST_CASE("AWS, Ethernet and TAGC presets: per-node NIC totals and slower TCP latencies") {

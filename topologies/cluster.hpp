@@ -71,7 +71,7 @@ struct IntraNode {
 // How NCCL moves bytes between nodes: one profile per fabric kind (calibrate/profiles/transport-*.yaml).
 struct Transport {
   std::string name;                  // profile name, "" for none (a hand-built cluster)
-  std::string kind;                  // ib | roce | efa | tcpx | tcpxo | socket
+  std::string kind;                  // ib | roce | efa | tcpx | tcpxo | slingshot | socket
   double latency = 0;                // s added to every network step (NCCL's net `latency` property); Simple
                                      // pays it twice (its flush), as in NCCL's tuning model
   double efficiency = 0.9;           // achievable / line rate of one NIC

@@ -34,9 +34,9 @@ constexpr const char* kStream =
 using DeviceTable = std::vector<std::pair<std::string, DeviceProfile>>;
 
 DeviceTable with_sm(DeviceTable table) {
-  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100/H200/H800 9.0, B200/GB200 10.0, V100 7.0, L4 8.9.
+  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100/H200/H800/GH200 9.0, B200/GB200 10.0, V100 7.0, L4 8.9.
   for (auto& [name, d] : table)
-    d.sm = name.rfind("h1", 0) == 0 || name.rfind("h2", 0) == 0 || name.rfind("h8", 0) == 0 ? 90 : name.rfind("b2", 0) == 0 || name.rfind("gb2", 0) == 0 ? 100
+    d.sm = name.rfind("h1", 0) == 0 || name.rfind("h2", 0) == 0 || name.rfind("h8", 0) == 0 || name.rfind("gh2", 0) == 0 ? 90 : name.rfind("b2", 0) == 0 || name.rfind("gb2", 0) == 0 ? 100
                                                                    : name.rfind("v100", 0) == 0 ? 70
                                                                    : name == "l4"               ? 89
                                                                                                 : 80;
@@ -104,6 +104,21 @@ const DeviceTable& device_table() {
                     "gemm_efficiency 0.455 as for H100 SXM (best matmul 0.803, {}, 'H200 is the same'). memory_efficiency 0.887: the H100 STREAM ratio 2.97 / 3.35 "
                     "({}), assumed to carry over; no H200 STREAM measurement in our sources.",
                     kCapacity, kMamf, kStream)}},
+      {"gh200",
+       {"GH200-96GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 94.0 * GiB, 4.0 * TB, 0.455, 0.887, "device-h200-sxm",
+        fmt::format("NVIDIA GH200 Grace Hopper Superchip datasheet, the GPU of the 96 GB HBM3 version: the H100's GH100 "
+                    "compute (bf16 989.4 TFLOP/s dense, TF32 494.7, FP32 66.9), 96 GB HBM3 at 4.0 TB/s, on NVLink-C2C to "
+                    "a Grace CPU; NVLink4 18 links, 900 GB/s bidirectional. 94.0 GiB: the HBM a process can use as CSCS "
+                    "draws it for its Alps nodes ('~94 GB' of GPU memory per GH200; eth-cscs/cscs-docs "
+                    "docs/images/alps/gh200-schematic.svg @80abed1), not a driver-reported capacity. The 'GH200 120GB' "
+                    "and 'GH200 480GB' of nvidia-smi are this GPU with 120 or 480 GB of the CPU's LPDDR5X. Kernels are "
+                    "timed from the H200 profile (device-h200-sxm also serves GH200: the same die, and its memory curve "
+                    "measured on an HBM3e part, scaled to 4.0 TB/s), at Hopper's family scale, no GH200 FSDP row having "
+                    "been fitted. Checked, not fitted: mamf-finder's best bf16 matmul on GH200, 828.6 TFLOP/s, is 1.043x "
+                    "H100 SXM's 794.5 ({}; gemm-gh200-sxm-mamf-bf16): the module's power budget (configurable to 1,000 W "
+                    "for CPU, GPU and memory together, the datasheet) sustains higher clocks, which the family scale "
+                    "does not give it.",
+                    kMamf)}},
       {"b200",
        {"B200-SXM-180GB", 2250 * TFLOPS, 80 * TFLOPS, 1100 * TFLOPS, 178.35 * GiB, 8 * TB, 0.455, 0.887, "device-b200",
         fmt::format("NVIDIA HGX B200 datasheet, 1,000 W configuration, per GPU (as tabulated in glennklockwood.com/garden/"
@@ -150,7 +165,7 @@ std::vector<std::string> device_names() {
 const Aliases& device_aliases() {
   static const Aliases aliases = {{"a100", "a100-80gb"}, {"a100-40g", "a100-40gb"}, {"a100-80g", "a100-80gb"},
                                   {"h100", "h100-sxm"},  {"h100-sxm5", "h100-sxm"}, {"h200", "h200-sxm"},
-                                  {"b200-sxm", "b200"},
+                                  {"b200-sxm", "b200"}, {"gh200-96gb", "gh200"},
                                   {"v100", "v100-32gb"}};
   return aliases;
 }

@@ -39,6 +39,13 @@ IntraNode nvlink4_h800() {
   i.bandwidth = 200 * GB;
   return i;
 }
+// GH200 quads (HPE Cray EX254n): no NVSwitch; each GPU's 18 NVLink4 links run 6 to each of the other
+// three, so each pair has 150 GB/s a direction. The same links as NVLink4's, so its ring efficiency.
+IntraNode nvlink4_mesh4() {
+  IntraNode i = nvlink4();
+  i.kind = "nvlink";
+  return i;
+}
 IntraNode nvlink5() {
   IntraNode i{"nvswitch", 900 * GB, 0.5 * us, 0.8017};
   i.nvls_efficiency = std::round(nvlink4().nvls_efficiency * 0.74 / 0.85 * 1e4) / 1e4;  // to the fits' four digits
@@ -241,6 +248,31 @@ std::vector<Cluster> build_presets() {
         HostCpu::Arm));
   }
   {
+    // Slingshot-11 through aws-ofi-nccl over libfabric's CXI provider: its transport at the priors, CSCS's
+    // one table checking them from outside every fit (docs/calibration.md).
+    auto n = nics(4, 200, 2 * us, "slingshot");
+    auto c = make(
+        "alps-gh200", 2, 4, "gh200", nvlink4_mesh4(), n, single_switch(0.35 * us),
+        fmt::format("CSCS Alps GH200 node (HPE Cray EX254n; eth-cscs/cscs-docs docs/alps/hardware.md and "
+                    "docs/images/alps/gh200-schematic.svg @80abed1): four GH200 superchips (96 GB HBM3 GPUs, Grace "
+                    "hosts), their GPUs all-to-all on NVLink4 with 6 links a pair (450 GB/s a direction per GPU, 150 "
+                    "a pair; no NVSwitch, so no NVLS), and four HPE Slingshot-11 NICs of 200 Gb/s (25 GB/s), one per "
+                    "GH200. {} NCCL reaches Slingshot through the aws-ofi-nccl plugin on libfabric's CXI provider: "
+                    "the slingshot transport profile, at its data-independent priors (no Slingshot table is fitted), "
+                    "and a 2 us NIC latency (HPE's Slingshot-11 latency class, assumed, not fitted). NCCL "
+                    "pinned to NCCL_PROTO=^LL128, the environment CSCS documents for Slingshot "
+                    "(docs/software/communication/nccl_env_vars: 'LL128 ... typically performs worse on "
+                    "Slingshot'). Host CPU Grace (Arm): NCCL's getNetOverhead charges it 1 us, and the host launch "
+                    "takes the Intel hosts' fitted values, assumed. Fabric: Slingshot's dragonfly is not modelled: "
+                    "one non-blocking switch, 0.35 us assumed. Checked, not fitted: CSCS's all-reduce table of 2 "
+                    "nodes x 4 GH200 (docs/calibration.md). {} {} {}",
+                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
+        HostCpu::Arm);
+    c.nccl.protos = NcclPins::LL | NcclPins::Simple;
+    c.nccl.source = "CSCS's NCCL environment for Slingshot: NCCL_PROTO=^LL128";
+    out.push_back(c);
+  }
+  {
     auto n = nics(8, 200, 1.5 * us, "ib");
     out.push_back(make(
         "azure-nd-a100-v4", 2, 8, "a100-80gb", nvlink3(), n, single_switch(0.13 * us),
@@ -394,7 +426,7 @@ const Aliases& preset_aliases() {
       {"p5", "aws-p5"},            {"p5.48xlarge", "aws-p5"},     {"aws-p5.48xlarge", "aws-p5"},
       {"dgx-h100", "dgx-h100-ib400"}, {"dgx-a100", "dgx-a100-ib200"}, {"dgx-h200", "dgx-h200-ib400"},
       {"dgx-b200", "dgx-b200-ib400"}, {"hgx-h800", "hgx-h800-ib400"}, {"a4-highgpu-8g", "gcp-a4-high"},
-      {"nvl72", "gb200-nvl72"},
+      {"nvl72", "gb200-nvl72"},      {"alps", "alps-gh200"},   {"cscs-alps", "alps-gh200"},
       {"dgx-gb200", "gb200-nvl72"},
       {"p5e", "aws-p5e"},          {"p5e.48xlarge", "aws-p5e"},   {"a3-highgpu-8g", "gcp-a3-high"},
       {"a3-megagpu-8g", "gcp-a3-mega"}, {"a3-ultragpu-8g", "gcp-a3-ultra"}, {"nd-h100-v5", "azure-nd-h100-v5"},

@@ -43,7 +43,7 @@ Transport read_transport(const Input& m) {
   m.expect_keys({"name", "kind", "latency", "overhead", "efficiency", "source"});
   Transport t;
   t.name = m["name"].as_string();
-  t.kind = m["kind"].as_choice({"ib", "roce", "efa", "tcpx", "tcpxo", "socket"});
+  t.kind = m["kind"].as_choice({"ib", "roce", "efa", "tcpx", "tcpxo", "slingshot", "socket"});
   t.latency = m["latency"].as_seconds();
   if (t.latency < 0) m["latency"].fail("expected a non-negative time");
   t.overhead = m["overhead"].as_seconds();
@@ -129,7 +129,7 @@ std::map<std::string, std::string> load_collective_held_out(const std::string& p
   if (doc["format"].as_string() != "tagcsim-collective-held-out/1")
     doc["format"].fail("expected tagcsim-collective-held-out/1");
   doc["command"].as_string();  // how the file was made: required, so that it can be made again
-  static const std::vector<std::string> known = {"ib",   "roce",   "efa",
+  static const std::vector<std::string> known = {"ib",   "roce",   "efa",  "slingshot",
                                                  "tcpx", "tcpxo",  "socket",  // across nodes: the transport's kind
                                                  "one_node_nvlink3", "one_node_nvlink4", "one_node_nvlink5",
                                                  "one_node_pcie4",            // one node: its NVLink generation
