@@ -289,8 +289,8 @@ std::string prior_sources() {
          "(getNetOverhead: 1 us Intel, 2 us AMD); transports: IB/RoCE latency 0 as NCCL's verbs transport reports it, "
          "efficiency 0.97 (nccl-tests#267) / 0.96; EFA 20 us per network step and 3 us more per Simple step "
          "(aws-ofi-nccl's own cost model, src/tuner/nccl_ofi_model.cpp), efficiency 0.90 assumed; TCPX latency 0 as "
-         "its plugin reports it, efficiency 0.80 assumed; TCPXO as TCPX, efficiency 0.85 assumed; Slingshot (aws-ofi-nccl over CXI) latency 0 as the plugin reports it off "
-         "AWS, efficiency 0.96 as RoCE's, assumed";
+         "its plugin reports it, efficiency 0.80 assumed; TCPXO as TCPX, efficiency 0.85 assumed; Slingshot "
+         "(aws-ofi-nccl over CXI) latency 0 as the plugin reports it off AWS, efficiency 0.96 as RoCE's, assumed";
 }
 
 }  // namespace tagcsim::calibrate

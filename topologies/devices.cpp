@@ -35,11 +35,14 @@ using DeviceTable = std::vector<std::pair<std::string, DeviceProfile>>;
 
 DeviceTable with_sm(DeviceTable table) {
   // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100/H200/H800/GH200 9.0, B200/GB200 10.0, V100 7.0, L4 8.9.
-  for (auto& [name, d] : table)
-    d.sm = name.rfind("h1", 0) == 0 || name.rfind("h2", 0) == 0 || name.rfind("h8", 0) == 0 || name.rfind("gh2", 0) == 0 ? 90 : name.rfind("b2", 0) == 0 || name.rfind("gb2", 0) == 0 ? 100
-                                                                   : name.rfind("v100", 0) == 0 ? 70
-                                                                   : name == "l4"               ? 89
-                                                                                                : 80;
+  for (auto& [name, d] : table) {
+    auto starts = [&name = name](const char* prefix) { return name.rfind(prefix, 0) == 0; };
+    d.sm = starts("h1") || starts("h2") || starts("h8") || starts("gh2") ? 90
+           : starts("b2") || starts("gb2")                               ? 100
+           : starts("v100")                                              ? 70
+           : name == "l4"                                                ? 89
+                                                                         : 80;
+  }
   return table;
 }
 
