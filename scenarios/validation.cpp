@@ -41,6 +41,7 @@ std::string framework_of(const std::string& text) {
   const auto t = lower(text);
   if (t.find("torchtitan") != std::string::npos) return "torchtitan";
   if (t.find("fms") != std::string::npos) return "fms-fsdp";
+  if (t.find("olmo-core") != std::string::npos) return "olmo-core";
   if (t.find("composer") != std::string::npos || t.find("llm-foundry") != std::string::npos) return "llm-foundry";
   return t;
 }

@@ -40,8 +40,8 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // fms-fsdp and torchtitan 31, torchtitan's 2D (FSDP + TP) 5 + 8 (its June 2025 async TP
   // benchmark), 3D (FSDP + TP + PP) 3 and FSDP + CP 3, torchao's H100 2 and B200 2, H200 2, LLM
   // Foundry's A100 40GB table 78, A100 80GB 61, H100 large-scale 18, H100 8-64 GPUs 52; KempnerForge's
-  // H200 benchmark 14; AWS's torchtitan on p5 2; our own H200 measurements 9.
-  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 9);
+  // H200 benchmark 14; AWS's torchtitan on p5 2; OLMo-core's H100 table 10; our own H200 measurements 9.
+  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -55,9 +55,9 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // float8 rows too; not the 52 H100 rows whose attention kernel has no H100 measurement, nor the three
   // context-parallel rows, nor our two host-bound small-model rows, nor KempnerForge's eight that cross
   // nodes whose NIC count is not published.
-  CHECK(counted == 210 + 6 + 7 + 2);
+  CHECK(counted == 210 + 6 + 7 + 2 + 10);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
-                                         "S62", "S63", "S66", "S67", "S68"});
+                                         "S62", "S63", "S66", "S67", "S68", "S70"});
   // KempnerForge (S67): the table's tok/s over its GPUs; one node's rows counted, the others listed.
   CHECK(row("fsdp-kf-7b-h200-4gpu-tp4").measured_tps == Approx(25135.0 / 4).epsilon(1e-4));
   CHECK(row("fsdp-kf-7b-h200-4gpu-tp4").counted);
@@ -93,6 +93,30 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
     CHECK(t.impl.compiled);
     CHECK(!t.impl.float8_linears);
     CHECK(t.optimizer == sim::Training::Optimizer::Fused);
+  }
+  // OLMo-core's table (S70): tokens/s per device as rounded; one node of 8 by the launch default; the
+  // global batch reached by micro-batches, each reduced (FSDP2, no no_sync); the loss compiled only
+  // from 2024-11-01; float8 gathered in float8.
+  {
+    const auto& r = row("fsdp-olmo-1b-h100-8gpu-mb8-compile-float8");
+    CHECK(r.measured_tps == 65000);
+    CHECK(r.gpus == 8);
+    CHECK(r.framework == "olmo-core");
+    const auto s = scenarios::parse_scenario(r.scenario, r.scenario_file);
+    const auto& t = s.points.front().setup.training;
+    CHECK(t.micro_batch == 8);
+    CHECK(t.grad_accumulation == 1024 / (8 * 8));
+    CHECK(!t.no_sync);
+    CHECK(t.impl.compiled);
+    CHECK(t.impl.compiled_loss);
+    CHECK(t.impl.float8_linears);
+    CHECK(t.optimizer == sim::Training::Optimizer::Fused);
+    CHECK(s.points.front().setup.model.qk_norm);
+    CHECK(s.points.front().setup.model.vocab == 100352);
+    const auto sep = scenarios::parse_scenario(row("fsdp-olmo-7b-h100-8gpu-compile").scenario,
+                                               row("fsdp-olmo-7b-h100-8gpu-compile").scenario_file);
+    CHECK(sep.points.front().setup.training.grad_accumulation == 1024 / (8 * 2));
+    CHECK(!sep.points.front().setup.training.impl.compiled_loss);  // September's table: before 00d34f6
   }
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").measured_tps == Approx(24348.0).epsilon(1e-4));
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").device == "H200-SXM-141GB");
