@@ -71,6 +71,25 @@ TransformerConfig qwen3(const std::string& flavor, int layers, int hidden, int h
   return m;
 }
 
+// OLMo 2: Llama's layout with its norms after the attention and the MLP instead of before (as many,
+// so timed alike), RMSNorm over the whole q and k projections, and the dolma2 tokenizer's 100,278
+// tokens padded to 100,352; no biases, untied. Shapes from OLMo-core's olmo2_7B / olmo2_13B /
+// olmo2_32B (src/olmo_core/nn/transformer/config.py @fa6c501) and the OLMo 2 report (arXiv
+// 2501.00656); pretrained at 4096 tokens. tagcsim's QK norms are per head (Qwen3's): the whole-width
+// norms normalize the same bytes and hold (h + kv x d) - 2d more weights a layer, 0.003% of the model.
+TransformerConfig olmo2(const std::string& size, int layers, int hidden, int heads, int kv_heads, std::int64_t ffn,
+                        const std::string& parameters) {
+  TransformerConfig m = llama("olmo2-" + size, layers, hidden, heads, kv_heads, ffn, 100352, 4096,
+                              fmt::format("OLMo Team 2024 (2 OLMo 2 Furious, arXiv 2501.00656); allenai/OLMo-core "
+                                          "olmo2_{} @fa6c501 (d_model {}, {} layers, {}/{} heads, FFN {}, vocab "
+                                          "100352, QK norm, reordered norms): {} parameters (OLMo-core's count, "
+                                          "whole-width QK norms)",
+                                          size == "32b" ? "32B" : size == "13b" ? "13B" : "7B", hidden, layers,
+                                          heads, kv_heads, ffn, parameters));
+  m.qk_norm = true;
+  return m;
+}
+
 // Qwen2.5's dense models: Llama's layout with biases on q, k and v (and no other), hidden / heads
 // wide heads, and a 151,936-token vocabulary (152,064 from 7B up) whose embedding the three small
 // models tie to the output projection. Layers, heads and tying from the Qwen2.5 technical report
@@ -268,6 +287,9 @@ const std::vector<std::pair<std::string, Maker>>& table() {
                       "Llama Team 2024 (The Llama 3 Herd of Models, Table 3); meta-llama/Llama-3.1-405B config.json: "
                       "405,853,388,800 parameters");
        }},
+      {"olmo2-7b", [] { return olmo2("7b", 32, 4096, 32, 32, 11008, "7,298,617,344"); }},
+      {"olmo2-13b", [] { return olmo2("13b", 40, 5120, 40, 40, 13824, "13,716,198,400"); }},
+      {"olmo2-32b", [] { return olmo2("32b", 64, 5120, 40, 8, 27648, "32,234,279,936"); }},
       {"qwen3-0.6b", [] { return qwen3("0.6B", 28, 1024, 16, 3072, true, "596,049,920"); }},
       {"qwen3-1.7b", [] { return qwen3("1.7B", 28, 2048, 16, 6144, true, "1,720,574,976"); }},
       {"qwen3-4b", [] { return qwen3("4B", 36, 2560, 32, 9728, true, "4,022,468,096"); }},
@@ -329,7 +351,8 @@ const Aliases& preset_aliases() {
       {"llama-3.1-405b", "llama3.1-405b"}, {"llama-2-7b", "llama2-7b"},  {"llama-2-13b", "llama2-13b"},
       {"llama-2-70b", "llama2-70b"},    {"gpt2", "gpt2-124m"},           {"gpt2-medium", "gpt2-355m"},
       {"gpt2-large", "gpt2-774m"},      {"gpt2-xl", "gpt2-1.5b"},        {"llama-3.2-1b", "llama3.2-1b"},
-      {"llama-3.2-3b", "llama3.2-3b"},  {"mistral-7b", "mistral-7b-v0.3"},
+      {"llama-3.2-3b", "llama3.2-3b"},  {"mistral-7b", "mistral-7b-v0.3"},  {"olmo-2-7b", "olmo2-7b"},
+      {"olmo-2-13b", "olmo2-13b"},      {"olmo-2-32b", "olmo2-32b"},
   };
   return aliases;
 }

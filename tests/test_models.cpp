@@ -74,12 +74,27 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
       {"qwen2.5-1.5b", 1'543'714'304},    {"qwen2.5-3b", 3'085'938'688},
       {"qwen2.5-7b", 7'615'616'512},      {"qwen2.5-14b", 14'770'033'664},
       {"qwen2.5-32b", 32'763'876'352},    {"qwen2.5-72b", 72'706'203'648},
+      // OLMo 2 with per-head QK norms: OLMo-core's counts less (h + kv x d) - 2d a layer.
+      {"olmo2-7b", 7'298'617'344 - 32 * (8192 - 256)},
+      {"olmo2-13b", 13'716'198'400 - 40 * (10240 - 256)},
+      {"olmo2-32b", 32'234'279'936 - 64 * (5120 + 1024 - 256)},
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
     CHECK(parameter_count(preset(r.name)) == r.count);
   }
   CHECK(preset_names().size() == std::size(rows));
+}
+
+TEST_CASE("OLMo 2 presets: QK norms, the padded dolma2 vocabulary, untied, 4096 tokens") {
+  const auto m = preset("olmo-2-32b");
+  CHECK(m.name == "olmo2-32b");
+  CHECK(m.qk_norm);
+  CHECK(m.vocab == 100352);
+  CHECK(!m.tied_embeddings);
+  CHECK(m.kv_heads == 8);
+  CHECK(m.seq_len == 4096);
+  CHECK(preset("olmo2-7b").kv_heads == 32);
 }
 
 TEST_CASE("MPT-7B and MPT-30B are within 0.5% of their model cards") {
