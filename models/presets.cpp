@@ -51,13 +51,18 @@ TransformerConfig llama(std::string name, int layers, int hidden, int heads, int
   return m;
 }
 
+// A preset's name carries its size in lower case ("8B" -> "qwen3-8b").
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  return s;
+}
+
 // Qwen3's dense models: Llama's layout with 128-wide heads whatever the hidden size, RMSNorm on
 // each head of q and k, and Qwen's 151,936-token vocabulary. Shapes as torchtitan's qwen3_configs
 // (torchtitan/models/qwen3/__init__.py @cfb9326), whose training sequence (RoPE max_seq_len) is 4096.
 TransformerConfig qwen3(const std::string& flavor, int layers, int hidden, int heads, std::int64_t ffn,
                         bool tied_embeddings, const std::string& parameters) {
-  std::string size = flavor;
-  std::transform(size.begin(), size.end(), size.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  const std::string size = lowercase(flavor);
   TransformerConfig m = llama("qwen3-" + size, layers, hidden, heads, 8, ffn, 151936, 4096,
                               fmt::format("Qwen Team 2025 (Qwen3 technical report); pytorch/torchtitan "
                                           "torchtitan/models/qwen3/__init__.py @cfb9326 qwen3_configs['{}'] (dim {}, "
@@ -77,15 +82,14 @@ TransformerConfig qwen3(const std::string& flavor, int layers, int hidden, int h
 // olmo2_32B (src/olmo_core/nn/transformer/config.py @fa6c501) and the OLMo 2 report (arXiv
 // 2501.00656); pretrained at 4096 tokens. tagcsim's QK norms are per head (Qwen3's): the whole-width
 // norms normalize the same bytes and hold (h + kv x d) - 2d more weights a layer, 0.003% of the model.
-TransformerConfig olmo2(const std::string& size, int layers, int hidden, int heads, int kv_heads, std::int64_t ffn,
+TransformerConfig olmo2(const std::string& flavor, int layers, int hidden, int heads, int kv_heads, std::int64_t ffn,
                         const std::string& parameters) {
-  TransformerConfig m = llama("olmo2-" + size, layers, hidden, heads, kv_heads, ffn, 100352, 4096,
+  TransformerConfig m = llama("olmo2-" + lowercase(flavor), layers, hidden, heads, kv_heads, ffn, 100352, 4096,
                               fmt::format("OLMo Team 2024 (2 OLMo 2 Furious, arXiv 2501.00656); allenai/OLMo-core "
                                           "olmo2_{} @fa6c501 (d_model {}, {} layers, {}/{} heads, FFN {}, vocab "
                                           "100352, QK norm, reordered norms): {} parameters (OLMo-core's count, "
                                           "whole-width QK norms)",
-                                          size == "32b" ? "32B" : size == "13b" ? "13B" : "7B", hidden, layers,
-                                          heads, kv_heads, ffn, parameters));
+                                          flavor, hidden, layers, heads, kv_heads, ffn, parameters));
   m.qk_norm = true;
   return m;
 }
@@ -97,8 +101,7 @@ TransformerConfig olmo2(const std::string& size, int layers, int hidden, int hea
 // Sequence 4096, the report's pretraining context before its long-context stage.
 TransformerConfig qwen25(const std::string& flavor, int layers, int hidden, int heads, int kv_heads,
                          std::int64_t ffn, std::int64_t vocab, bool tied_embeddings, const std::string& parameters) {
-  std::string size = flavor;
-  std::transform(size.begin(), size.end(), size.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  const std::string size = lowercase(flavor);
   TransformerConfig m = llama("qwen2.5-" + size, layers, hidden, heads, kv_heads, ffn, vocab, 4096,
                               fmt::format("Qwen Team 2024 (Qwen2.5 technical report, arXiv 2412.15115, Table 1); "
                                           "Qwen/Qwen2.5-{} config.json (hidden {}, {} layers, {}/{} heads, "
@@ -287,9 +290,9 @@ const std::vector<std::pair<std::string, Maker>>& table() {
                       "Llama Team 2024 (The Llama 3 Herd of Models, Table 3); meta-llama/Llama-3.1-405B config.json: "
                       "405,853,388,800 parameters");
        }},
-      {"olmo2-7b", [] { return olmo2("7b", 32, 4096, 32, 32, 11008, "7,298,617,344"); }},
-      {"olmo2-13b", [] { return olmo2("13b", 40, 5120, 40, 40, 13824, "13,716,198,400"); }},
-      {"olmo2-32b", [] { return olmo2("32b", 64, 5120, 40, 8, 27648, "32,234,279,936"); }},
+      {"olmo2-7b", [] { return olmo2("7B", 32, 4096, 32, 32, 11008, "7,298,617,344"); }},
+      {"olmo2-13b", [] { return olmo2("13B", 40, 5120, 40, 40, 13824, "13,716,198,400"); }},
+      {"olmo2-32b", [] { return olmo2("32B", 64, 5120, 40, 8, 27648, "32,234,279,936"); }},
       {"qwen3-0.6b", [] { return qwen3("0.6B", 28, 1024, 16, 3072, true, "596,049,920"); }},
       {"qwen3-1.7b", [] { return qwen3("1.7B", 28, 2048, 16, 6144, true, "1,720,574,976"); }},
       {"qwen3-4b", [] { return qwen3("4B", 36, 2560, 32, 9728, true, "4,022,468,096"); }},
