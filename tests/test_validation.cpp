@@ -34,6 +34,12 @@ const scenarios::ValidationRow& row(const std::string& id) {
   return rows().front();
 }
 
+// What a row's scenario sets up (its one point).
+auto setup_of(const std::string& id) {
+  const auto& r = row(id);
+  return scenarios::parse_scenario(r.scenario, r.scenario_file).points.front().setup;
+}
+
 }  // namespace
 
 TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from validation/data") {
@@ -64,9 +70,7 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   CHECK(!row("fsdp-kf-70b-h200-32gpu-tp4-fsdp8").counted);
   CHECK(row("fsdp-kf-13b-h200-8gpu-fsdp8").params == Approx(14.84e9).epsilon(1e-3));  // the report's 14.84B
   {
-    const auto& r = row("fsdp-kf-7b-h200-4gpu-tp2-fsdp2");
-    const auto s = scenarios::parse_scenario(r.scenario, r.scenario_file);
-    const auto& t = s.points.front().setup;
+    const auto t = setup_of("fsdp-kf-7b-h200-4gpu-tp2-fsdp2");
     CHECK(t.training.impl.tp_plan == models::Implementation::TpPlan::PerLinear);
     CHECK(t.training.master_dtype == sim::Dtype::BF16);
     CHECK(t.training.optimizer == sim::Training::Optimizer::Fused);
@@ -74,10 +78,7 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   }
   CHECK(row("fsdp-tt2506-llama3-70b-h100-256gpu-2d-compile").measured_tps == Approx(597.3).epsilon(1e-4));
   // AdamW: torchtitan's default turned fused on 2025-02-24 (pytorch/torchtitan#881); its runs before say foreach.
-  auto optimizer = [](const std::string& id) {
-    const auto s = scenarios::parse_scenario(row(id).scenario, row(id).scenario_file);
-    return s.points.front().setup.training.optimizer;
-  };
+  auto optimizer = [](const std::string& id) { return setup_of(id).training.optimizer; };
   CHECK(optimizer("fsdp-tt-llama31-8b-h100-8gpu-fsdp") == sim::Training::Optimizer::Foreach);        // Dec 2024
   CHECK(optimizer("fsdp-tt2506-llama3-8b-h100-64gpu-2d-compile") == sim::Training::Optimizer::Fused);  // June 2025
   CHECK(optimizer("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu") == sim::Training::Optimizer::Foreach);
@@ -86,9 +87,7 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   CHECK(row("fsdp-aws-tt-llama31-8b-p5-32gpu").measured_tps == 6785);
   CHECK(row("fsdp-aws-tt-llama31-8b-p5-32gpu-compile").published_reserved_gib == Approx(63.48));
   {
-    const auto& r = row("fsdp-aws-tt-llama31-8b-p5-32gpu-compile");
-    const auto s = scenarios::parse_scenario(r.scenario, r.scenario_file);
-    const auto& t = s.points.front().setup.training;
+    const auto t = setup_of("fsdp-aws-tt-llama31-8b-p5-32gpu-compile").training;
     CHECK(t.micro_batch == 2);
     CHECK(t.impl.compiled);
     CHECK(!t.impl.float8_linears);
@@ -102,8 +101,8 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
     CHECK(r.measured_tps == 65000);
     CHECK(r.gpus == 8);
     CHECK(r.framework == "olmo-core");
-    const auto s = scenarios::parse_scenario(r.scenario, r.scenario_file);
-    const auto& t = s.points.front().setup.training;
+    const auto setup = setup_of(r.id);
+    const auto& t = setup.training;
     CHECK(t.micro_batch == 8);
     CHECK(t.grad_accumulation == 1024 / (8 * 8));
     CHECK(!t.no_sync);
@@ -111,22 +110,18 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
     CHECK(t.impl.compiled_loss);
     CHECK(t.impl.float8_linears);
     CHECK(t.optimizer == sim::Training::Optimizer::Fused);
-    CHECK(s.points.front().setup.model.qk_norm);
-    CHECK(s.points.front().setup.model.vocab == 100352);
-    const auto sep = scenarios::parse_scenario(row("fsdp-olmo-7b-h100-8gpu-compile").scenario,
-                                               row("fsdp-olmo-7b-h100-8gpu-compile").scenario_file);
-    CHECK(sep.points.front().setup.training.grad_accumulation == 1024 / (8 * 2));
-    CHECK(!sep.points.front().setup.training.impl.compiled_loss);  // September's table: before 00d34f6
+    CHECK(setup.model.qk_norm);
+    CHECK(setup.model.vocab == 100352);
+    const auto sep = setup_of("fsdp-olmo-7b-h100-8gpu-compile").training;
+    CHECK(sep.grad_accumulation == 1024 / (8 * 2));
+    CHECK(!sep.impl.compiled_loss);  // September's table: before 00d34f6
   }
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").measured_tps == Approx(24348.0).epsilon(1e-4));
   CHECK(row("fsdp-own-llama3-8b-shape-8l-s8192-h200-1gpu").device == "H200-SXM-141GB");
   CHECK(!row("fsdp-own-llama-small-12l-768-h200-1gpu").counted);
   // Our steps call SDPA without choosing a backend: PyTorch puts cuDNN first on sm90 with cuDNN > 9.15
   // (torch 2.11, cuDNN 9.19 there); torchtitan's own attention asks for flash first on Hopper.
-  auto attention = [](const std::string& id) {
-    const auto s = scenarios::parse_scenario(row(id).scenario, row(id).scenario_file);
-    return s.points.front().setup.training.impl.attention;
-  };
+  auto attention = [](const std::string& id) { return setup_of(id).training.impl.attention; };
   CHECK(attention("fsdp-own-llama3-8b-shape-8l-s16384-h200-1gpu") == models::AttentionKernel::Cudnn);
   CHECK(attention("fsdp-own-llama3-8b-shape-8l-s8192-compile-h200-1gpu") == models::AttentionKernel::Cudnn);
   CHECK(attention("fsdp-trainy-llama31-8b-h200-64gpu-compile-float8") == models::AttentionKernel::Flash2);
