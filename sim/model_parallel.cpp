@@ -98,9 +98,10 @@ void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms
   const bool head = unit.kind == models::UnitKind::Root || unit.kind == models::UnitKind::LmHead;
   if (unit.kind == models::UnitKind::Block) {
     // The re-run under checkpointing stops before the down projection with early stop, and so
-    // before the MLP's reduce-scatter.
+    // before the MLP's reduce-scatter. torchtitan's per-op policy saves every reduce-scatter's
+    // output (reduce_scatter_tensor is in its save list), so its re-run scatters nothing.
     const bool rerun = unit.kernels && unit.kernels->recomputes;
-    const int rerun_scatters = !rerun ? 0 : t.impl.checkpoint_early_stop ? 1 : 2;
+    const int rerun_scatters = !rerun || t.impl.selective_op ? 0 : t.impl.checkpoint_early_stop ? 1 : 2;
     using models::Pass, models::TpSite;
     for (int i = 0; i < 2; ++i) {
       const TpSite in = i == 0 ? TpSite::AttentionIn : TpSite::MlpIn;

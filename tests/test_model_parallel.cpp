@@ -117,6 +117,21 @@ TEST_CASE("tensor parallel: a block waits for two all-gathers and two reduce-sca
   CHECK(sim::model_parallel_time(none.points.at(0).setup, block).forward_seconds == 0);
 }
 
+TEST_CASE("tensor parallel: per-op checkpointing keeps the reduce-scatters' outputs, so its re-run gathers only") {
+  // torchtitan's per-op policy names reduce_scatter_tensor in its save list (parallelize.py, from
+  // 88d8ab3, 2025-04-21, and before 247f4e3): the re-run replays the two all-gathers (their
+  // outputs are not saved) and no reduce-scatter. Full checkpointing, above, re-runs the
+  // attention's reduce-scatter too.
+  const auto s = scenario("  framework: torchtitan\n  tensor_parallel: 8\n  micro_batch: 2\n  seq_len: 4096\n"
+                          "  activation_checkpointing: selective_op\n");
+  const auto& setup = s.points.at(0).setup;
+  const auto [ag, rs, copy] = sequence_collectives(setup, 2.0 * 4096 * 8192 * 2);
+  const auto tp = sim::model_parallel_time(setup, 1);
+  CHECK(tp.forward_seconds == Approx(2 * ag + 2 * rs + 4 * copy));
+  CHECK(tp.backward_seconds == Approx(4 * ag + 2 * rs + 6 * copy));
+  CHECK(tp.backward_launches == 12);
+}
+
 TEST_CASE("tensor parallel: async TP hides each fused collective behind its own matmuls, all but one chunk") {
   // Compiled, no checkpointing. Forward: the attention's and the MLP's all-gather fused with the
   // matmuls reading the gathered sequence, their reduce-scatters with the matmul writing it, plus
