@@ -354,7 +354,9 @@ TEST_CASE("selective_op: the backward re-runs the even matmuls and the element-w
   const auto plain = models::fsdp_units(m, models::WrapPolicy::Torchtitan, shape);
   const double T = 2 * 8192;
   CHECK(units[1].backward_flops - plain[1].backward_flops == Approx(T * 2 * 4096.0 * (1024 + 4096 + 14336)));
-  // With float8 Linears the policy also keeps aten.max (the amax reductions); their casts run again.
+  // With float8 Linears the policy also keeps aten.max (the amax reductions); their casts run again,
+  // and so does every matmul: torch._scaled_mm is not aten.mm, so the save list keeps none of the
+  // seven (torchtitan's _save_list names aten.mm only, from 2024 to its 2025-08 rewrite).
   shape.activation_checkpointing = true;
   shape.impl.selective_op = true;
   shape.impl.float8_linears = true;
@@ -368,7 +370,7 @@ TEST_CASE("selective_op: the backward re-runs the even matmuls and the element-w
   }
   CHECK(amax == 0);
   CHECK(casts > 0);
-  CHECK(fp8_gemms == 3);
+  CHECK(fp8_gemms == 7);
 }
 
 TEST_CASE("selective_op_recomputes_attention: the backward re-runs the attention forward too, once a block") {
