@@ -95,6 +95,18 @@ ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions&
 
 // The table and summary `tagcsim validate` prints (markdown, so docs/validation.md can hold it).
 std::string format_validation(const ValidationRun& run);
+
+// Two counted rows of one source whose resolved scenarios differ in one setting: the speedup in
+// tokens/s/GPU from `from` to `to` as the source measured it and as tagcsim predicts it (held
+// out when both rows have held-out predictions). See validation_pairs.cpp.
+struct WhatIfPair {
+  std::string source, setting, from, to, from_id, to_id;
+  double measured = 1, predicted = 1;
+  double error() const { return predicted / measured - 1; }
+};
+std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run);
+// The pairs and a summary per setting (markdown; empty without pairs).
+std::string format_what_if_pairs(const std::vector<WhatIfPair>& pairs);
 // calibrate/profiles/fit-training.yaml for these fits.
 std::string fit_file_text(const FamilyFits& fits, const std::string& command);
 // With leave-one-source-out predictions: each fitted device's and family's counted rows, each

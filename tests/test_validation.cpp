@@ -10,6 +10,7 @@
 #include "topologies/cluster.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
@@ -441,4 +442,75 @@ TEST_CASE("each fit's rows, their source held out, are summarised in the fit fil
             "H200-SXM-141GB fit: tensor_scale 1.000, memory_scale 0.700 (3 rows of 2 sources, each source held out of "
             "the fit: median 4.0%, p90 10.0% off)") != std::string::npos);
   sim::clear_fitted_overrides();
+}
+
+namespace {
+
+// A counted row of source S99 with the training keys given, measured and predicted at the
+// tokens/s/GPU given.
+scenarios::ValidationRow pair_row(const std::string& id, const std::string& training, int nodes, double measured,
+                                  const std::string& source = "S99") {
+  scenarios::ValidationRow r;
+  r.id = id;
+  r.source = source;
+  r.measured_tps = measured;
+  r.scenario_file = id + ".yaml";
+  r.scenario = fmt::format("model: llama3.1-8b\ncluster: {{preset: dgx-h100-ib400, nodes: {}}}\n"
+                           "training: {{framework: torchtitan, compile: true, {}}}\n",
+                           nodes, training);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("what-if pairs: rows of one source that differ in one setting, scored as speedups") {
+  scenarios::ValidationRun run;
+  auto add = [&](scenarios::ValidationRow r, double predicted) {
+    run.rows.push_back(std::move(r));
+    scenarios::RowResult res;
+    res.shipped.tps = predicted;
+    run.results.push_back(res);
+  };
+  add(pair_row("sync", "tensor_parallel: 8, async_tp: false", 1, 100), 110);
+  add(pair_row("async", "tensor_parallel: 8, async_tp: true", 1, 120), 150);
+  // float8 with its all-gather option is one setting; against the async row it is two.
+  add(pair_row("sync-float8", "tensor_parallel: 8, async_tp: false, float8: true, float8_all_gather: true", 1, 130), 121);
+  // Three node counts of one otherwise equal run: neighbours only (1 -> 2, 2 -> 4).
+  add(pair_row("n1", "micro_batch: 2", 1, 1000), 1000);
+  add(pair_row("n2", "micro_batch: 2", 2, 950), 980);
+  add(pair_row("n4", "micro_batch: 2", 4, 900), 931);
+  // Another source's row is never paired with these; a row not counted neither.
+  add(pair_row("other", "tensor_parallel: 8, async_tp: true", 1, 10, "S98"), 10);
+  auto uncounted = pair_row("uncounted", "tensor_parallel: 8, async_tp: true, micro_batch: 2", 1, 10);
+  uncounted.counted = false;
+  add(uncounted, 10);
+
+  const auto pairs = scenarios::what_if_pairs(run);
+  REQUIRE(pairs.size() == 4);
+  auto find = [&](const std::string& from, const std::string& to) -> const scenarios::WhatIfPair& {
+    for (const auto& p : pairs)
+      if (p.from_id == from && p.to_id == to) return p;
+    FAIL("no pair " << from << " -> " << to);
+    return pairs.front();
+  };
+  const auto& tp = find("sync", "async");
+  CHECK(tp.setting == "training.async_tp");
+  CHECK(tp.from == "false");
+  CHECK(tp.to == "true");
+  CHECK(tp.measured == Approx(1.2));
+  CHECK(tp.predicted == Approx(150.0 / 110));
+  CHECK(tp.error() == Approx(150.0 / 110 / 1.2 - 1));  // +13.6%: the gain over-predicted
+  const auto& f8 = find("sync", "sync-float8");
+  CHECK(f8.setting == "training.float8");
+  CHECK(f8.measured == Approx(1.3));
+  CHECK(f8.predicted == Approx(1.1));
+  CHECK(find("n1", "n2").setting == "cluster.nodes");
+  CHECK(find("n2", "n4").measured == Approx(900.0 / 950));
+  CHECK(find("n2", "n4").predicted == Approx(931.0 / 980));
+  // The report: one line per pair, one per setting, and all of them.
+  const auto text = scenarios::format_what_if_pairs(pairs);
+  CHECK(text.find("| training.async_tp | S99 | false | true | 1.200 | 1.364 | +13.6% |") != std::string::npos);
+  CHECK(text.find("| cluster.nodes | 2 | 1 |") != std::string::npos);
+  CHECK(text.find("| all | 4 |") != std::string::npos);
+  CHECK(scenarios::format_what_if_pairs({}).empty());
 }
