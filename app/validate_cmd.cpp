@@ -117,8 +117,13 @@ int run(const ValidateOptions& o) {
   if (o.write) {
     const auto path = sim::fit_file_path();
     std::ofstream f(path);
-    if (!f || !(f << scenarios::fit_file_text(run.fitted, o.loso ? "tagcsim validate --fit --write --loso"
-                                                                   : "tagcsim validate --fit --write")))
+    // With held-out predictions the file also keeps how the what-if pairs came out, by setting.
+    const auto what_if = o.loso ? scenarios::what_if_summaries(scenarios::what_if_pairs(run))
+                                : std::map<std::string, std::string>{};
+    if (!f || !(f << scenarios::fit_file_text(run.fitted,
+                                              o.loso ? "tagcsim validate --fit --write --loso"
+                                                     : "tagcsim validate --fit --write",
+                                              what_if)))
       throw InputError(fmt::format("--write: cannot write '{}'", path));
     fmt::print(stderr, "wrote {}\n", path);
   }

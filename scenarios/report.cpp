@@ -2,6 +2,7 @@
 
 #include "common/json.hpp"
 #include "sim/compute.hpp"
+#include "sim/kernel_profile.hpp"
 
 #include <fmt/format.h>
 
@@ -233,6 +234,10 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
           "pairs measured 1.09-1.10x, and 1.11-1.14x where its four float8 pairs measured 1.05-1.16x "
           "(docs/validation.md, the 2D rows)",
           &p);
+  // A swept setting that published pairs of runs changed too: how the model's speedups came out there.
+  for (const auto& key : s.sweep_keys)
+    if (const auto line = sim::what_if_held_out(key); !line.empty())
+      for (const auto& p : s.points) add(fmt::format("{}: {}, held out (docs/validation.md, what-if pairs)", key, line), &p);
   for (const auto& p : s.points)
     if (const auto& c = p.setup.cluster; c.nodes > 1)
       if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); !caveat.empty()) add(caveat, &p);

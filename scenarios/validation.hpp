@@ -107,8 +107,12 @@ struct WhatIfPair {
 std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run);
 // The pairs and a summary per setting (markdown; empty without pairs).
 std::string format_what_if_pairs(const std::vector<WhatIfPair>& pairs);
+// One line per setting, as the fit file keeps it for `tagcsim run` to quote beside a sweep of that
+// setting ("13 published pairs of 5 sources that changed only it: ...").
+std::map<std::string, std::string> what_if_summaries(const std::vector<WhatIfPair>& pairs);
 // calibrate/profiles/fit-training.yaml for these fits.
-std::string fit_file_text(const FamilyFits& fits, const std::string& command);
+std::string fit_file_text(const FamilyFits& fits, const std::string& command,
+                          const std::map<std::string, std::string>& what_if = {});
 // With leave-one-source-out predictions: each fitted device's and family's counted rows, each
 // predicted by the fold without its source, summarised into the fit's `held_out` ("35 rows of 5
 // sources, each source held out of the fit: median 3.7%, p90 6.4% off"), which the fit file keeps

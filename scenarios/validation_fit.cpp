@@ -152,7 +152,8 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
   return out;
 }
 
-std::string fit_file_text(const FamilyFits& fits, const std::string& command) {
+std::string fit_file_text(const FamilyFits& fits, const std::string& command,
+                          const std::map<std::string, std::string>& what_if) {
   std::string out =
       "# The devices' and their families' fitted physical parameters (docs/compute-model.md, docs/validation.md).\n"
       "# tensor_scale: tensor-core kernels (GEMM, attention) in training relative to the kernel profile;\n"
@@ -166,6 +167,11 @@ std::string fit_file_text(const FamilyFits& fits, const std::string& command) {
         out += fmt::format("  {}: {{tensor_scale: {:.4f}, memory_scale: {:.4f}, basis: \"{}\"{}}}\n",
                            sim::fit_key_label(f), p.tensor_scale, p.memory_scale, p.basis,
                            p.held_out.empty() ? "" : fmt::format(", held_out: \"{}\"", p.held_out));
+  }
+  // How the model's speedups came out on published pairs, by the setting they changed (held out).
+  if (!what_if.empty()) {
+    out += "what_if:\n";
+    for (const auto& [setting, line] : what_if) out += fmt::format("  {}: \"{}\"\n", setting, line);
   }
   return out;
 }

@@ -131,33 +131,62 @@ std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run) {
   return out;
 }
 
+namespace {
+
+// One setting's pairs, summarised: how many, from how many sources, and their errors.
+struct SettingErrors {
+  std::size_t pairs = 0, sources = 0;
+  double median_abs = 0, max_abs = 0, mean_signed = 0;
+};
+
+std::map<std::string, SettingErrors> by_setting(const std::vector<WhatIfPair>& pairs) {
+  std::map<std::string, std::vector<const WhatIfPair*>> lists;
+  for (const auto& p : pairs) lists[p.setting].push_back(&p);
+  std::map<std::string, SettingErrors> out;
+  for (const auto& [setting, list] : lists) {
+    std::vector<double> abs_errors;
+    std::vector<std::string> sources;
+    double signed_sum = 0;
+    for (const auto* p : list) {
+      abs_errors.push_back(std::abs(p->error()));
+      signed_sum += p->error();
+      if (std::find(sources.begin(), sources.end(), p->source) == sources.end()) sources.push_back(p->source);
+    }
+    out[setting] = {list.size(), sources.size(), median(abs_errors),
+                    *std::max_element(abs_errors.begin(), abs_errors.end()), signed_sum / double(list.size())};
+  }
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> what_if_summaries(const std::vector<WhatIfPair>& pairs) {
+  std::map<std::string, std::string> out;
+  for (const auto& [setting, e] : by_setting(pairs))
+    out[setting] = fmt::format(
+        "{} published pair{} of {} source{} that changed only it: the predicted speedup {:.1f}% off in the "
+        "median, {:+.1f}% mean signed, {:.1f}% at worst",
+        e.pairs, e.pairs == 1 ? "" : "s", e.sources, e.sources == 1 ? "" : "s", 100 * e.median_abs,
+        100 * e.mean_signed, 100 * e.max_abs);
+  return out;
+}
+
 std::string format_what_if_pairs(const std::vector<WhatIfPair>& pairs) {
   if (pairs.empty()) return "";
   std::string out =
       "\nWhat-if pairs: two rows of one source that differ in one setting, the speedup in tokens/s/GPU "
       "from the first to the second, measured against predicted (held out where the run left sources out):\n\n"
       "| setting | source | from | to | measured | predicted | error | rows |\n|---|---|---|---|---|---|---|---|\n";
-  for (const auto& p : pairs)
+  std::vector<double> all;
+  for (const auto& p : pairs) {
     out += fmt::format("| {} | {} | {} | {} | {:.3f} | {:.3f} | {:+.1f}% | {} -> {} |\n", p.setting, p.source, p.from,
                        p.to, p.measured, p.predicted, 100 * p.error(), p.from_id, p.to_id);
-  out += "\n| setting | pairs | sources | median abs error | max abs error | mean signed |\n|---|---|---|---|---|---|\n";
-  std::map<std::string, std::vector<const WhatIfPair*>> by_setting;
-  for (const auto& p : pairs) by_setting[p.setting].push_back(&p);
-  std::vector<double> all;
-  for (const auto& [setting, list] : by_setting) {
-    std::vector<double> abs_errors;
-    std::vector<std::string> sources;
-    double signed_sum = 0;
-    for (const auto* p : list) {
-      abs_errors.push_back(std::abs(p->error()));
-      all.push_back(std::abs(p->error()));
-      signed_sum += p->error();
-      if (std::find(sources.begin(), sources.end(), p->source) == sources.end()) sources.push_back(p->source);
-    }
-    out += fmt::format("| {} | {} | {} | {:.1f}% | {:.1f}% | {:+.1f}% |\n", setting, list.size(), sources.size(),
-                       100 * median(abs_errors), 100 * *std::max_element(abs_errors.begin(), abs_errors.end()),
-                       100 * signed_sum / double(list.size()));
+    all.push_back(std::abs(p.error()));
   }
+  out += "\n| setting | pairs | sources | median abs error | max abs error | mean signed |\n|---|---|---|---|---|---|\n";
+  for (const auto& [setting, e] : by_setting(pairs))
+    out += fmt::format("| {} | {} | {} | {:.1f}% | {:.1f}% | {:+.1f}% |\n", setting, e.pairs, e.sources,
+                       100 * e.median_abs, 100 * e.max_abs, 100 * e.mean_signed);
   out += fmt::format("| all | {} | | {:.1f}% | {:.1f}% | |\n", pairs.size(), 100 * median(all),
                      100 * *std::max_element(all.begin(), all.end()));
   return out;

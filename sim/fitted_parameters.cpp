@@ -24,12 +24,12 @@ using detail::Registry;
 constexpr const char* kFitFormat = "tagcsim-training-fit/1";
 constexpr const char* kRemoved = "(removed)";  // an override that hides a fit (remove_fitted_parameters)
 
-std::map<std::string, FittedParameters> read_fit_file() {
+std::map<std::string, FittedParameters> read_fit_file(std::map<std::string, std::string>& what_if) {
   std::map<std::string, FittedParameters> out;
   const auto path = fit_file_path();
   if (!std::filesystem::exists(path)) return out;
   const Input doc = Input::load_file(path);
-  doc.expect_keys({"format", "command", "families", "devices"});
+  doc.expect_keys({"format", "command", "families", "devices", "what_if"});
   if (doc["format"].as_string() != kFitFormat)
     doc["format"].fail(fmt::format("expected '{}'", kFitFormat));
   auto read = [&](const Input& map, bool devices) {
@@ -46,6 +46,8 @@ std::map<std::string, FittedParameters> read_fit_file() {
   };
   read(doc["families"], false);
   if (const auto devices = doc.find("devices")) read(*devices, true);
+  if (const auto w = doc.find("what_if"))
+    for (const auto& setting : w->keys()) what_if[setting] = (*w)[setting].as_string();
   return out;
 }
 
@@ -54,7 +56,7 @@ std::optional<FittedParameters> own_fit(Registry& r, const std::string& key) {
     if (it->second.basis == kRemoved) return std::nullopt;
     return it->second;
   }
-  if (!r.fitted) r.fitted = read_fit_file();
+  if (!r.fitted) r.fitted = read_fit_file(r.what_if);
   if (auto it = r.fitted->find(key); it != r.fitted->end()) return it->second;
   return std::nullopt;
 }
@@ -126,6 +128,14 @@ static void refresh_profiles(detail::Registry& r) {
 }
 
 std::string fit_file_path() { return kernels::data_dir() + "/fit-training.yaml"; }
+
+std::string what_if_held_out(const std::string& setting) {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  if (!r.fitted) r.fitted = read_fit_file(r.what_if);
+  const auto it = r.what_if.find(setting);
+  return it == r.what_if.end() ? "" : it->second;
+}
 
 FittedParameters fitted_parameters(const std::string& family) {
   auto& r = registry();

@@ -169,5 +169,9 @@ void override_fitted_parameters(const std::string& key, const FittedParameters& 
 void remove_fitted_parameters(const std::string& key);
 void clear_fitted_overrides();
 std::string fit_file_path();
+// How tagcsim's predicted speedup came out on the published pairs of rows that changed only this
+// scenario setting ("training.float8", "cluster.nodes"), held out, as the fit file keeps it
+// (`tagcsim validate --fit --write --loso`); "" when no pair changed it.
+std::string what_if_held_out(const std::string& setting);
 
 }  // namespace tagcsim::sim

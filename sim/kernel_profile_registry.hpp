@@ -22,6 +22,7 @@ struct Registry {
   // the profile also serves, that device's name.
   std::map<std::tuple<std::string, double, double, std::string>, std::unique_ptr<KernelProfile>> scaled;
   std::optional<std::map<std::string, FittedParameters>> fitted;   // from the fit file
+  std::map<std::string, std::string> what_if;  // from the fit file, read with `fitted`
   std::map<std::string, FittedParameters> overrides;
 };
 Registry& registry();

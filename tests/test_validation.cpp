@@ -3,6 +3,7 @@
 // mapping, the fit of the devices' and families' parameters, and leave-one-source-out.
 #include "common/input.hpp"
 #include "models/model.hpp"
+#include "scenarios/report.hpp"
 #include "scenarios/scenario.hpp"
 #include "scenarios/validation.hpp"
 #include "sim/compute.hpp"
@@ -513,4 +514,28 @@ TEST_CASE("what-if pairs: rows of one source that differ in one setting, scored 
   CHECK(text.find("| cluster.nodes | 2 | 1 |") != std::string::npos);
   CHECK(text.find("| all | 4 |") != std::string::npos);
   CHECK(scenarios::format_what_if_pairs({}).empty());
+  // What the fit file keeps for `tagcsim run`: one line per setting.
+  const auto summaries = scenarios::what_if_summaries(pairs);
+  REQUIRE(summaries.size() == 3);
+  CHECK(summaries.at("training.async_tp") ==
+        "1 published pair of 1 source that changed only it: the predicted speedup 13.6% off in the median, +13.6% "
+        "mean signed, 13.6% at worst");
+  // cluster.nodes: 980/1000 against 950/1000 (+3.2%), 931/980 against 900/950 (+0.3%).
+  CHECK(summaries.at("cluster.nodes") ==
+        "2 published pairs of 1 source that changed only it: the predicted speedup 1.7% off in the median, +1.7% "
+        "mean signed, 3.2% at worst");
+  CHECK(scenarios::fit_file_text({}, "cmd", summaries)
+            .find("what_if:\n  cluster.nodes: \"2 published pairs of 1 source") != std::string::npos);
+}
+
+TEST_CASE("a swept setting that published pairs changed carries how their speedups came out") {
+  // The shipped fit file keeps the pairs' summaries (tagcsim validate --fit --write --loso); the
+  // float8 example sweeps training.float8 and cluster.nodes, both of which published pairs changed.
+  REQUIRE(!sim::what_if_held_out("training.float8").empty());
+  CHECK(sim::what_if_held_out("training.no_such_setting").empty());
+  const auto s = scenarios::load_scenario(std::string(TAGCSIM_SOURCE_DIR) + "/scenarios/float8-llama3.1-8b.yaml");
+  const auto table = scenarios::format_results(s, scenarios::run(s), scenarios::Format::Table);
+  CHECK(table.find("note: training.float8: " + sim::what_if_held_out("training.float8") +
+                   ", held out (docs/validation.md, what-if pairs)") != std::string::npos);
+  CHECK(table.find("note: cluster.nodes: ") != std::string::npos);
 }
