@@ -135,10 +135,10 @@ int run(const ValidateOptions& o) {
 void add_validate_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ValidateOptions>();
   auto* cmd = app.add_subcommand("validate", "Predict every published FSDP throughput row shipped in validation/data "
-                                             "and compare (docs/validation.md)");
+                                             "and compare, row by row and as what-if pairs (docs/validation.md)");
   cmd->add_flag("--loso", o->loso, "Also leave one source out: fit without each source, predict it");
   cmd->add_flag("--fit", o->fit, "Refit the device families' parameters on every row first");
-  cmd->add_flag("--write", o->write, "With --fit: write them to calibrate/profiles/fit-training.yaml");
+  cmd->add_flag("--write", o->write, "With --fit: write them to calibrate/profiles/fit-training.yaml (with --loso, the what-if pairs' errors too)");
   cmd->add_option("--only", o->only, "Only the rows whose id matches this regular expression");
   cmd->add_option("--out", o->out, "Write the report to this file instead of stdout");
   cmd->add_option("--doc", o->doc, "Write the report into this markdown file's generated section (docs/validation.md)");
