@@ -105,6 +105,8 @@ struct WhatIfPair {
   double error() const { return predicted / measured - 1; }
 };
 std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run);
+// The setting of pairs that lengthen the sequence and shrink the micro-batch to keep its tokens.
+inline constexpr const char* kSeqLenSameTokens = "training.seq_len at the same tokens a micro-batch";
 // The pairs and a summary per setting (markdown; empty without pairs).
 std::string format_what_if_pairs(const std::vector<WhatIfPair>& pairs);
 // One line per setting, as the fit file keeps it for `tagcsim run` to quote beside a sweep of that

@@ -54,15 +54,35 @@ Settings settings_of(const ValidationRow& row) {
   return out;
 }
 
-// The setting two rows differ in, or "" when they differ in none or in more than one. A setting
-// and its own sub-options count as one ("training.float8" with "training.float8_all_gather":
-// a sibling key that extends its name), named by the setting.
-std::string single_difference(const Settings& a, const Settings& b) {
-  std::vector<std::string> keys;
+// The setting two rows differ in, or "" when they differ in none or in more than one; `keys` gets
+// the keys that differ. A setting and its own sub-options count as one ("training.float8" with
+// "training.float8_all_gather": a sibling key that extends its name), named by the setting.
+// Longer sequences at the same tokens a micro-batch (LLM Foundry's tables halve the micro-batch as
+// they double the sequence) are one question too, named kSameTokens; the model's own sequence
+// length and learned positions follow the sequence.
+constexpr const char* kSameTokens = kSeqLenSameTokens;
+
+bool same_tokens(const Settings& a, const Settings& b, const std::vector<std::string>& keys) {
+  static const std::vector<std::string> allowed = {"model.seq_len", "model.learned_positions", "training.seq_len",
+                                                   "training.micro_batch"};
+  for (const auto& k : keys)
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) return false;
+  if (std::find(keys.begin(), keys.end(), "training.seq_len") == keys.end()) return false;
+  auto tokens = [](const Settings& s) {
+    const auto mb = s.find("training.micro_batch"), seq = s.find("training.seq_len");
+    return mb == s.end() || seq == s.end() ? -1.0 : std::strtod(mb->second.c_str(), nullptr) *
+                                                        std::strtod(seq->second.c_str(), nullptr);
+  };
+  return tokens(a) > 0 && tokens(a) == tokens(b);
+}
+
+std::string single_difference(const Settings& a, const Settings& b, std::vector<std::string>& keys) {
+  keys.clear();
   for (const auto& [k, v] : a)
     if (const auto it = b.find(k); it == b.end() || it->second != v) keys.push_back(k);
   for (const auto& [k, v] : b)
     if (!a.count(k)) keys.push_back(k);
+  if (same_tokens(a, b, keys)) return kSameTokens;
   if (keys.size() == 1) return keys[0];
   if (keys.size() != 2) return "";
   const auto& shorter = keys[0].size() <= keys[1].size() ? keys[0] : keys[1];
@@ -93,10 +113,11 @@ std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run) {
     for (std::size_t b = a + 1; b < run.rows.size(); ++b) {
       const auto &ra = run.rows[a], &rb = run.rows[b];
       if (!pairable(a) || !pairable(b) || ra.source != rb.source) continue;
-      const auto key = single_difference(settings[a], settings[b]);
+      std::vector<std::string> differing;
+      const auto key = single_difference(settings[a], settings[b], differing);
       if (key.empty()) continue;
       Settings rest = settings[a];
-      rest.erase(key);
+      for (const auto& k : differing) rest.erase(k);
       auto& members = runs[{ra.source, key, rest}];
       for (std::size_t i : {a, b})
         if (std::find(members.begin(), members.end(), i) == members.end()) members.push_back(i);
@@ -105,7 +126,7 @@ std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run) {
   for (auto& [group, members] : runs) {
     const auto& key = std::get<1>(group);
     auto value = [&](std::size_t i) {
-      const auto it = settings[i].find(key);
+      const auto it = settings[i].find(key == kSameTokens ? "training.seq_len" : key);
       return it == settings[i].end() ? std::string("(absent)") : it->second;
     };
     std::sort(members.begin(), members.end(),

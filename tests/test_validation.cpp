@@ -480,6 +480,9 @@ TEST_CASE("what-if pairs: rows of one source that differ in one setting, scored 
   add(pair_row("n1", "micro_batch: 2", 1, 1000), 1000);
   add(pair_row("n2", "micro_batch: 2", 2, 950), 980);
   add(pair_row("n4", "micro_batch: 2", 4, 900), 931);
+  // Twice the sequence at half the micro-batch: one question, named for the sequence.
+  add(pair_row("s2048", "micro_batch: 3, seq_len: 2048", 1, 800), 820);
+  add(pair_row("s1024", "micro_batch: 6, seq_len: 1024", 1, 1000), 1000);
   // Another source's row is never paired with these; a row not counted neither.
   add(pair_row("other", "tensor_parallel: 8, async_tp: true", 1, 10, "S98"), 10);
   auto uncounted = pair_row("uncounted", "tensor_parallel: 8, async_tp: true, micro_batch: 2", 1, 10);
@@ -487,7 +490,7 @@ TEST_CASE("what-if pairs: rows of one source that differ in one setting, scored 
   add(uncounted, 10);
 
   const auto pairs = scenarios::what_if_pairs(run);
-  REQUIRE(pairs.size() == 4);
+  REQUIRE(pairs.size() == 5);
   auto find = [&](const std::string& from, const std::string& to) -> const scenarios::WhatIfPair& {
     for (const auto& p : pairs)
       if (p.from_id == from && p.to_id == to) return p;
@@ -506,17 +509,23 @@ TEST_CASE("what-if pairs: rows of one source that differ in one setting, scored 
   CHECK(f8.measured == Approx(1.3));
   CHECK(f8.predicted == Approx(1.1));
   CHECK(find("n1", "n2").setting == "cluster.nodes");
+  const auto& seq = find("s1024", "s2048");
+  CHECK(seq.setting == scenarios::kSeqLenSameTokens);
+  CHECK(seq.from == "1024");
+  CHECK(seq.to == "2048");
+  CHECK(seq.measured == Approx(0.8));
+  CHECK(seq.predicted == Approx(0.82));
   CHECK(find("n2", "n4").measured == Approx(900.0 / 950));
   CHECK(find("n2", "n4").predicted == Approx(931.0 / 980));
   // The report: one line per pair, one per setting, and all of them.
   const auto text = scenarios::format_what_if_pairs(pairs);
   CHECK(text.find("| training.async_tp | S99 | false | true | 1.200 | 1.364 | +13.6% |") != std::string::npos);
   CHECK(text.find("| cluster.nodes | 2 | 1 |") != std::string::npos);
-  CHECK(text.find("| all | 4 |") != std::string::npos);
+  CHECK(text.find("| all | 5 |") != std::string::npos);
   CHECK(scenarios::format_what_if_pairs({}).empty());
   // What the fit file keeps for `tagcsim run`: one line per setting.
   const auto summaries = scenarios::what_if_summaries(pairs);
-  REQUIRE(summaries.size() == 3);
+  REQUIRE(summaries.size() == 4);
   CHECK(summaries.at("training.async_tp") ==
         "1 published pair of 1 source that changed only it: the predicted speedup 13.6% off in the median, +13.6% "
         "mean signed, 13.6% at worst");
