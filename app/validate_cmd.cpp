@@ -118,7 +118,7 @@ int run(const ValidateOptions& o) {
     const auto path = sim::fit_file_path();
     std::ofstream f(path);
     // With held-out predictions the file also keeps how the what-if pairs came out, by setting.
-    const auto what_if = o.loso ? scenarios::what_if_summaries(scenarios::what_if_pairs(run))
+    const auto what_if = o.loso ? scenarios::what_if_summaries(run.pairs)
                                 : std::map<std::string, std::string>{};
     if (!f || !(f << scenarios::fit_file_text(run.fitted,
                                               o.loso ? "tagcsim validate --fit --write --loso"

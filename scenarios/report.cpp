@@ -1,5 +1,4 @@
 #include "scenarios/report.hpp"
-#include "scenarios/validation.hpp"
 
 #include "common/json.hpp"
 #include "sim/compute.hpp"
@@ -236,12 +235,10 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
           "(docs/validation.md, the 2D rows)",
           &p);
   // A swept setting that published pairs of runs changed too: how the model's speedups came out there.
-  // A sequence sweep is asked both ways: with the micro-batch as it is, and keeping its tokens.
   for (const auto& key : s.sweep_keys)
-    for (const std::string setting : {key, key == "training.seq_len" ? std::string(kSeqLenSameTokens) : std::string()})
-      if (const auto line = setting.empty() ? "" : sim::what_if_held_out(setting); !line.empty())
-        for (const auto& p : s.points)
-          add(fmt::format("{}: {}, held out (docs/validation.md, what-if pairs)", setting, line), &p);
+    for (const auto& [setting, line] : sim::what_if_held_out(key))
+      for (const auto& p : s.points)
+        add(fmt::format("{}: {}, held out (docs/validation.md, what-if pairs)", setting, line), &p);
   for (const auto& p : s.points)
     if (const auto& c = p.setup.cluster; c.nodes > 1)
       if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); !caveat.empty()) add(caveat, &p);

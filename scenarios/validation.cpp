@@ -359,6 +359,7 @@ ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions&
       }
     }
   }
+  run.pairs = what_if_pairs(run);
   return run;
 }
 

@@ -85,17 +85,6 @@ struct ValidationOptions {
   int jobs = 0;        // leave-one-source-out folds run at once (0: one per hardware thread)
 };
 
-struct ValidationRun {
-  std::vector<ValidationRow> rows;
-  std::vector<RowResult> results;
-  FamilyFits fitted;                            // when refit
-  std::map<std::string, FamilyFits> fold_fits;  // by held-out source
-};
-ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions& o);
-
-// The table and summary `tagcsim validate` prints (markdown, so docs/validation.md can hold it).
-std::string format_validation(const ValidationRun& run);
-
 // Two counted rows of one source whose resolved scenarios differ in one setting: the speedup in
 // tokens/s/GPU from `from` to `to` as the source measured it and as tagcsim predicts it (held
 // out when both rows have held-out predictions). See validation_pairs.cpp.
@@ -104,6 +93,18 @@ struct WhatIfPair {
   double measured = 1, predicted = 1;
   double error() const { return predicted / measured - 1; }
 };
+struct ValidationRun {
+  std::vector<ValidationRow> rows;
+  std::vector<RowResult> results;
+  FamilyFits fitted;                            // when refit
+  std::map<std::string, FamilyFits> fold_fits;  // by held-out source
+  std::vector<WhatIfPair> pairs;                // what_if_pairs of the rows, once they are predicted
+};
+ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions& o);
+
+// The table and summary `tagcsim validate` prints (markdown, so docs/validation.md can hold it).
+std::string format_validation(const ValidationRun& run);
+
 std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run);
 // The setting of pairs that lengthen the sequence and shrink the micro-batch to keep its tokens.
 inline constexpr const char* kSeqLenSameTokens = "training.seq_len at the same tokens a micro-batch";

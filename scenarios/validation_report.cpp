@@ -246,7 +246,7 @@ std::string format_validation(const ValidationRun& run) {
                          bucket_table(run, held, foundry, "GPUs", &ValidationRow::gpus_bucket, gpus_order));
     }
   }
-  out += format_what_if_pairs(what_if_pairs(run));
+  out += format_what_if_pairs(run.pairs);
   // The families, then the devices with a fit of their own (the others take their family's).
   std::set<std::string> families, devices;
   for (const auto& r : run.rows) {

@@ -129,12 +129,14 @@ static void refresh_profiles(detail::Registry& r) {
 
 std::string fit_file_path() { return kernels::data_dir() + "/fit-training.yaml"; }
 
-std::string what_if_held_out(const std::string& setting) {
+std::vector<std::pair<std::string, std::string>> what_if_held_out(const std::string& setting) {
   auto& r = registry();
   std::lock_guard lock(r.mu);
   if (!r.fitted) r.fitted = read_fit_file(r.what_if);
-  const auto it = r.what_if.find(setting);
-  return it == r.what_if.end() ? "" : it->second;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, line] : r.what_if)
+    if (name == setting || name.rfind(setting + " ", 0) == 0) out.emplace_back(name, line);
+  return out;
 }
 
 FittedParameters fitted_parameters(const std::string& family) {

@@ -171,7 +171,8 @@ void clear_fitted_overrides();
 std::string fit_file_path();
 // How tagcsim's predicted speedup came out on the published pairs of rows that changed only this
 // scenario setting ("training.float8", "cluster.nodes"), held out, as the fit file keeps it
-// (`tagcsim validate --fit --write --loso`); "" when no pair changed it.
-std::string what_if_held_out(const std::string& setting);
+// (`tagcsim validate --fit --write --loso`): the setting's line and those of its named variants
+// ("training.seq_len at the same tokens a micro-batch"), by setting; empty when no pair changed it.
+std::vector<std::pair<std::string, std::string>> what_if_held_out(const std::string& setting);
 
 }  // namespace tagcsim::sim

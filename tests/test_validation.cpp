@@ -540,11 +540,17 @@ TEST_CASE("what-if pairs: rows of one source that differ in one setting, scored 
 TEST_CASE("a swept setting that published pairs changed carries how their speedups came out") {
   // The shipped fit file keeps the pairs' summaries (tagcsim validate --fit --write --loso); the
   // float8 example sweeps training.float8 and cluster.nodes, both of which published pairs changed.
-  REQUIRE(!sim::what_if_held_out("training.float8").empty());
+  const auto float8 = sim::what_if_held_out("training.float8");
+  REQUIRE(float8.size() == 1);
+  CHECK(float8[0].first == "training.float8");
   CHECK(sim::what_if_held_out("training.no_such_setting").empty());
+  // A setting's named variants come with it: the sequence at the same tokens a micro-batch.
+  const auto seq = sim::what_if_held_out("training.seq_len");
+  REQUIRE(!seq.empty());
+  CHECK(seq.back().first == scenarios::kSeqLenSameTokens);
   const auto s = scenarios::load_scenario(std::string(TAGCSIM_SOURCE_DIR) + "/scenarios/float8-llama3.1-8b.yaml");
   const auto table = scenarios::format_results(s, scenarios::run(s), scenarios::Format::Table);
-  CHECK(table.find("note: training.float8: " + sim::what_if_held_out("training.float8") +
-                   ", held out (docs/validation.md, what-if pairs)") != std::string::npos);
+  CHECK(table.find("note: training.float8: " + float8[0].second + ", held out (docs/validation.md, what-if pairs)") !=
+        std::string::npos);
   CHECK(table.find("note: cluster.nodes: ") != std::string::npos);
 }
