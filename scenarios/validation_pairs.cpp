@@ -58,9 +58,8 @@ Settings settings_of(const ValidationRow& row) {
 // the keys that differ. A setting and its own sub-options count as one ("training.float8" with
 // "training.float8_all_gather": a sibling key that extends its name), named by the setting.
 // Longer sequences at the same tokens a micro-batch (LLM Foundry's tables halve the micro-batch as
-// they double the sequence) are one question too, named kSameTokens; the model's own sequence
-// length and learned positions follow the sequence.
-constexpr const char* kSameTokens = kSeqLenSameTokens;
+// they double the sequence) are one question too, named kSeqLenSameTokens; the model's own
+// sequence length and learned positions follow the sequence.
 
 bool same_tokens(const Settings& a, const Settings& b, const std::vector<std::string>& keys) {
   static const std::vector<std::string> allowed = {"model.seq_len", "model.learned_positions", "training.seq_len",
@@ -82,7 +81,7 @@ std::string single_difference(const Settings& a, const Settings& b, std::vector<
     if (const auto it = b.find(k); it == b.end() || it->second != v) keys.push_back(k);
   for (const auto& [k, v] : b)
     if (!a.count(k)) keys.push_back(k);
-  if (same_tokens(a, b, keys)) return kSameTokens;
+  if (same_tokens(a, b, keys)) return kSeqLenSameTokens;
   if (keys.size() == 1) return keys[0];
   if (keys.size() != 2) return "";
   const auto& shorter = keys[0].size() <= keys[1].size() ? keys[0] : keys[1];
@@ -126,7 +125,7 @@ std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run) {
   for (auto& [group, members] : runs) {
     const auto& key = std::get<1>(group);
     auto value = [&](std::size_t i) {
-      const auto it = settings[i].find(key == kSameTokens ? "training.seq_len" : key);
+      const auto it = settings[i].find(key == kSeqLenSameTokens ? "training.seq_len" : key);
       return it == settings[i].end() ? std::string("(absent)") : it->second;
     };
     std::sort(members.begin(), members.end(),
