@@ -112,6 +112,15 @@ std::string heading(const Scenario& s, const Point& p) {
   out += fmt::format("  GPUs: {} nodes x {} = {} x {}, {:.1f} GiB each, {:g} TFLOP/s bf16 peak{}\n", c.nodes,
                      c.gpus_per_node, c.gpus(), c.gpu.name, c.gpu.memory_bytes / kGiB, c.gpu.peak_flops_bf16 / 1e12,
                      c.gpu.profile.empty() ? fmt::format(", GEMM efficiency {:g}", c.gpu.gemm_efficiency) : "");
+  if (c.stragglers.any())
+    out += fmt::format("  stragglers: {}; every GPU waits for it at each collective, so the step's kernels run at "
+                       "its pace\n",
+                       c.stragglers.slowest > 0
+                           ? fmt::format("the slowest GPU at {:g} of the others' speed", c.stragglers.slowest)
+                           : fmt::format("speeds spread by {:g}% (one standard deviation): the slowest of {} GPUs "
+                                         "expected at {:.4f} of nominal ({:.2f} sigma below)",
+                                         100 * c.stragglers.spread, c.gpus(), c.slowest_gpu_speed(),
+                                         topologies::expected_max_of_normals(c.gpus())));
   if (c.gpus_per_node > 1)
     out += fmt::format("  within a node: {} {} per GPU per direction{}, efficiency {:g}\n", c.intra.kind,
                        gbytes(c.intra.bandwidth),

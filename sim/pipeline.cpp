@@ -131,6 +131,8 @@ StepResult simulate_pipeline(const StepSetup& setup, const std::function<StepRes
     StepSetup& rs = rank.setup;
     rs = setup;
     rs.cluster.nodes /= p;  // a stage's nodes (make_setup built the groups on them)
+    // The whole job's slowest GPU sets every stage's pace, not the slowest of a stage's share.
+    rs.cluster.stragglers = {.spread = 0, .slowest = setup.cluster.slowest_gpu_speed()};
     rs.training.pipeline_parallel = 1;
     rs.training.grad_accumulation = m;
     rs.training.no_sync = true;             // gradients reduced after the last micro-batch,
@@ -163,8 +165,9 @@ StepResult simulate_pipeline(const StepSetup& setup, const std::function<StepRes
       const auto s = std::size_t(rank.stages[k]);
       for (int u = rank.first_unit[k]; u < rank.first_unit[k + 1]; ++u) {
         const auto c = unit_compute(rank.setup, u);
-        forward[s] += c.forward_seconds;
-        backward[s] += c.backward_seconds;
+        const double pace = rank.setup.cluster.slowest_gpu_speed();
+        forward[s] += c.forward_seconds / pace;
+        backward[s] += c.backward_seconds / pace;
         activations[k] += rank.setup.units[std::size_t(u)].activation_bytes;
       }
       rank_activations += activations[k];

@@ -35,6 +35,9 @@ struct Run {
   sg4::Host* gpu = nullptr;
   double gpu_speed = 0;
   int sms = 0;  // its SM count (0: unknown, kernels do not share)
+  // Every GPU waits for the slowest at each collective, so the job's kernels run at its pace
+  // (topologies/stragglers.hpp); the host's work does not change.
+  double straggler_speed = 1;
   double block_share = 1;  // of an SM, what one NCCL block takes from the compute kernels
   Replay out;
 };
@@ -140,7 +143,7 @@ void stream_actor(Run* run, std::vector<int> tasks) {
     }
     if (issued > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(issued);
     const double start = sg4::Engine::get_clock();
-    double remaining = t.seconds;
+    double remaining = t.stream == Stream::Host ? t.seconds : t.seconds / run->straggler_speed;
     // An NCCL kernel holds one SM per channel (or the measured share of one) for as long as its
     // collective is in flight, latency included: the compute stream's kernels run on the rest.
     sg4::ExecPtr hold;
@@ -194,6 +197,7 @@ Replay replay_here(const Schedule& schedule, const topologies::Cluster& cluster,
   run.out.timings.resize(schedule.tasks.size());
   for (std::size_t i = 0; i < schedule.tasks.size(); ++i) run.done.push_back(sg4::Semaphore::create(0));
   run.finished.assign(schedule.tasks.size(), 0);
+  run.straggler_speed = cluster.slowest_gpu_speed();  // of the whole job, not of the cut replayed
   if (const KernelProfile* prof = device_kernel_profile(cluster.gpu)) {
     run.sms = prof->sms;
     run.block_share = prof->nccl_block_share;

@@ -103,13 +103,14 @@ StepResult summarize(const StepSetup& setup, Schedule schedule, Replay replay) {
   double end = 0;
   double stream_busy[kStreams] = {};
   auto& b = r.breakdown;
+  const double pace = setup.cluster.slowest_gpu_speed();  // a straggler's kernels are slower, not held back
   for (std::size_t i = 0; i < schedule.tasks.size(); ++i) {
     const Task& t = schedule.tasks[i];
     const double d = replay.timings[i].end - replay.timings[i].start;
     end = std::max(end, replay.timings[i].end);
     stream_busy[int(t.stream)] += d;
     // Sleeps leave rounding in a task's replayed time; a nanosecond is more than that, less than any slowdown.
-    if (t.stream == Stream::Compute && t.phases.empty() && d - t.seconds > 1e-9) b.sm_slowdown_s += d - t.seconds;
+    if (t.stream == Stream::Compute && t.phases.empty() && d - t.seconds / pace > 1e-9) b.sm_slowdown_s += d - t.seconds / pace;
     switch (t.category) {
       case Category::Optimizer: b.optimizer_s += d; break;
       case Category::CompressionKernel: b.compression_kernels_s += d; break;

@@ -39,7 +39,7 @@ TEST_CASE("bad scenario input exits with code 2 and one line naming file, line a
   CHECK(o.code == 2);
   CHECK(o.output == "tagcsim: error: " + path +
                         ":2: cluster.nodez: unknown key (did you mean 'nodes'?); expected one of: "
-                        "preset, file, name, nodes, gpus_per_node, host_cpu, gpu, intra_node, nics, fabric, collectives, nccl, source\n");
+                        "preset, file, name, nodes, gpus_per_node, host_cpu, gpu, intra_node, nics, fabric, collectives, nccl, stragglers, source\n");
 }
 
 TEST_CASE("every kind of bad input exits with code 2 and one line naming file:line and the key path") {

@@ -106,7 +106,7 @@ TEST_CASE("bad input in a sweep names the swept key's line and the point") {
   // A misspelt swept key: one location, the sweep's line (it used to add a second one, at line 1).
   CHECK_THROWS_WITH_AS(parse("sweep:\n  cluster.nodez: [2, 4]\n"),
                        "t.yaml:8: sweep.cluster.nodez: unknown key (did you mean 'nodes'?); expected one of: preset, "
-                       "file, name, nodes, gpus_per_node, host_cpu, gpu, intra_node, nics, fabric, collectives, nccl, source",
+                       "file, name, nodes, gpus_per_node, host_cpu, gpu, intra_node, nics, fabric, collectives, nccl, stragglers, source",
                        InputError);
   CHECK_THROWS_WITH_AS(parse("sweep:\n  cluster.nodes: [2, -4]\n"),
                        "t.yaml:8: cluster.nodes: at sweep point cluster.nodes=-4: expected an integer >= 1, got -4",

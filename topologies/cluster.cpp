@@ -66,6 +66,11 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (c.nodes < 1) fail({"nodes"}, fmt::format("expected an integer >= 1, got {}", c.nodes));
   if (c.gpus_per_node < 1)
     fail({"gpus_per_node"}, fmt::format("expected an integer >= 1, got {}", c.gpus_per_node));
+  if (c.stragglers.spread > 0 && c.slowest_gpu_speed() < 0.1)
+    fail({"stragglers", "nodes"},
+         fmt::format("a spread of {:g} puts the expected slowest of {} GPUs at {:.2f} of nominal speed; expected a "
+                     "spread that leaves it at 0.1 or more",
+                     c.stragglers.spread, c.gpus(), c.slowest_gpu_speed()));
   check_device(c.gpu, fail);
 
   // The NVLink/PCIe fabric only matters with several GPUs per node.
@@ -329,7 +334,7 @@ Cluster load_cluster(const Input& in) {
   if (!in.is_map())
     in.fail(fmt::format("expected a cluster preset name or a map; presets: {}", join(preset_names())));
   in.expect_keys({"preset", "file", "name", "nodes", "gpus_per_node", "host_cpu", "gpu", "intra_node", "nics", "fabric",
-                  "collectives", "nccl", "source"});
+                  "collectives", "nccl", "stragglers", "source"});
 
   Reader r(in);
   Cluster c;
@@ -449,6 +454,7 @@ Cluster load_cluster(const Input& in) {
           [&](const Input& v) { cl.slice_latency = v.as_seconds(); });
   }
   r.opt(in, "nccl", "nccl", [&](const Input& v) { c.nccl = load_nccl_pins(v); });
+  r.opt(in, "stragglers", "stragglers", [&](const Input& v) { c.stragglers = load_stragglers(v); });
   const bool own_source = r.opt(in, "source", "source", [&](const Input& v) { c.source = v.as_string(); });
   if (c.name.empty()) c.name = "custom";
   if (!own_source) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "common/input.hpp"
+#include "topologies/stragglers.hpp"
 
 #include <algorithm>
 #include <map>
@@ -179,9 +180,12 @@ struct Cluster {
   Fabric fabric;
   CollectiveParams collectives;
   NcclPins nccl;
+  Stragglers stragglers;  // GPUs slower than the rest (none unless a scenario asks)
   std::string source;
 
   int gpus() const { return nodes * gpus_per_node; }
+  // The pace of the job's GPU work: its slowest GPU's speed as a fraction of nominal (1: none slower).
+  double slowest_gpu_speed() const { return topologies::slowest_gpu_speed(stragglers, gpus()); }
   // Bytes/s one node can push into the fabric (all NICs, per direction), efficiency applied.
   double node_injection_bandwidth() const { return nics.count * nics.bandwidth * nics.efficiency; }
 

@@ -114,6 +114,12 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
     if (c.nccl.version) pins.put("version", yaml_scalar(format_nccl_version(c.nccl.version)), "NCCL release");
     if (!c.nccl.source.empty()) pins.put("source", yaml_scalar(c.nccl.source));
   }
+  if (c.stragglers.any()) {
+    YamlMap st = k.open("stragglers", fmt::format("the slowest of {} GPUs at {:.4g} of nominal speed", c.gpus(),
+                                                  c.slowest_gpu_speed()));
+    if (c.stragglers.spread > 0) st.put("spread", yaml_number(c.stragglers.spread), "GPU-to-GPU speed, one standard deviation");
+    if (c.stragglers.slowest > 0) st.put("slowest", yaml_number(c.stragglers.slowest), "the slowest GPU's speed / the others'");
+  }
   k.put("source", yaml_scalar(c.source));
   return out;
 }
