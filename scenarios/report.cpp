@@ -406,7 +406,7 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
     const auto net = network_of(*r.point, st);
     out += fmt::format(
         "{}\n    {{\n      \"point\": {{{}}},\n      \"policy\": {},\n      \"policy_kind\": {},\n"
-        "      \"gpus\": {},\n"
+        "      \"gpus\": {},\n      \"slowest_gpu_speed\": {},\n"
         "      \"step_time_s\": {},\n      \"speedup_vs_fsdp\": {},\n      \"tokens_per_s_per_gpu\": {},\n"
         "      \"mfu\": {},\n      \"mfu_megatron\": {},\n      \"peak_memory_gib\": {},\n      \"fits_in_memory\": {},\n"
         "      \"memory_gib\": {{\"capacity\": {}, \"allocated\": {}, \"reserved\": {}, \"sharded_state\": {}, "
@@ -422,7 +422,8 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         "      \"grad_error_basis\": {}\n"
         "    }}",
         i ? "," : "", point, json_string(st.policy),
-        json_string(r.policy ? sim::to_string(r.policy->kind) : st.policy), st.gpus, num(st.step_time_s), sp > 0 ? num(sp) : "null",
+        json_string(r.policy ? sim::to_string(r.policy->kind) : st.policy), st.gpus,
+        num(r.point->setup.cluster.slowest_gpu_speed()), num(st.step_time_s), sp > 0 ? num(sp) : "null",
         num(st.tokens_per_s_per_gpu), num(st.mfu), num(st.mfu_megatron), num(m.peak_bytes() / kGiB), m.fits() ? "true" : "false",
         num(m.capacity_bytes / kGiB), num(m.allocated_bytes() / kGiB), num(m.reserved_bytes() / kGiB),
         num(m.sharded_state_bytes / kGiB), num(m.gathered_params_bytes / kGiB), num(m.gradient_bytes / kGiB),

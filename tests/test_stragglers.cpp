@@ -3,6 +3,7 @@
 // normal deviates, whose small-n values have closed forms; a replay checked by hand shows what
 // slows down (the GPU's kernels) and what does not (the host, the links).
 #include "cluster_testing.hpp"
+#include "scenarios/report.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/replay.hpp"
 #include "topologies/cluster_yaml.hpp"
@@ -98,6 +99,20 @@ TEST_CASE("a compute-bound step slows by the slowest GPU's pace, its memory does
   const double even_pp = step_time("{preset: dgx-h100-ib400, nodes: 2}", pp);
   const double slow_pp = step_time("{preset: dgx-h100-ib400, nodes: 2, stragglers: {slowest: 0.8}}", pp);
   CHECK(slow_pp / even_pp == Approx(1.25).epsilon(0.03));
+}
+
+TEST_CASE("the report names the slowest GPU's pace, in the header and in JSON") {
+  const auto s = scenarios::parse_scenario(
+      "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 64, stragglers: {spread: 0.02}}\n"
+      "training: {framework: torchtitan, micro_batch: 1, seq_len: 4096}\npolicies: [fsdp]\n",
+      "s.yaml");
+  const auto results = scenarios::run(s);
+  // 512 GPUs: E[max] = 3.0439, so the slowest is expected at 1 - 0.02 x 3.0439 = 0.93912.
+  const auto table = scenarios::format_results(s, results, scenarios::Format::Table);
+  CHECK(table.find("  stragglers: speeds spread by 2% (one standard deviation): the slowest of 512 GPUs expected "
+                   "at 0.9391 of nominal (3.04 sigma below)") != std::string::npos);
+  const auto json = scenarios::format_results(s, results, scenarios::Format::Json);
+  CHECK(json.find("\"slowest_gpu_speed\": 0.9391") != std::string::npos);
 }
 
 TEST_CASE("stragglers: one-line errors with file:line") {
