@@ -24,7 +24,9 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& block_keys(
       {"model",
        {"preset", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn", "gated_mlp", "vocab",
         "tied_embeddings", "seq_len", "learned_positions", "norm", "bias"}},
-      {"cluster", {"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "nics", "fabric", "collectives", "nccl"}},
+      {"cluster",
+       {"preset", "nodes", "gpus_per_node", "host_cpu", "gpu", "intra_node", "nics", "fabric", "collectives", "nccl",
+        "stragglers"}},
       {"training", training_keys()},
       {"compression", {"ratio", "sparsity", "index", "sparsify", "select", "overlap", "process_group"}},
   };

@@ -248,6 +248,11 @@ void json_keys(const YAML::Node& n, std::set<std::string>& keys) {
 }
 }  // namespace
 
+TEST_CASE("docs/scenarios.md names every key the training block takes") {
+  const std::string doc = read_file(std::string(TAGCSIM_SOURCE_DIR) + "/docs/scenarios.md");
+  for (const auto& key : scenarios::training_keys()) CHECK_MESSAGE(doc.find("`" + key + "`") != std::string::npos, key);
+}
+
 TEST_CASE("docs/output.md explains every table column, JSON key and CSV column, and nothing else") {
   const std::string doc = read_file(std::string(TAGCSIM_SOURCE_DIR) + "/docs/output.md");
   const auto s = parse("policies: [fsdp, tagc-batched]\n");
