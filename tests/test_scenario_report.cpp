@@ -7,6 +7,7 @@
 #include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/compute.hpp"
+#include "topologies/cluster.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -248,8 +249,9 @@ void json_keys(const YAML::Node& n, std::set<std::string>& keys) {
 }
 }  // namespace
 
-TEST_CASE("docs/scenarios.md names every key the training block takes") {
+TEST_CASE("docs/scenarios.md names every key the cluster and training blocks take") {
   const std::string doc = read_file(std::string(TAGCSIM_SOURCE_DIR) + "/docs/scenarios.md");
+  for (const auto& key : topologies::cluster_keys()) CHECK_MESSAGE(doc.find("`" + key + "`") != std::string::npos, key);
   for (const auto& key : scenarios::training_keys()) CHECK_MESSAGE(doc.find("`" + key + "`") != std::string::npos, key);
 }
 

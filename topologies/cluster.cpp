@@ -323,6 +323,13 @@ DeviceProfile load_device(const Input& in, const DeviceProfile& base) {
   return d;
 }
 
+const std::vector<std::string>& cluster_keys() {
+  static const std::vector<std::string> keys = {
+      "preset", "file", "name", "nodes", "gpus_per_node", "host_cpu", "gpu", "intra_node", "nics", "fabric",
+      "collectives", "nccl", "stragglers", "source"};
+  return keys;
+}
+
 Cluster load_cluster(const Input& in) {
   if (in.is_scalar()) {
     auto name = canonical_preset_name(in.as_string());
@@ -333,8 +340,7 @@ Cluster load_cluster(const Input& in) {
   }
   if (!in.is_map())
     in.fail(fmt::format("expected a cluster preset name or a map; presets: {}", join(preset_names())));
-  in.expect_keys({"preset", "file", "name", "nodes", "gpus_per_node", "host_cpu", "gpu", "intra_node", "nics", "fabric",
-                  "collectives", "nccl", "stragglers", "source"});
+  in.expect_keys(cluster_keys());
 
   Reader r(in);
   Cluster c;

@@ -248,6 +248,7 @@ std::string describe(const NcclPins& pins);          // "algo ring,tree; proto s
 // or { file: box.yaml, ... overrides } (a cluster file, e.g. `tagcsim calibrate box`'s, relative to the
 // file naming it), or a full description. Checks ranges (positive bandwidths, nodes divisible into leaves, ...).
 Cluster load_cluster(const Input& in);
+const std::vector<std::string>& cluster_keys();  // the keys load_cluster takes (docs/scenarios.md lists them)
 // Throws InputError "<what>: <field>: <problem>" for a cluster built in code. load_cluster runs
 // the same checks but blames the YAML key (file:line) that caused the problem.
 void validate(const Cluster& c, const std::string& what);
