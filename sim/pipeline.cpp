@@ -125,14 +125,15 @@ StepResult simulate_pipeline(const StepSetup& setup, const std::function<StepRes
   std::vector<int> first_layer(static_cast<std::size_t>(S), 0);
   for (int s = 1; s < S; ++s) first_layer[std::size_t(s)] = first_layer[std::size_t(s - 1)] + layers[std::size_t(s - 1)];
 
+  // The whole job's slowest GPU sets every stage's pace, not the slowest of a stage's share.
+  const double pace = setup.cluster.slowest_gpu_speed();
   std::vector<Rank> ranks(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) {
     Rank& rank = ranks[std::size_t(r)];
     StepSetup& rs = rank.setup;
     rs = setup;
     rs.cluster.nodes /= p;  // a stage's nodes (make_setup built the groups on them)
-    // The whole job's slowest GPU sets every stage's pace, not the slowest of a stage's share.
-    rs.cluster.stragglers = {.spread = 0, .slowest = setup.cluster.slowest_gpu_speed()};
+    rs.cluster.stragglers = {.spread = 0, .slowest = pace};
     rs.training.pipeline_parallel = 1;
     rs.training.grad_accumulation = m;
     rs.training.no_sync = true;             // gradients reduced after the last micro-batch,
@@ -165,7 +166,6 @@ StepResult simulate_pipeline(const StepSetup& setup, const std::function<StepRes
       const auto s = std::size_t(rank.stages[k]);
       for (int u = rank.first_unit[k]; u < rank.first_unit[k + 1]; ++u) {
         const auto c = unit_compute(rank.setup, u);
-        const double pace = rank.setup.cluster.slowest_gpu_speed();
         forward[s] += c.forward_seconds / pace;
         backward[s] += c.backward_seconds / pace;
         activations[k] += rank.setup.units[std::size_t(u)].activation_bytes;
