@@ -445,6 +445,87 @@ TEST_CASE("each fit's rows, their source held out, are summarised in the fit fil
   sim::clear_fitted_overrides();
 }
 
+TEST_CASE("a row not fitted is predicted and counted but moves no scale") {
+  // Three A100 40GB rows "measured" at the prediction with tensor_scale 0.9 and memory 0.7, and a
+  // fourth of the same device measured 30% slower than that prediction: GPUs under a power cap. Fitted,
+  // the fourth drags the device's scale down; marked not fitted, the fit is the other three's, 0.9.
+  std::vector<scenarios::ValidationRow> r = {row("fsdp-mpt125m-a100-40gb-8gpu-seq512-mb104-acF"),
+                                             row("fsdp-mpt350m-a100-40gb-8gpu-seq2048-mb16-acF"),
+                                             row("fsdp-mpt30b-a100-40gb-32gpu-seq2048-mb4-acT"),
+                                             row("fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT")};
+  const auto a100 = sim::device_fit_key("A100-SXM4-40GB");
+  sim::override_fitted_parameters(a100, {0.9, 0.7, "truth"});
+  for (auto& x : r) x.measured_tps = scenarios::predict(x).tps;
+  r[3].measured_tps *= 0.7;
+  auto fits = scenarios::fit(r, {0, 1, 2, 3});
+  CHECK(fits.at(a100).tensor_scale < 0.88);
+  r[3].fitted = false;
+  r[3].not_fitted = "the GPUs ran power capped";
+  fits = scenarios::fit(r, {0, 1, 2, 3});
+  CHECK(fits.at(a100).tensor_scale == Approx(0.9).epsilon(0.01));
+  CHECK(fits.at(a100).memory_scale == Approx(0.7).epsilon(0.01));
+  CHECK(fits.at(a100).basis.find("over 3 rows of A100-SXM4-40GB") != std::string::npos);
+  // Still a counted row: the report lists it with why, and its error, -30% measured = +42.9% predicted.
+  scenarios::ValidationOptions o;
+  const auto run = scenarios::validate(r, o);
+  const auto text = scenarios::format_validation(run);
+  CHECK(text.find("| fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT (not fitted: the GPUs ran power capped) | S31 |") !=
+        std::string::npos);
+  CHECK(text.find("| fitted on all rows (in-sample) | 4 |") != std::string::npos);
+  CHECK(scenarios::predict(r[3]).error(r[3].measured_tps) == Approx(1 / 0.7 - 1).epsilon(0.01));
+  sim::clear_fitted_overrides();
+}
+
+TEST_CASE("a device whose rows all fit nothing borrows its family's scales, and the run report says why") {
+  scenarios::ValidationRun run;
+  auto add = [&](const char* id, const char* source, const char* device, bool fitted, double held_out_error) {
+    scenarios::ValidationRow r;
+    r.id = id, r.source = source, r.device = device, r.family = "blackwell", r.fitted = fitted;
+    if (!fitted) r.not_fitted = "the GPUs ran power limited";
+    r.measured_tps = 1000;
+    run.rows.push_back(r);
+    scenarios::RowResult res;
+    res.has_held_out = true;
+    res.held_out.tps = 1000 * (1 + held_out_error);
+    run.results.push_back(res);
+  };
+  // The B200's two rows are +30% and +26% off with the scales it borrows: median 28%, mean +28%. A
+  // device with one fitted row among its unfitted ones has a fit of its own and no note.
+  add("a", "S9", "B200-SXM-180GB", false, 0.30);
+  add("b", "S9", "B200-SXM-180GB", false, 0.26);
+  add("c", "S8", "GB200-186GB", false, 0.10);
+  add("d", "S7", "GB200-186GB", true, 0.01);
+  scenarios::attach_held_out(run);
+  REQUIRE(run.not_fitted.size() == 1);
+  CHECK(run.not_fitted.at("B200-SXM-180GB") ==
+        "its 2 published rows (S9) fit nothing: the GPUs ran power limited; with the scales it takes they come out "
+        "median 28.0% off, +28.0% mean signed");
+  CHECK(scenarios::fit_file_text({}, "cmd", {}, run.not_fitted)
+            .find("not_fitted:\n  B200-SXM-180GB: \"its 2 published rows (S9) fit nothing: the GPUs ran power "
+                  "limited; with the scales it takes they come out median 28.0% off, +28.0% mean signed\"\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("the shipped B200 takes Hopper's scales, its power-limited rows named beside them") {
+  // S59's 8 B200 ran "power limited", the cap not stated: its rows fit nothing, so the B200 runs
+  // with Blackwell's borrowed scales (Hopper's, its predecessor's), as GB200 does, and the run
+  // report's compute line says why beside them. GB200 has no rows and no such note.
+  CHECK(!sim::has_device_fit("B200-SXM-180GB"));
+  const auto b200 = topologies::device("b200");
+  CHECK(sim::device_kernel_profile(b200)->fitted.tensor_scale ==
+        Approx(sim::fitted_parameters("hopper").tensor_scale));
+  const auto line = sim::compute_model_description(b200);
+  CHECK(line.find("blackwell fit: tensor_scale") != std::string::npos);
+  CHECK(line.find("(not fitted: the scales of hopper's, its predecessor's); B200-SXM-180GB: its 2 published rows "
+                  "(S59) fit nothing: the GPUs ran power limited") != std::string::npos);
+  CHECK(sim::compute_model_description(topologies::device("gb200")).find("fit nothing") == std::string::npos);
+  for (const char* id : {"fsdp-tt-llama3-8b-b200-8gpu-compile", "fsdp-tt-llama3-8b-b200-8gpu-compile-float8"}) {
+    CAPTURE(id);
+    CHECK(row(id).counted);
+    CHECK(!row(id).fitted);
+  }
+}
+
 namespace {
 
 // A counted row of source S99 with the training keys given, measured and predicted at the
