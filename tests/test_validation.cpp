@@ -42,6 +42,21 @@ auto setup_of(const std::string& id) {
   return scenarios::parse_scenario(r.scenario, r.scenario_file).points.front().setup;
 }
 
+// A row added to `run`, measured at 1000 tokens/s/GPU and predicted `held_out_error` off with its
+// source held out (the fields attach_held_out reads); the caller marks it further.
+scenarios::ValidationRow& add_held_out_row(scenarios::ValidationRun& run, const char* id, const char* source,
+                                           const char* device, const char* family, double held_out_error) {
+  scenarios::ValidationRow r;
+  r.id = id, r.source = source, r.device = device, r.family = family;
+  r.measured_tps = 1000;
+  scenarios::RowResult res;
+  res.has_held_out = true;
+  res.held_out.tps = 1000 * (1 + held_out_error);
+  run.results.push_back(res);
+  run.rows.push_back(r);
+  return run.rows.back();
+}
+
 }  // namespace
 
 TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from validation/data") {
@@ -412,23 +427,13 @@ TEST_CASE("the fit file keeps the families and the devices apart, the devices by
 
 TEST_CASE("each fit's rows, their source held out, are summarised in the fit file and the run report") {
   scenarios::ValidationRun run;
-  auto row = [&](const char* id, const char* source, const char* device, bool counted, double held_out_error) {
-    scenarios::ValidationRow r;
-    r.id = id, r.source = source, r.device = device, r.family = "hopper", r.counted = counted;
-    r.measured_tps = 1000;
-    run.rows.push_back(r);
-    scenarios::RowResult res;
-    res.has_held_out = true;
-    res.held_out.tps = 1000 * (1 + held_out_error);
-    run.results.push_back(res);
-  };
   // The H200's three counted rows are +10%, -2% and +4% off: median 4%, and 90% of them (nearest
   // rank: all three) within 10%. The row not counted is left out; the H100's row counts for the family.
-  row("a", "S1", "H200-SXM-141GB", true, 0.10);
-  row("b", "S2", "H200-SXM-141GB", true, -0.02);
-  row("c", "S2", "H200-SXM-141GB", true, 0.04);
-  row("d", "S2", "H200-SXM-141GB", false, 0.50);
-  row("e", "S3", "H100-SXM5-80GB", true, -0.30);
+  add_held_out_row(run, "a", "S1", "H200-SXM-141GB", "hopper", 0.10);
+  add_held_out_row(run, "b", "S2", "H200-SXM-141GB", "hopper", -0.02);
+  add_held_out_row(run, "c", "S2", "H200-SXM-141GB", "hopper", 0.04);
+  add_held_out_row(run, "d", "S2", "H200-SXM-141GB", "hopper", 0.50).counted = false;
+  add_held_out_row(run, "e", "S3", "H100-SXM5-80GB", "hopper", -0.30);
   const auto h200 = sim::device_fit_key("H200-SXM-141GB");
   run.fitted = {{"hopper", {0.8, 0.7, "b1"}}, {h200, {1.0, 0.7, "b2"}}};
   scenarios::attach_held_out(run);
@@ -478,23 +483,16 @@ TEST_CASE("a row not fitted is predicted and counted but moves no scale") {
 
 TEST_CASE("a device whose rows all fit nothing borrows its family's scales, and the run report says why") {
   scenarios::ValidationRun run;
-  auto add = [&](const char* id, const char* source, const char* device, bool fitted, double held_out_error) {
-    scenarios::ValidationRow r;
-    r.id = id, r.source = source, r.device = device, r.family = "blackwell", r.fitted = fitted;
-    if (!fitted) r.not_fitted = "the GPUs ran power limited";
-    r.measured_tps = 1000;
-    run.rows.push_back(r);
-    scenarios::RowResult res;
-    res.has_held_out = true;
-    res.held_out.tps = 1000 * (1 + held_out_error);
-    run.results.push_back(res);
+  auto not_fitted = [](scenarios::ValidationRow& r) {
+    r.fitted = false;
+    r.not_fitted = "the GPUs ran power limited";
   };
   // The B200's two rows are +30% and +26% off with the scales it borrows: median 28%, mean +28%. A
   // device with one fitted row among its unfitted ones has a fit of its own and no note.
-  add("a", "S9", "B200-SXM-180GB", false, 0.30);
-  add("b", "S9", "B200-SXM-180GB", false, 0.26);
-  add("c", "S8", "GB200-186GB", false, 0.10);
-  add("d", "S7", "GB200-186GB", true, 0.01);
+  not_fitted(add_held_out_row(run, "a", "S9", "B200-SXM-180GB", "blackwell", 0.30));
+  not_fitted(add_held_out_row(run, "b", "S9", "B200-SXM-180GB", "blackwell", 0.26));
+  not_fitted(add_held_out_row(run, "c", "S8", "GB200-186GB", "blackwell", 0.10));
+  add_held_out_row(run, "d", "S7", "GB200-186GB", "blackwell", 0.01);
   scenarios::attach_held_out(run);
   REQUIRE(run.not_fitted.size() == 1);
   CHECK(run.not_fitted.at("B200-SXM-180GB") ==
