@@ -123,7 +123,7 @@ int run(const ValidateOptions& o) {
     if (!f || !(f << scenarios::fit_file_text(run.fitted,
                                               o.loso ? "tagcsim validate --fit --write --loso"
                                                      : "tagcsim validate --fit --write",
-                                              what_if, run.not_fitted)))
+                                              what_if)))
       throw InputError(fmt::format("--write: cannot write '{}'", path));
     fmt::print(stderr, "wrote {}\n", path);
   }

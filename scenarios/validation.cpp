@@ -190,17 +190,11 @@ namespace {
 
 // One LLM Foundry entry as a row: its measurement, and its scenario from the mapping above.
 // Ours, not the source's: why a published row cannot stand for the configuration it states, or
-// what the model cannot time in it (`not_counted`: listed, kept out of the fit and the statistics);
-// or why it is predicted and counted but fits nothing (`not_fitted`: its GPUs ran at an operating
-// point, a power cap, that the device's fitted scale does not describe).
+// what the model cannot time in it (`not_counted`: listed, kept out of the fit and the statistics).
 void not_counted(const Input& e, ValidationRow& r) {
   if (auto nc = e.find("not_counted")) {
     r.counted = false;
     r.note = nc->as_string();
-  }
-  if (auto nf = e.find("not_fitted")) {
-    r.fitted = false;
-    r.not_fitted = nf->as_string();
   }
 }
 

@@ -31,10 +31,6 @@ struct ValidationRow {
   double params = 0;        // the scenario model's parameter count
   bool counted = true;      // false: listed, kept out of the fit and the statistics (`note` says why)
   std::string note;         // why not counted
-  // false: counted (predicted, in the statistics) but in no fit, as it measured its GPU at an
-  // operating point the device's scale does not describe (a power cap); `not_fitted` says why.
-  bool fitted = true;
-  std::string not_fitted;
   std::string scenario_file;  // where the scenario comes from (a file, or the data entry)
   std::string scenario;       // its YAML text
   std::string family;         // the device family of its GPU's kernel profile
@@ -103,9 +99,6 @@ struct ValidationRun {
   FamilyFits fitted;                            // when refit
   std::map<std::string, FamilyFits> fold_fits;  // by held-out source
   std::vector<WhatIfPair> pairs;                // what_if_pairs of the rows, once they are predicted
-  // By device, for a device whose counted rows are all in no fit: why, and how they came out held
-  // out (attach_held_out); the fit file keeps it for `tagcsim run` to quote.
-  std::map<std::string, std::string> not_fitted;
 };
 ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions& o);
 
@@ -122,12 +115,11 @@ std::string format_what_if_pairs(const std::vector<WhatIfPair>& pairs);
 std::map<std::string, std::string> what_if_summaries(const std::vector<WhatIfPair>& pairs);
 // calibrate/profiles/fit-training.yaml for these fits.
 std::string fit_file_text(const FamilyFits& fits, const std::string& command,
-                          const std::map<std::string, std::string>& what_if = {},
-                          const std::map<std::string, std::string>& not_fitted = {});
+                          const std::map<std::string, std::string>& what_if = {});
 // With leave-one-source-out predictions: each fitted device's and family's counted rows, each
 // predicted by the fold without its source, summarised into the fit's `held_out` ("35 rows of 5
 // sources, each source held out of the fit: median 3.7%, p90 6.4% off"), which the fit file keeps
-// and `tagcsim run` prints; and `not_fitted`, for each device whose rows are all in no fit.
+// and `tagcsim run` prints.
 void attach_held_out(ValidationRun& run);
 
 }  // namespace tagcsim::scenarios

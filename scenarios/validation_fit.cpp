@@ -1,9 +1,8 @@
 // The fit of `tagcsim validate`: each device's tensor scale and the shared memory scale, by least
-// squares over the counted rows (but those `not_fitted`), and the families' scales that stand in
-// for unmeasured devices (docs/validation.md, docs/compute-model.md); and the fit file it writes.
+// squares over the counted rows, and the families' scales that stand in for unmeasured devices
+// (docs/validation.md, docs/compute-model.md); and the fit file it writes.
 #include "scenarios/validation.hpp"
 
-#include "common/yaml_writer.hpp"
 #include "sim/kernel_profile.hpp"
 
 #include <Eigen/Dense>
@@ -42,7 +41,7 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
   std::vector<std::string> devices;
   std::vector<std::size_t> idx;
   for (auto i : train)
-    if (rows[i].counted && rows[i].fitted && rows[i].family != "roofline" && !rows[i].device.empty()) {
+    if (rows[i].counted && rows[i].family != "roofline" && !rows[i].device.empty()) {
       idx.push_back(i);
       if (std::find(devices.begin(), devices.end(), rows[i].device) == devices.end())
         devices.push_back(rows[i].device);
@@ -154,8 +153,7 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
 }
 
 std::string fit_file_text(const FamilyFits& fits, const std::string& command,
-                          const std::map<std::string, std::string>& what_if,
-                          const std::map<std::string, std::string>& not_fitted) {
+                          const std::map<std::string, std::string>& what_if) {
   std::string out =
       "# The devices' and their families' fitted physical parameters (docs/compute-model.md, docs/validation.md).\n"
       "# tensor_scale: tensor-core kernels (GEMM, attention) in training relative to the kernel profile;\n"
@@ -169,12 +167,6 @@ std::string fit_file_text(const FamilyFits& fits, const std::string& command,
         out += fmt::format("  {}: {{tensor_scale: {:.4f}, memory_scale: {:.4f}, basis: \"{}\"{}}}\n",
                            sim::fit_key_label(f), p.tensor_scale, p.memory_scale, p.basis,
                            p.held_out.empty() ? "" : fmt::format(", held_out: \"{}\"", p.held_out));
-  }
-  // Devices whose published rows fit nothing: why, for the run report to say beside the scales
-  // they borrow.
-  if (!not_fitted.empty()) {
-    out += "not_fitted:\n";
-    for (const auto& [device, why] : not_fitted) out += fmt::format("  {}: {}\n", device, yaml_scalar(why));
   }
   // How the model's speedups came out on published pairs, by the setting they changed (held out).
   if (!what_if.empty()) {

@@ -6,7 +6,6 @@
 #include "sim/kernel_profile.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -60,32 +59,6 @@ void attach_held_out(ValidationRun& run) {
     const Stats s = stats(errors);
     p.held_out = fmt::format("{} rows of {} source{}, each source held out of the fit: median {:.1f}%, p90 {:.1f}% off",
                              s.n, sources.size(), sources.size() == 1 ? "" : "s", 100 * s.median_abs, 100 * s.p90_abs);
-  }
-  // A device whose counted rows all fit nothing runs with the scales it borrows; what its rows say
-  // of them, and why they are not fitted, goes beside them.
-  std::map<std::string, std::vector<std::size_t>> unfitted;
-  std::set<std::string> fitted_devices;
-  for (std::size_t i = 0; i < run.rows.size(); ++i) {
-    const auto& r = run.rows[i];
-    if (!r.counted || r.device.empty()) continue;
-    if (r.fitted) fitted_devices.insert(r.device);
-    else if (run.results[i].has_held_out) unfitted[r.device].push_back(i);
-  }
-  run.not_fitted.clear();
-  for (const auto& [device, idx] : unfitted) {
-    if (fitted_devices.count(device)) continue;
-    std::vector<std::pair<double, std::string>> errors;
-    std::set<std::string> sources;
-    for (auto i : idx) {
-      errors.emplace_back(run.results[i].held_out.error(run.rows[i].measured_tps), run.rows[i].id);
-      sources.insert(run.rows[i].source);
-    }
-    const Stats s = stats(errors);
-    run.not_fitted[device] =
-        fmt::format("its {} published row{} ({}) fit nothing: {}; with the scales it takes they come out median "
-                    "{:.1f}% off, {} mean signed",
-                    s.n, s.n == 1 ? "" : "s", fmt::join(sources, ", "), run.rows[idx.front()].not_fitted,
-                    100 * s.median_abs, pct(s.mean_signed));
   }
 }
 
@@ -220,11 +193,7 @@ std::string format_validation(const ValidationRun& run) {
                               : " - | - |";
     out += fmt::format("| {}{} | {} | {} | {} | {} | {:.0f} | {:.0f} | {} |{} {} | {:.3f} | {:.3f} | {:.1f} of {:.1f} "
                        "GiB{} |\n",
-                       r.id,
-                       !r.counted  ? " (not counted: " + r.note + ")"
-                       : !r.fitted ? " (not fitted: " + r.not_fitted + ")"
-                                   : "",
-                       r.source, r.model, r.gpus, r.seq,
+                       r.id, r.counted ? "" : " (not counted: " + r.note + ")", r.source, r.model, r.gpus, r.seq,
                        r.measured_tps, p.tps, pct(p.error(r.measured_tps)), held,
                        r.published_mfu > 0 ? fmt::format("{:.3f}", r.published_mfu) : "-", p.mfu, p.mfu_megatron,
                        p.peak_gib, p.capacity_gib, p.memory_mark());

@@ -136,15 +136,11 @@ std::string compute_model_description(const topologies::DeviceProfile& gpu) {
   if (p->device.memory != 1)
     scaled += fmt::format("; memory-bound kernels x{:.3f} ({:g} TB/s HBM against the measured {}'s)",
                           p->device.memory, gpu.memory_bandwidth / 1e12, p->gpu);
-  // The device's own fit where a source measured it, else its family's; and, when the device's
-  // own published rows fit nothing, why and how they come out.
-  const bool own = has_device_fit(p->fit_device());
-  const std::string unfitted_rows = own ? "" : not_fitted_note(p->fit_device());
-  return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}{}{}{}", p->name, file,
-                     own ? p->fit_device() : p->family, f.tensor_scale, f.memory_scale,
+  // The device's own fit where a source measured it, else its family's.
+  return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}{}{}", p->name, file,
+                     has_device_fit(p->fit_device()) ? p->fit_device() : p->family, f.tensor_scale, f.memory_scale,
                      f.basis.empty() ? fmt::format(" (not fitted: the scales of {})", f.borrowed) : "",
-                     f.held_out.empty() ? "" : " (" + f.held_out + ")",
-                     unfitted_rows.empty() ? "" : fmt::format("; {}: {}", p->fit_device(), unfitted_rows), scaled);
+                     f.held_out.empty() ? "" : " (" + f.held_out + ")", scaled);
 }
 
 HostCost host_cost(const StepSetup& setup) {

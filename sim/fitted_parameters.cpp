@@ -24,13 +24,12 @@ using detail::Registry;
 constexpr const char* kFitFormat = "tagcsim-training-fit/1";
 constexpr const char* kRemoved = "(removed)";  // an override that hides a fit (remove_fitted_parameters)
 
-std::map<std::string, FittedParameters> read_fit_file(std::map<std::string, std::string>& what_if,
-                                                      std::map<std::string, std::string>& not_fitted) {
+std::map<std::string, FittedParameters> read_fit_file(std::map<std::string, std::string>& what_if) {
   std::map<std::string, FittedParameters> out;
   const auto path = fit_file_path();
   if (!std::filesystem::exists(path)) return out;
   const Input doc = Input::load_file(path);
-  doc.expect_keys({"format", "command", "families", "devices", "not_fitted", "what_if"});
+  doc.expect_keys({"format", "command", "families", "devices", "what_if"});
   if (doc["format"].as_string() != kFitFormat)
     doc["format"].fail(fmt::format("expected '{}'", kFitFormat));
   auto read = [&](const Input& map, bool devices) {
@@ -49,8 +48,6 @@ std::map<std::string, FittedParameters> read_fit_file(std::map<std::string, std:
   if (const auto devices = doc.find("devices")) read(*devices, true);
   if (const auto w = doc.find("what_if"))
     for (const auto& setting : w->keys()) what_if[setting] = (*w)[setting].as_string();
-  if (const auto n = doc.find("not_fitted"))
-    for (const auto& gpu : n->keys()) not_fitted[gpu] = (*n)[gpu].as_string();
   return out;
 }
 
@@ -59,7 +56,7 @@ std::optional<FittedParameters> own_fit(Registry& r, const std::string& key) {
     if (it->second.basis == kRemoved) return std::nullopt;
     return it->second;
   }
-  if (!r.fitted) r.fitted = read_fit_file(r.what_if, r.not_fitted);
+  if (!r.fitted) r.fitted = read_fit_file(r.what_if);
   if (auto it = r.fitted->find(key); it != r.fitted->end()) return it->second;
   return std::nullopt;
 }
@@ -135,7 +132,7 @@ std::string fit_file_path() { return kernels::data_dir() + "/fit-training.yaml";
 std::vector<std::pair<std::string, std::string>> what_if_held_out(const std::string& setting) {
   auto& r = registry();
   std::lock_guard lock(r.mu);
-  if (!r.fitted) r.fitted = read_fit_file(r.what_if, r.not_fitted);
+  if (!r.fitted) r.fitted = read_fit_file(r.what_if);
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [name, line] : r.what_if)
     if (name == setting || name.rfind(setting + " ", 0) == 0) out.emplace_back(name, line);
@@ -160,14 +157,6 @@ std::string device_fit_key(const std::string& gpu) { return std::string(kDeviceP
 bool is_device_fit_key(const std::string& key) { return key.rfind(kDevicePrefix, 0) == 0; }
 std::string fit_key_label(const std::string& key) {
   return is_device_fit_key(key) ? key.substr(kDevicePrefix.size()) : key;
-}
-
-std::string not_fitted_note(const std::string& gpu) {
-  auto& r = registry();
-  std::lock_guard lock(r.mu);
-  if (!r.fitted) r.fitted = read_fit_file(r.what_if, r.not_fitted);
-  const auto it = r.not_fitted.find(gpu);
-  return it == r.not_fitted.end() ? "" : it->second;
 }
 
 bool has_device_fit(const std::string& gpu) {

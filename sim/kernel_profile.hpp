@@ -162,9 +162,6 @@ std::string device_fit_key(const std::string& gpu);  // "device:H200-SXM-141GB"
 bool is_device_fit_key(const std::string& key);
 std::string fit_key_label(const std::string& key);  // "H200-SXM-141GB" for a device's key, a family as it is
 bool has_device_fit(const std::string& gpu);
-// For a GPU whose published rows fit nothing (their GPUs ran power capped, say: the fit file's
-// `not_fitted`), why, and how they came out with the scales it takes; "" for any other.
-std::string not_fitted_note(const std::string& gpu);
 // Replaces a family's or a device's parameters for this process (the validation fits use it);
 // applies to the profiles already loaded. remove_... drops one override, and a device's own fit from
 // the file with it (a fold without that device's rows must not keep what they said).

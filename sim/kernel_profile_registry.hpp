@@ -23,7 +23,6 @@ struct Registry {
   std::map<std::tuple<std::string, double, double, std::string>, std::unique_ptr<KernelProfile>> scaled;
   std::optional<std::map<std::string, FittedParameters>> fitted;   // from the fit file
   std::map<std::string, std::string> what_if;  // from the fit file, read with `fitted`
-  std::map<std::string, std::string> not_fitted;  // likewise: by GPU, why its published rows fit nothing
   std::map<std::string, FittedParameters> overrides;
 };
 Registry& registry();

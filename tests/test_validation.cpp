@@ -42,21 +42,6 @@ auto setup_of(const std::string& id) {
   return scenarios::parse_scenario(r.scenario, r.scenario_file).points.front().setup;
 }
 
-// A row added to `run`, measured at 1000 tokens/s/GPU and predicted `held_out_error` off with its
-// source held out (the fields attach_held_out reads); the caller marks it further.
-scenarios::ValidationRow& add_held_out_row(scenarios::ValidationRun& run, const char* id, const char* source,
-                                           const char* device, const char* family, double held_out_error) {
-  scenarios::ValidationRow r;
-  r.id = id, r.source = source, r.device = device, r.family = family;
-  r.measured_tps = 1000;
-  scenarios::RowResult res;
-  res.has_held_out = true;
-  res.held_out.tps = 1000 * (1 + held_out_error);
-  run.results.push_back(res);
-  run.rows.push_back(r);
-  return run.rows.back();
-}
-
 }  // namespace
 
 TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from validation/data") {
@@ -427,13 +412,23 @@ TEST_CASE("the fit file keeps the families and the devices apart, the devices by
 
 TEST_CASE("each fit's rows, their source held out, are summarised in the fit file and the run report") {
   scenarios::ValidationRun run;
+  auto row = [&](const char* id, const char* source, const char* device, bool counted, double held_out_error) {
+    scenarios::ValidationRow r;
+    r.id = id, r.source = source, r.device = device, r.family = "hopper", r.counted = counted;
+    r.measured_tps = 1000;
+    run.rows.push_back(r);
+    scenarios::RowResult res;
+    res.has_held_out = true;
+    res.held_out.tps = 1000 * (1 + held_out_error);
+    run.results.push_back(res);
+  };
   // The H200's three counted rows are +10%, -2% and +4% off: median 4%, and 90% of them (nearest
   // rank: all three) within 10%. The row not counted is left out; the H100's row counts for the family.
-  add_held_out_row(run, "a", "S1", "H200-SXM-141GB", "hopper", 0.10);
-  add_held_out_row(run, "b", "S2", "H200-SXM-141GB", "hopper", -0.02);
-  add_held_out_row(run, "c", "S2", "H200-SXM-141GB", "hopper", 0.04);
-  add_held_out_row(run, "d", "S2", "H200-SXM-141GB", "hopper", 0.50).counted = false;
-  add_held_out_row(run, "e", "S3", "H100-SXM5-80GB", "hopper", -0.30);
+  row("a", "S1", "H200-SXM-141GB", true, 0.10);
+  row("b", "S2", "H200-SXM-141GB", true, -0.02);
+  row("c", "S2", "H200-SXM-141GB", true, 0.04);
+  row("d", "S2", "H200-SXM-141GB", false, 0.50);
+  row("e", "S3", "H100-SXM5-80GB", true, -0.30);
   const auto h200 = sim::device_fit_key("H200-SXM-141GB");
   run.fitted = {{"hopper", {0.8, 0.7, "b1"}}, {h200, {1.0, 0.7, "b2"}}};
   scenarios::attach_held_out(run);
@@ -448,80 +443,6 @@ TEST_CASE("each fit's rows, their source held out, are summarised in the fit fil
             "H200-SXM-141GB fit: tensor_scale 1.000, memory_scale 0.700 (3 rows of 2 sources, each source held out of "
             "the fit: median 4.0%, p90 10.0% off)") != std::string::npos);
   sim::clear_fitted_overrides();
-}
-
-TEST_CASE("a row not fitted is predicted and counted but moves no scale") {
-  // Three A100 40GB rows "measured" at the prediction with tensor_scale 0.9 and memory 0.7, and a
-  // fourth of the same device measured 30% slower than that prediction: GPUs under a power cap. Fitted,
-  // the fourth drags the device's scale down; marked not fitted, the fit is the other three's, 0.9.
-  std::vector<scenarios::ValidationRow> r = {row("fsdp-mpt125m-a100-40gb-8gpu-seq512-mb104-acF"),
-                                             row("fsdp-mpt350m-a100-40gb-8gpu-seq2048-mb16-acF"),
-                                             row("fsdp-mpt30b-a100-40gb-32gpu-seq2048-mb4-acT"),
-                                             row("fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT")};
-  const auto a100 = sim::device_fit_key("A100-SXM4-40GB");
-  sim::override_fitted_parameters(a100, {0.9, 0.7, "truth"});
-  for (auto& x : r) x.measured_tps = scenarios::predict(x).tps;
-  r[3].measured_tps *= 0.7;
-  auto fits = scenarios::fit(r, {0, 1, 2, 3});
-  CHECK(fits.at(a100).tensor_scale < 0.88);
-  r[3].fitted = false;
-  r[3].not_fitted = "the GPUs ran power capped";
-  fits = scenarios::fit(r, {0, 1, 2, 3});
-  CHECK(fits.at(a100).tensor_scale == Approx(0.9).epsilon(0.01));
-  CHECK(fits.at(a100).memory_scale == Approx(0.7).epsilon(0.01));
-  CHECK(fits.at(a100).basis.find("over 3 rows of A100-SXM4-40GB") != std::string::npos);
-  // Still a counted row: the report lists it with why, and its error, -30% measured = +42.9% predicted.
-  scenarios::ValidationOptions o;
-  const auto run = scenarios::validate(r, o);
-  const auto text = scenarios::format_validation(run);
-  CHECK(text.find("| fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT (not fitted: the GPUs ran power capped) | S31 |") !=
-        std::string::npos);
-  CHECK(text.find("| fitted on all rows (in-sample) | 4 |") != std::string::npos);
-  CHECK(scenarios::predict(r[3]).error(r[3].measured_tps) == Approx(1 / 0.7 - 1).epsilon(0.01));
-  sim::clear_fitted_overrides();
-}
-
-TEST_CASE("a device whose rows all fit nothing borrows its family's scales, and the run report says why") {
-  scenarios::ValidationRun run;
-  auto not_fitted = [](scenarios::ValidationRow& r) {
-    r.fitted = false;
-    r.not_fitted = "the GPUs ran power limited";
-  };
-  // The B200's two rows are +30% and +26% off with the scales it borrows: median 28%, mean +28%. A
-  // device with one fitted row among its unfitted ones has a fit of its own and no note.
-  not_fitted(add_held_out_row(run, "a", "S9", "B200-SXM-180GB", "blackwell", 0.30));
-  not_fitted(add_held_out_row(run, "b", "S9", "B200-SXM-180GB", "blackwell", 0.26));
-  not_fitted(add_held_out_row(run, "c", "S8", "GB200-186GB", "blackwell", 0.10));
-  add_held_out_row(run, "d", "S7", "GB200-186GB", "blackwell", 0.01);
-  scenarios::attach_held_out(run);
-  REQUIRE(run.not_fitted.size() == 1);
-  CHECK(run.not_fitted.at("B200-SXM-180GB") ==
-        "its 2 published rows (S9) fit nothing: the GPUs ran power limited; with the scales it takes they come out "
-        "median 28.0% off, +28.0% mean signed");
-  CHECK(scenarios::fit_file_text({}, "cmd", {}, run.not_fitted)
-            .find("not_fitted:\n  B200-SXM-180GB: \"its 2 published rows (S9) fit nothing: the GPUs ran power "
-                  "limited; with the scales it takes they come out median 28.0% off, +28.0% mean signed\"\n") !=
-        std::string::npos);
-}
-
-TEST_CASE("the shipped B200 takes Hopper's scales, its power-limited rows named beside them") {
-  // S59's 8 B200 ran "power limited", the cap not stated: its rows fit nothing, so the B200 runs
-  // with Blackwell's borrowed scales (Hopper's, its predecessor's), as GB200 does, and the run
-  // report's compute line says why beside them. GB200 has no rows and no such note.
-  CHECK(!sim::has_device_fit("B200-SXM-180GB"));
-  const auto b200 = topologies::device("b200");
-  CHECK(sim::device_kernel_profile(b200)->fitted.tensor_scale ==
-        Approx(sim::fitted_parameters("hopper").tensor_scale));
-  const auto line = sim::compute_model_description(b200);
-  CHECK(line.find("blackwell fit: tensor_scale") != std::string::npos);
-  CHECK(line.find("(not fitted: the scales of hopper's, its predecessor's); B200-SXM-180GB: its 2 published rows "
-                  "(S59) fit nothing: the GPUs ran power limited") != std::string::npos);
-  CHECK(sim::compute_model_description(topologies::device("gb200")).find("fit nothing") == std::string::npos);
-  for (const char* id : {"fsdp-tt-llama3-8b-b200-8gpu-compile", "fsdp-tt-llama3-8b-b200-8gpu-compile-float8"}) {
-    CAPTURE(id);
-    CHECK(row(id).counted);
-    CHECK(!row(id).fitted);
-  }
 }
 
 namespace {
