@@ -3,6 +3,7 @@
 // 0 or 2 with one line, never crash, print an internal error or hang. Every input that once got
 // through is kept below as a regression case.
 #include "command_testing.hpp"
+#include "rng_testing.hpp"
 #include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 
@@ -26,17 +27,7 @@ using namespace tagcsim;
 
 namespace {
 
-// A small deterministic generator (the standard distributions differ between libraries).
-struct Rng {
-  std::uint64_t state;
-  std::uint64_t next() {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  }
-  std::size_t below(std::size_t n) { return n == 0 ? 0 : std::size_t(next() % n); }
-};
+using test::Rng;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
