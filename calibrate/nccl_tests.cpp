@@ -64,6 +64,15 @@ std::string op_in(std::string_view text) {
   return {};
 }
 
+// A whitespace-split line whose columns after the first have a result row's shape: at least 11 in
+// all, the last 8 the two placements' time, algbw, busbw and #wrong (numbers, or N/A).
+bool looks_like_row(const std::vector<std::string_view>& tok) {
+  if (tok.size() < 11) return false;
+  for (std::size_t j = tok.size() - 8; j < tok.size(); ++j)
+    if (tok[j] != "N/A" && !number(tok[j])) return false;
+  return true;
+}
+
 std::optional<sim::CollectiveOp> model_op(const std::string& name) {
   for (auto op : {sim::CollectiveOp::AllGather, sim::CollectiveOp::ReduceScatter, sim::CollectiveOp::AllReduce,
                   sim::CollectiveOp::Reduce, sim::CollectiveOp::Broadcast})
@@ -182,16 +191,18 @@ std::vector<Point> parse_nccl_tests(std::string_view text, const std::string& fi
       continue;
     }
     const auto tok = split_ws(line);
-    if (!integer(tok[0])) {  // NCCL INFO lines, MPI warnings, ...: not table rows
-      if (const int v = version_in(line)) h.nccl_version = v;  // "NCCL version 2.19.3+cuda12.3" (old logs)
-      continue;
-    }
     const std::string where = fmt::format("{}:{}", file, lineno);
     auto bad = [&](const std::string& what) -> InputError {
       return InputError(fmt::format("{}: {}: expected an nccl-tests row 'size count type [redop] [root] time algbw "
                                     "busbw #wrong time algbw busbw #wrong'; got '{}'",
                                     where, what, line));
     };
+    if (!integer(tok[0])) {  // NCCL INFO lines, MPI warnings, ...: not table rows
+      // ... unless the rest is a row's: a size column mangled on its way here would drop the row unseen.
+      if (looks_like_row(tok)) throw bad(fmt::format("size '{}' is not a positive integer", tok[0]));
+      if (const int v = version_in(line)) h.nccl_version = v;  // "NCCL version 2.19.3+cuda12.3" (old logs)
+      continue;
+    }
     if (tok.size() < 11) throw bad(fmt::format("{} columns", tok.size()));
     const auto size = integer(tok[0]);
     const auto count = integer(tok[1]);
@@ -213,6 +224,12 @@ std::vector<Point> parse_nccl_tests(std::string_view text, const std::string& fi
         if (!pl[p].t || !pl[p].alg || !pl[p].bus)
           throw bad(fmt::format("time/algbw/busbw '{} {} {}' are not numbers", tok[b], tok[b + 1], tok[b + 2]));
         if (!(*pl[p].t > 0)) throw bad(fmt::format("time {} us is not positive", tok[b]));
+        // nccl-tests prints algbw = size / time for every collective (its *GetBw functions); a row
+        // where the two disagree by more than 2x, beyond the 2-decimal rounding, was corrupted.
+        const double implied = double(*size) / (*pl[p].t * 1e3);
+        if (*pl[p].alg >= 0.1 && (implied > 2 * *pl[p].alg || 2 * implied < *pl[p].alg))
+          throw bad(fmt::format("time {} us and algbw {} GB/s disagree: {} bytes in {} us is {:.3g} GB/s", tok[b],
+                                tok[b + 1], *size, tok[b], implied));
       }
       const auto w = tok[b + 3];
       if (w != "N/A" && !number(w)) throw bad(fmt::format("#wrong '{}' is not a number", w));

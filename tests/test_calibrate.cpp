@@ -100,6 +100,14 @@ TEST_CASE("bad nccl-tests input is an InputError naming file and line") {
   CHECK(error_of([&] { parse_nccl_tests(with_row("22.00    0.19    0.14      0", "22.00    0.19    0.14      3"),
                                         "x.log"); })
             .find("x.log:17: nccl-tests reported 3 wrong results") != std::string::npos);
+  // A row whose size is mangled is still a row, not a line to skip: it would vanish from the fit.
+  CHECK(error_of([&] { parse_nccl_tests(with_row("        4096           256", "        4O96           256"),
+                                        "x.log"); })
+            .rfind("x.log:17: size '4O96' is not a positive integer", 0) == 0);
+  // algbw is size / time in every nccl-tests collective: 4096 B in 220 us is 0.0186 GB/s, not 0.19.
+  CHECK(error_of([&] { parse_nccl_tests(with_row("22.00    0.19", "220.00    0.19"), "x.log"); })
+            .rfind("x.log:17: time 220.00 us and algbw 0.19 GB/s disagree: 4096 bytes in 220.00 us is 0.0186 GB/s", 0) ==
+        0);
   CHECK(error_of([&] { parse_nccl_tests("# only comments\n", "empty.log"); }) ==
         "empty.log: no nccl-tests result rows found");
   CHECK(error_of([&] { load_nccl_tests_file("/nonexistent/x.log"); }) == "/nonexistent/x.log: cannot open file");
