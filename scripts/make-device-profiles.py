@@ -328,7 +328,9 @@ PROFILES = {
              "and cuDNN are not in the profile. Memory: CUB's element-wise add on 2^28 fp16 (K30, nvbench) with "
              "the small-kernel floor of H200 (K19). Not validated against B200 FSDP throughput beyond one "
              "torchtitan row (docs/validation.md); the family's scales are not fitted. Also times GB200's GPUs "
-             "(the same die at up to 1,200 W; no GB200 kernel measurement is in the profile)."),
+             "(the same die at up to 1,200 W), at the B200's fitted scale and the datasheets' bf16 peaks, 2,500 "
+             "against 2,250 TFLOP/s; the one GB200 kernel measurement, mamf-finder's best bf16 matmul (K24: 1,822 "
+             "TFLOP/s, 1.044x the B200's 1,745), is not a profile point."),
         B200_PEAK, B200_GEMM, B200_ATTN,
         memory_model(gbps("membw-b200-cccl7391-add-f16-2e28"), "membw-b200-cccl7391-add-f16-2e28"),
         also=["GB200-186GB"],

@@ -115,7 +115,7 @@ const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu)
     copy = std::make_unique<KernelProfile>(p);
     copy->device = s;
     copy->fit_gpu = other_device;
-    copy->fitted = detail::fitted_locked(r, copy->fit_device(), copy->family);
+    copy->fitted = detail::profile_fitted_locked(r, *copy);
   }
   return copy.get();
 }
@@ -136,9 +136,13 @@ std::string compute_model_description(const topologies::DeviceProfile& gpu) {
   if (p->device.memory != 1)
     scaled += fmt::format("; memory-bound kernels x{:.3f} ({:g} TB/s HBM against the measured {}'s)",
                           p->device.memory, gpu.memory_bandwidth / 1e12, p->gpu);
-  // The device's own fit where a source measured it, else its family's.
+  // The device's own fit where a source measured it, else, for a part the profile also serves, the
+  // measured part's, else its family's.
+  const std::string fit_of = has_device_fit(p->fit_device())                      ? p->fit_device()
+                             : p->fit_device() != p->gpu && has_device_fit(p->gpu) ? p->gpu
+                                                                                    : p->family;
   return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}{}{}", p->name, file,
-                     has_device_fit(p->fit_device()) ? p->fit_device() : p->family, f.tensor_scale, f.memory_scale,
+                     fit_of, f.tensor_scale, f.memory_scale,
                      f.basis.empty() ? fmt::format(" (not fitted: the scales of {})", f.borrowed) : "",
                      f.held_out.empty() ? "" : " (" + f.held_out + ")", scaled);
 }

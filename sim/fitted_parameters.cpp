@@ -116,6 +116,21 @@ FittedParameters fitted_locked(Registry& r, const std::string& gpu, const std::s
   return family_fitted_locked(r, family);
 }
 
+// A part the profile also serves (the same die: H800 on H100's, GH200 on H200's, GB200 on B200's)
+// runs, without rows of its own, at the fit of the part the profile measured: a tensor scale is what
+// PyTorch training sustains on that die against its profile, and the parts' clocks and power differ
+// by their datasheet peaks, which the scaled copy already applies. The one measurement of two such
+// parts in one harness agrees: mamf-finder's best bf16 matmul, GB200 1,822 against B200 1,745
+// TFLOP/s (1.044x; K24), where B200's fit gives GB200 1.111x and Hopper's, borrowed before, 1.48x.
+FittedParameters profile_fitted_locked(Registry& r, const KernelProfile& p) {
+  if (auto own = own_fit(r, device_fit_key(p.fit_device()))) return *own;
+  if (p.fit_device() != p.gpu)
+    if (auto measured = own_fit(r, device_fit_key(p.gpu)))
+      return FittedParameters{measured->tensor_scale, measured->memory_scale, "",
+                              fmt::format("{}, whose kernel profile it shares", p.gpu)};
+  return family_fitted_locked(r, p.family);
+}
+
 }  // namespace detail
 
 using detail::fitted_locked;
@@ -123,8 +138,8 @@ using detail::registry;
 
 // The profiles already loaded take the parameters now in force. The caller holds r.mu.
 static void refresh_profiles(detail::Registry& r) {
-  for (auto& [path, prof] : r.profiles) prof->fitted = fitted_locked(r, prof->fit_device(), prof->family);
-  for (auto& [key, prof] : r.scaled) prof->fitted = fitted_locked(r, prof->fit_device(), prof->family);
+  for (auto& [path, prof] : r.profiles) prof->fitted = profile_fitted_locked(r, *prof);
+  for (auto& [key, prof] : r.scaled) prof->fitted = profile_fitted_locked(r, *prof);
 }
 
 std::string fit_file_path() { return kernels::data_dir() + "/fit-training.yaml"; }

@@ -263,7 +263,7 @@ const KernelProfile& kernel_profile(const std::string& ref) {
   std::stringstream ss;
   ss << in.rdbuf();
   auto p = std::make_unique<KernelProfile>(parse_kernel_profile(ss.str(), path));
-  p->fitted = detail::fitted_locked(r, p->gpu, p->family);
+  p->fitted = detail::profile_fitted_locked(r, *p);
   return *r.profiles.emplace(path, std::move(p)).first->second;
 }
 

@@ -41,8 +41,8 @@ class KernelProfile {
   std::string gpu_where;  // "file:line: gpu", for errors about what it serves
   std::vector<std::string> also_serves;  // other device names (a variant of the same chip)
   // The device whose fitted tensor scale it runs with: its own GPU, or, in the copy made for a
-  // device it also serves, that device. A scale is a chip's sustained clocks at its power limit, so
-  // GB200 (1200 W) does not take a fit of B200's rows; with none of its own it takes its family's.
+  // device it also serves, that device; with no fit of its own, that device takes the measured
+  // GPU's (the same die: GB200 runs at B200's fit), and only then its family's.
   std::string fit_gpu;
   const std::string& fit_device() const { return fit_gpu.empty() ? gpu : fit_gpu; }
   std::string family;  // "ampere", "hopper": which fitted parameters apply
@@ -155,7 +155,8 @@ std::vector<std::string> shipped_kernel_profiles();
 
 // The fitted parameters: calibrate/profiles/fit-training.yaml, unless overridden. They are kept
 // per family ("hopper") and per device (device_fit_key("H200-SXM-141GB")): a device with a fit of
-// its own uses it, any other device its family's.
+// its own uses it, any other device its family's. (A kernel profile's copy for a part it also
+// serves takes the measured part's fit before the family's: KernelProfile::fit_gpu.)
 FittedParameters fitted_parameters(const std::string& family);
 FittedParameters fitted_parameters(const std::string& gpu, const std::string& family);
 std::string device_fit_key(const std::string& gpu);  // "device:H200-SXM-141GB"

@@ -30,5 +30,8 @@ Registry& registry();
 // The parameters a profile of this GPU and family runs with: the device's own fit, else its
 // family's, else borrowed. The caller holds r.mu.
 FittedParameters fitted_locked(Registry& r, const std::string& gpu, const std::string& family);
+// The parameters a loaded profile, or its copy for another part it serves, runs with: as above for
+// the part, and a part without a fit of its own takes the measured part's before its family's.
+FittedParameters profile_fitted_locked(Registry& r, const KernelProfile& p);
 
 }  // namespace tagcsim::sim::detail

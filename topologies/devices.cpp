@@ -93,7 +93,7 @@ const DeviceTable& device_table() {
                     "report measures 160 GB/s of NVLink between H800s, arXiv 2412.19437). 79.11 GiB as H100 80GB "
                     "(the same memory; no H800 out-of-memory message in our sources). Kernels are timed from the H100 "
                     "profile (device-h100-sxm also serves H800: no H800 kernel measurement is published), at "
-                    "Hopper's family scale, no H800 FSDP row having been fitted. {}",
+                    "the H100's fitted scale (the same die and power; no H800 FSDP row has been fitted). {}",
                     kCapacity)}},
       {"h200-sxm",
        {"H200-SXM-141GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 139.80 * GiB, 4.8 * TB, 0.455, 0.887, "device-h200-sxm",
@@ -116,11 +116,11 @@ const DeviceTable& device_table() {
                     "docs/images/alps/gh200-schematic.svg @80abed1), not a driver-reported capacity. The 'GH200 120GB' "
                     "and 'GH200 480GB' of nvidia-smi are this GPU with 120 or 480 GB of the CPU's LPDDR5X. Kernels are "
                     "timed from the H200 profile (device-h200-sxm also serves GH200: the same die, and its memory curve "
-                    "measured on an HBM3e part, scaled to 4.0 TB/s), at Hopper's family scale, no GH200 FSDP row having "
-                    "been fitted. Checked, not fitted: mamf-finder's best bf16 matmul on GH200, 828.6 TFLOP/s, is 1.043x "
-                    "H100 SXM's 794.5 ({}; gemm-gh200-sxm-mamf-bf16): the module's power budget (configurable to 1,000 W "
-                    "for CPU, GPU and memory together, the datasheet) sustains higher clocks, which the family scale "
-                    "does not give it.",
+                    "measured on an HBM3e part, scaled to 4.0 TB/s), at the H200's fitted scale (no GH200 FSDP row has "
+                    "been fitted). Checked, not fitted: mamf-finder's best bf16 matmul on GH200, 828.6 TFLOP/s, is 1.043x "
+                    "H100 SXM's 794.5, and H200 is the same as H100 there ({}; gemm-gh200-sxm-mamf-bf16): the module's "
+                    "power budget (configurable to 1,000 W for CPU, GPU and memory together, the datasheet) sustains "
+                    "higher clocks, which the H200's scale does not give it.",
                     kMamf)}},
       {"b200",
        {"B200-SXM-180GB", 2250 * TFLOPS, 80 * TFLOPS, 1100 * TFLOPS, 178.35 * GiB, 8 * TB, 0.455, 0.887, "device-b200",
@@ -137,9 +137,12 @@ const DeviceTable& device_table() {
         "with sparsity; halved here): bf16 360 PFLOP/s -> 2,500 TFLOP/s dense per GPU, TF32 180 -> 1,250; "
         "13.4 TB HBM3e -> 186 GB per GPU (a datasheet figure: no driver-reported capacity in our sources) at 576 TB/s -> 8 TB/s; the B200 die at up to 1,200 W beside a Grace "
         "CPU. FP32 80 TFLOP/s: B200's, assumed. Kernels are timed from the kernel profile device-b200 (B200 "
-        "measurements at 1,000 W; no GB200 kernel measurement is in it), whose family's training scales "
-        "are not fitted. For the roofline only: gemm_efficiency 0.455 and memory_efficiency 0.887, H100 "
-        "SXM's, assumed to carry over."}},
+        "measurements at 1,000 W; no GB200 kernel measurement is in it), at the B200's fitted training "
+        "scale (no GB200 FSDP row has been fitted), its tensor-core kernels at 2500 / 2250 of the B200's "
+        "rate. Checked, not fitted: mamf-finder's best bf16 matmul on GB200, 1,822 TFLOP/s, is 1.044x the "
+        "B200's 1,745 (stas00/ml-engineering, Maximum Achievable Matmul FLOPS table; "
+        "gemm-gb200-mamf-bf16-4096x9728x2048). For the roofline only: gemm_efficiency 0.455 and "
+        "memory_efficiency 0.887, H100 SXM's, assumed to carry over."}},
       {"v100-32gb",
        {"V100-SXM2-32GB", 125 * TFLOPS, 15.7 * TFLOPS, 15.7 * TFLOPS, 32 * GiB, 900 * GB, 0.80, 0.834, "",
         "NVIDIA V100 datasheet (SXM2 32GB): 125 TFLOP/s tensor (fp16; V100 has no bf16, so the "
