@@ -127,7 +127,8 @@ FittedParameters profile_fitted_locked(Registry& r, const KernelProfile& p) {
   if (p.fit_device() != p.gpu)
     if (auto measured = own_fit(r, device_fit_key(p.gpu)))
       return FittedParameters{measured->tensor_scale, measured->memory_scale, "",
-                              fmt::format("{}, whose kernel profile it shares", p.gpu)};
+                              fmt::format("{}, whose kernel profile it shares", p.gpu),
+                              measured->held_out.empty() ? "" : fmt::format("{}'s {}", p.gpu, measured->held_out)};
   return family_fitted_locked(r, p.family);
 }
 

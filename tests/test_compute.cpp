@@ -218,11 +218,12 @@ TEST_CASE("a device a profile also serves runs at its own fit, else at the measu
   REQUIRE(on_b200->name == on_gb200->name);
   CHECK(on_b200->fit_device() == b200.name);
   CHECK(on_gb200->fit_device() == gb200.name);
-  sim::override_fitted_parameters(sim::device_fit_key(b200.name), {0.5, 0.7, "test: B200's rows", ""});
+  sim::override_fitted_parameters(sim::device_fit_key(b200.name), {0.5, 0.7, "test: B200's rows", "", "2 rows, 28% off"});
   CHECK(on_b200->fitted.tensor_scale == Approx(0.5));
   CHECK(on_gb200->fitted.tensor_scale == Approx(0.5));
   CHECK(on_gb200->fitted.basis.empty());  // borrowed, not fitted
   CHECK(on_gb200->fitted.borrowed == "B200-SXM-180GB, whose kernel profile it shares");
+  CHECK(on_gb200->fitted.held_out == "B200-SXM-180GB's 2 rows, 28% off");  // what to expect of the borrowed fit
   CHECK(on_gb200->gemm_seconds(8192, 8192, 8192) == Approx(0.9 * on_b200->gemm_seconds(8192, 8192, 8192)));
   CHECK(sim::compute_model_description(gb200).find("B200-SXM-180GB fit: tensor_scale 0.500") != std::string::npos);
   // A fit of its own wins.
