@@ -14,7 +14,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
-#include <vector>
 
 using namespace tagcsim;
 
