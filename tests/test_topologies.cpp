@@ -16,7 +16,7 @@ using tagcsim::InputError;
 constexpr double GiB = 1073741824.0;
 
 TEST_CASE("every cluster preset validates and names its sources") {
-  REQUIRE(preset_names().size() == 26);
+  REQUIRE(preset_names().size() == 29);
   for (const auto& name : preset_names()) {
     CAPTURE(name);
     Cluster c = preset(name);
@@ -157,6 +157,39 @@ TEST_CASE("CSCS Alps: four GH200 a node on an NVLink4 mesh, a Slingshot NIC per 
   CHECK(c.gpu.memory_bytes / GiB == Approx(94.0));
   CHECK(c.gpu.profile == "device-h200-sxm");
   CHECK(device("gh200-96gb").name == "GH200-96GB");
+}
+
+TEST_CASE("HPC centres: A100 quads on an NVLink3 mesh at Perlmutter and JUWELS, GH200 quads at JUPITER") {
+  const Cluster perlmutter = preset("perlmutter"), juwels = preset("juwels"), jupiter = preset("jupiter");
+  CHECK(perlmutter.name == "perlmutter-a100");
+  CHECK(juwels.name == "juwels-booster");
+  CHECK(jupiter.name == "jupiter-booster");
+  for (const Cluster* c : {&perlmutter, &juwels}) {
+    CHECK(c->gpus_per_node == 4);
+    CHECK(c->gpu.name == "A100-SXM4-40GB");
+    // 12 NVLink3 links of 25 GB/s a direction, 4 to each of three peers: 300 GB/s a GPU, 100 a pair.
+    CHECK(c->intra.mesh());
+    CHECK(c->intra.bandwidth == Approx(300e9));
+    CHECK(c->intra.group_bandwidth(2, 4) == Approx(100e9));
+    CHECK(c->intra.efficiency == Approx(preset("dgx-a100-ib200").intra.efficiency));  // the same links
+    CHECK(c->collectives.slice_latency == Approx(preset("dgx-a100-ib200").collectives.slice_latency));
+    CHECK(c->nics.count == 4);
+    CHECK(c->rails() == 4);
+    CHECK(c->nics.bandwidth == Approx(25e9));
+    CHECK(c->host_cpu == HostCpu::Amd);
+  }
+  // Perlmutter's Slingshot at the transport's priors (0.96 of the line), JUWELS' HDR200 at InfiniBand's fit.
+  CHECK(perlmutter.nics.transport.kind == "slingshot");
+  CHECK(perlmutter.node_injection_bandwidth() == Approx(4 * 25e9 * 0.96));
+  CHECK(perlmutter.nccl.protos == preset("dgx-a100-ib200").nccl.protos);  // NERSC's pins are not in our sources
+  CHECK(juwels.nics.transport.kind == "ib");
+  CHECK(juwels.node_injection_bandwidth() == Approx(4 * 25e9 * preset("dgx-h100-ib400").nics.efficiency));
+  // JUPITER: Alps's GH200 quad (150 GB/s a pair) on four NDR200 InfiniBand NICs, Grace hosts.
+  CHECK(jupiter.gpu.name == "GH200-96GB");
+  CHECK(jupiter.intra.group_bandwidth(2, 4) == Approx(150e9));
+  CHECK(jupiter.nics.bandwidth == Approx(25e9));
+  CHECK(jupiter.nics.transport.kind == "ib");
+  CHECK(jupiter.host_cpu == HostCpu::Arm);
 }
 
 TEST_CASE("AWS, Ethernet and TAGC presets: per-node NIC totals and slower TCP latencies") {

@@ -8,13 +8,10 @@
 #include <utility>
 
 #include "topologies/cluster.hpp"
+#include "topologies/preset_parts.hpp"
 
 namespace tagcsim::topologies {
-namespace {
-
-constexpr double GB = 1e9;
-constexpr double Gbps = 1e9 / 8;  // bytes/s
-constexpr double us = 1e-6;
+namespace detail {
 
 // Intra-node fabrics. `efficiency` is NCCL's ring bus bandwidth / line rate, `nvls_efficiency` the
 // NVLS rate / line rate (see kNvlink*Src); both fitted by `tagcsim calibrate` (docs/calibration.md).
@@ -60,7 +57,7 @@ IntraNode pcie4() {
   return i;
 }
 
-constexpr const char* kNvlink3Src =
+extern const char* const kNvlink3Src =
     "NVLink3 via NVSwitch: 600 GB/s bidirectional per GPU = 300 GB/s per direction (A100 datasheet). "
     "Ring efficiency 0.8074: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
     "SM80_NVLINK_BW), fitted to the two 8x A100 all_reduce sweeps (nccl-a100-1n-mleng-allreduce, 234.89 GB/s "
@@ -68,7 +65,7 @@ constexpr const char* kNvlink3Src =
     "LL128 efficiency 0.6742 (LL128 rings deliver 0.67 of what NCCL's tuner rates them, at 4-16 MiB in "
     "the A100 sweeps: ml-engineering, Azure ND A100 v4, OCI), prior 1; 0.01 us per step beyond NCCL's per-hop "
     "latency table (calibrate/profiles/nccl-model.yaml).";
-constexpr const char* kNvlink4Src =
+extern const char* const kNvlink4Src =
     "NVLink4 via NVSwitch: 900 GB/s bidirectional per GPU = 450 GB/s per direction (H100 datasheet). "
     "Ring efficiency 0.8205: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
     "SM90_NVLINK_BW), fitted (the NVLS-off all_reduce of 4-8 H200, 363-366 GB/s, nccl-h200-*-mleng). "
@@ -96,10 +93,10 @@ constexpr const char* kNvlink5Src =
 constexpr const char* kPcieSrc =
     "PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction (PCI-SIG); "
     "efficiency 0.80 assumed.";
-constexpr const char* kLatencySrc =
+extern const char* const kLatencySrc =
     "Link latencies (NVLink/PCIe hop, NIC one way, switch) are assumed typical values, not from a "
     "source.";
-constexpr const char* kCollSrc =
+extern const char* const kCollSrc =
     "NCCL costs: NCCL's published latency table (tuning.cc, the newest release's unless `nccl: {version}` "
     "pins one) at scale 1, no launch latency beyond it, NCCL's per-step network cost for the host CPU "
     "(getNetOverhead); host launch per GPU 5.08 us + 0.300 us per channel on AMD hosts, 3.63 us + 0.012 us "
@@ -142,7 +139,7 @@ Nics nics(int count, double gbps, double latency, const std::string& transport) 
 }
 
 Cluster make(std::string name, int nodes, int gpn, const std::string& gpu, IntraNode intra, Nics nics,
-             Fabric fabric, std::string source, HostCpu cpu = HostCpu::Intel) {
+             Fabric fabric, std::string source, HostCpu cpu) {
   Cluster c;
   c.name = std::move(name);
   c.nodes = nodes;
@@ -166,6 +163,12 @@ Fabric rail_fat_tree(int nodes_per_leaf, double latency) {
 }
 
 std::string transport_src(const Nics& n) { return "Transport: " + n.transport.source; }
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
 
 // Commodity Ethernet node: an HGX A100 8-GPU board (NVSwitch) with one Ethernet NIC and NCCL over
 // TCP sockets. The same GPUs as dgx-a100-ib200, so comparing the presets isolates the network.
@@ -247,31 +250,7 @@ std::vector<Cluster> build_presets() {
                     kNvlink5Src, transport_src(n), kLatencySrc, kCollSrc),
         HostCpu::Arm));
   }
-  {
-    // Slingshot-11 through aws-ofi-nccl over libfabric's CXI provider: its transport at the priors, CSCS's
-    // one table checking them from outside every fit (docs/calibration.md).
-    auto n = nics(4, 200, 2 * us, "slingshot");
-    auto c = make(
-        "alps-gh200", 2, 4, "gh200", nvlink4_mesh4(), n, single_switch(0.35 * us),
-        fmt::format("CSCS Alps GH200 node (HPE Cray EX254n; eth-cscs/cscs-docs docs/alps/hardware.md and "
-                    "docs/images/alps/gh200-schematic.svg @80abed1): four GH200 superchips (96 GB HBM3 GPUs, Grace "
-                    "hosts), their GPUs all-to-all on NVLink4 with 6 links a pair (450 GB/s a direction per GPU, 150 "
-                    "a pair; no NVSwitch, so no NVLS), and four HPE Slingshot-11 NICs of 200 Gb/s (25 GB/s), one per "
-                    "GH200. {} NCCL reaches Slingshot through the aws-ofi-nccl plugin on libfabric's CXI provider: "
-                    "the slingshot transport profile, at its data-independent priors (no Slingshot table is fitted), "
-                    "and a 2 us NIC latency (HPE's Slingshot-11 latency class, assumed, not fitted). NCCL "
-                    "pinned to NCCL_PROTO=^LL128, the environment CSCS documents for Slingshot "
-                    "(docs/software/communication/nccl_env_vars: 'LL128 ... typically performs worse on "
-                    "Slingshot'). Host CPU Grace (Arm): NCCL's getNetOverhead charges it 1 us, and the host launch "
-                    "takes the Intel hosts' fitted values, assumed. Fabric: Slingshot's dragonfly is not modelled: "
-                    "one non-blocking switch, 0.35 us assumed. Checked, not fitted: CSCS's all-reduce table of 2 "
-                    "nodes x 4 GH200 (docs/calibration.md). {} {} {}",
-                    kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
-        HostCpu::Arm);
-    c.nccl.protos = NcclPins::LL | NcclPins::Simple;
-    c.nccl.source = "CSCS's NCCL environment for Slingshot: NCCL_PROTO=^LL128";
-    out.push_back(c);
-  }
+  for (auto& c : hpc_presets()) out.push_back(std::move(c));
   {
     auto n = nics(8, 200, 1.5 * us, "ib");
     out.push_back(make(
@@ -427,6 +406,8 @@ const Aliases& preset_aliases() {
       {"dgx-h100", "dgx-h100-ib400"}, {"dgx-a100", "dgx-a100-ib200"}, {"dgx-h200", "dgx-h200-ib400"},
       {"dgx-b200", "dgx-b200-ib400"}, {"hgx-h800", "hgx-h800-ib400"}, {"a4-highgpu-8g", "gcp-a4-high"},
       {"nvl72", "gb200-nvl72"},      {"alps", "alps-gh200"},   {"cscs-alps", "alps-gh200"},
+      {"perlmutter", "perlmutter-a100"}, {"nersc-perlmutter", "perlmutter-a100"}, {"juwels", "juwels-booster"},
+      {"jupiter", "jupiter-booster"},
       {"dgx-gb200", "gb200-nvl72"},
       {"p5e", "aws-p5e"},          {"p5e.48xlarge", "aws-p5e"},   {"a3-highgpu-8g", "gcp-a3-high"},
       {"a3-megagpu-8g", "gcp-a3-mega"}, {"a3-ultragpu-8g", "gcp-a3-ultra"}, {"nd-h100-v5", "azure-nd-h100-v5"},
