@@ -218,12 +218,15 @@ class Builder {
                         : tp.row                   ? (attention ? TpSite::AttentionOut : TpSite::MlpOut)
                                                    : TpSite::None;
     if (fp8) float8_casts(p.fwd, name, i, o, false, cast_input, tp);
+    // autocast's weight cast: reads the fp32 weight, writes its 16-bit copy.
+    if (impl_.autocast_casts) mem(p.fwd, name + " autocast weight cast", (4 + e_) * i * o);
     gemm(p.fwd, name, T_, o, i, fp8);
     p.fwd.back().tp_site = site;
     if (fp8) float8_casts(p.bwd, name, i, o, true, cast_input, tp);
     gemm(p.bwd, name + " dgrad", T_, i, o, fp8);
     if (tp.row) p.bwd.back().tp_site = site;
     gemm(p.bwd, name + " wgrad", o, i, T_, fp8);
+    if (impl_.autocast_casts) mem(p.bwd, name + " autocast weight grad cast", (e_ + 4) * i * o);
     // The bias add rides in the GEMM's epilogue; its gradient is a reduction over the tokens.
     const bool biased = bias == Bias::Qkv ? detail::qkv_biased(m_) : bias == Bias::Block && m_.bias;
     if (biased) mem(p.bwd, name + " bias grad", e_ * T_ * o);

@@ -142,6 +142,10 @@ struct Implementation {
   // float8 (torchao's enable_fsdp_float8_all_gather), one byte per parameter, and skips their casts.
   bool float8_linears = false;
   bool float8_all_gather = false;
+  // torch.autocast over fp32 parameters: each Linear's forward casts its fp32 weight to 16 bits
+  // (autocast's cast cache lives for one forward, so a checkpointed block's re-run casts again) and
+  // its backward casts the weight's 16-bit gradient back to fp32 for the fp32 parameter.
+  bool autocast_casts = false;
   // How a tensor-parallel model was planned (training.tp_plan). Torchtitan: each attention and MLP
   // gathers its sequence-sharded input once for all its column-parallel Linears (PrepareModuleInput),
   // the embedding's output is reduce-scattered and the loss runs on each rank's vocabulary slice

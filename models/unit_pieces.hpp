@@ -198,6 +198,19 @@ inline UnitPiece linear(const Ctx& c, std::string name, UnitKind kind, int layer
   return p;
 }
 
+// torch.autocast over fp32 parameters, on a piece once its own traffic is set: its Linear (gemm / 2T
+// weights) casts the weight to 16 bits in forward, and the matmul keeps that copy for its dgrad (a
+// checkpointed block drops it with the rest); the backward casts the weight's gradient back to fp32
+// (kernel_builder.hpp's linear, kernel for kernel).
+inline void autocast_casts(const Ctx& c, UnitPiece& p) {
+  if (!c.impl.autocast_casts || !(p.gemm > 0)) return;
+  const double w = p.gemm / (2 * c.tokens);
+  p.mem_fwd += (4 + c.e) * w;
+  p.mem_bwd += (c.e + 4) * w;
+  p.act += c.e * w;
+  p.kf += 1, p.kb += 1;
+}
+
 // Adds `n` element-wise kernels each way to a piece.
 inline void elementwise(UnitPiece& p, int n) { p.kf += n, p.kb += n; }
 
@@ -353,6 +366,7 @@ inline UnitPiece head(const Ctx& c) {
     p.act += c.impl.compiled_loss ? 0 : c.e * TV;
     p.kf += 3, p.kb += 3;
   }
+  autocast_casts(c, p);  // the head's weight (the embedding's, when tied) cast as every Linear's is
   return p;
 }
 

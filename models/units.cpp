@@ -111,6 +111,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
   std::vector<double> work(m.layers, 0.0);        // a block's largest set of gradients in flight
   for (int i = 0; i < m.layers; ++i) {
     auto pieces = layer_pieces(c, i);
+    for (auto& p : pieces) autocast_casts(c, p);
     for (const auto& p : pieces) work[i] = std::max(work[i], p.work);
     if (shape.activation_checkpointing && shape.impl.selective_op) {
       // torchtitan's op-level policy (_custom_policy in its activation checkpointing): every block
@@ -145,8 +146,10 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
     } else if (shape.impl.compiled) {
       const double h = m.hidden, q = double(detail::q_dim(m)), kv = double(kv_dim(m)), f = double(m.ffn);
       const double stats = (m.norm == Norm::RMSNorm ? 4.0 : 8.0) * c.tokens;
-      const double kept = (h + h + (q + 2 * kv) + q + (m.gated_mlp ? 2 * f : f)) * c.elem + 2 * stats +
-                          4.0 * m.heads * c.tokens;
+      double kept = (h + h + (q + 2 * kv) + q + (m.gated_mlp ? 2 * f : f)) * c.elem + 2 * stats +
+                    4.0 * m.heads * c.tokens;
+      if (shape.impl.autocast_casts)  // and autocast's 16-bit weight copies, which the matmuls' dgrads read
+        for (const auto& p : pieces) kept += c.e * p.gemm / (2 * c.tokens);
       double eager = 0;
       for (const auto& p : pieces) eager += p.act;
       if (eager > 0)

@@ -53,7 +53,7 @@ std::string kernel_table(const sim::StepSetup& setup) {
                                 t.seq_len, gpu.name, sim::compute_model_description(gpu));
   if (!prof) return out + "no kernel profile: every unit is timed by the datasheet roofline, kernel by kernel it is not\n";
   auto seconds = [&](const models::Kernel& k) {  // the call sim::unit_compute makes for each kernel
-    return prof->kernel_seconds(k, t.impl.attention, t.param_dtype, t.tf32);
+    return prof->kernel_seconds(k, t.impl.attention, t.compute_dtype(), t.tf32);
   };
 
   // Units of one kind share one kernel list: print each list once, with the units it serves.

@@ -163,6 +163,11 @@ std::string heading(const Scenario& s, const Point& p) {
     out += fmt::format("  context parallel over {} GPUs of a node: each holds 1/{} of every sequence (load-balanced "
                        "chunks), its attention gathering the whole sequence's K and V\n",
                        t.context_parallel, t.context_parallel);
+  if (t.autocast)
+    out += fmt::format("  torch.autocast {}: fp32 parameters gathered, matmuls and activations in {}, each Linear's "
+                       "weight cast every forward and its gradient back (the fp32 residual stream and norms are "
+                       "counted at {} too: docs/fsdp-semantics.md)\n",
+                       sim::to_string(*t.autocast), sim::to_string(*t.autocast), sim::to_string(*t.autocast));
   if (t.impl.float8_linears)
     out += fmt::format("  float8 Linears (torchao tensorwise), their weights all-gathered in {}\n",
                        t.impl.float8_all_gather ? "float8" : sim::to_string(t.param_dtype));

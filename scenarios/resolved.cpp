@@ -122,6 +122,7 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   k.put("no_sync", yaml_flag(t.no_sync));
   k.put("param_dtype", sim::to_string(t.param_dtype));
   k.put("reduce_dtype", sim::to_string(t.reduce_dtype));
+  if (t.autocast) k.put("autocast", sim::to_string(*t.autocast), "matmuls and activations under torch.autocast");
   k.put("master_dtype", sim::to_string(t.master_dtype), "sharded parameters, gradients and AdamW moments");
   k.put("optimizer", t.optimizer == sim::Training::Optimizer::Fused ? "fused" : "foreach", "AdamW's implementation");
   if (t.impl.selective_op)

@@ -16,7 +16,7 @@ namespace {
 const std::vector<std::string> kTrainingKeys = {
     "framework",         "fsdp",          "api",          "sharding",          "hybrid_shard_gpus",
     "wrap",              "micro_batch",   "seq_len",      "grad_accumulation", "global_batch",
-    "no_sync",           "param_dtype",   "reduce_dtype", "master_dtype", "optimizer", "activation_checkpointing", "checkpoint_early_stop",
+    "no_sync",           "param_dtype",   "reduce_dtype", "autocast", "master_dtype", "optimizer", "activation_checkpointing", "checkpoint_early_stop",
     "selective_op_recomputes_attention",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
@@ -27,6 +27,25 @@ const std::vector<std::string> kTrainingKeys = {
 sim::Dtype load_dtype(const Input& in) {
   const auto s = in.as_choice({"bf16", "fp16", "fp32"});
   return s == "bf16" ? sim::Dtype::BF16 : s == "fp16" ? sim::Dtype::FP16 : sim::Dtype::FP32;
+}
+
+// torch.autocast over fp32 FSDP parameters (sim::Training::autocast), after every other key: it
+// needs param_dtype fp32 and is not modelled beside float8 Linears or model parallelism.
+void load_autocast(const Input& in, sim::Training& t) {
+  const auto v = in.find("autocast");
+  if (!v) return;
+  const auto s = v->as_choice({"bf16", "fp16", "none"});
+  if (s == "none") return;
+  if (t.param_dtype != sim::Dtype::FP32)
+    v->fail(fmt::format("autocast casts fp32 parameters to 16 bits; with param_dtype {} FSDP already gathers them "
+                        "in 16 bits: drop autocast, or set param_dtype: fp32 (Lightning's bf16-mixed)",
+                        sim::to_string(t.param_dtype)));
+  if (t.tf32) v->fail("tf32 speeds fp32 matmuls; under autocast they run in 16 bits: drop tf32 or autocast");
+  if (t.impl.float8_linears) v->fail("autocast with float8 Linears is not modelled");
+  if (t.tensor_parallel > 1 || t.context_parallel > 1 || t.pipeline_parallel > 1)
+    v->fail("autocast with tensor, context or pipeline parallelism is not modelled");
+  t.autocast = s == "bf16" ? sim::Dtype::BF16 : sim::Dtype::FP16;
+  t.impl.autocast_casts = true;
 }
 
 // Pipeline parallelism as torchtitan runs torch.distributed.pipelining (sim/pipeline.hpp): its
@@ -293,6 +312,7 @@ sim::Training load_training(const Input& in) {
     if (auto v = h->find("hook")) t.host.hook_s = v->as_seconds();
   }
   if (auto v = in.find("allocator_fragmentation")) t.allocator_fragmentation = v->as_non_negative();
+  load_autocast(in, t);
   return t;
 }
 

@@ -194,7 +194,7 @@ UnitCompute unit_compute(const StepSetup& setup, int u) {
   const auto& t = setup.training;
   const auto& unit = setup.units[std::size_t(u)];
   const double issue = host_cost(setup).kernel_issue_s;
-  UnitCompute c = unit_compute(unit, setup.cluster.gpu, t.param_dtype, t.tf32, t.impl.attention, issue);
+  UnitCompute c = unit_compute(unit, setup.cluster.gpu, t.compute_dtype(), t.tf32, t.impl.attention, issue);
   // FSDP1 hands the module views of its flat parameter (FlatParamHandle._get_unflat_views: split,
   // then view); autograd's backward of that split concatenates the parameters' gradients into the
   // flat gradient, one copy of the unit's parameters in their dtype on the compute stream.
@@ -218,8 +218,8 @@ UnitCompute unit_compute(const StepSetup& setup, int u) {
           if (k.kind != models::KernelKind::Gemm || k.tp_site == models::TpSite::None) continue;
           models::Kernel chunk = k;
           chunk.m = k.m / chunks;
-          const double chunked = chunks * prof->kernel_seconds(chunk, t.impl.attention, t.param_dtype, t.tf32);
-          chunking[pass] += chunked - prof->kernel_seconds(k, t.impl.attention, t.param_dtype, t.tf32);
+          const double chunked = chunks * prof->kernel_seconds(chunk, t.impl.attention, t.compute_dtype(), t.tf32);
+          chunking[pass] += chunked - prof->kernel_seconds(k, t.impl.attention, t.compute_dtype(), t.tf32);
           extra_launches[pass] += int(chunks) - 1;
           gemms.at(k.pass, k.tp_site) += chunked;
         }

@@ -225,7 +225,7 @@ StepResult simulate_pipeline(const StepSetup& setup, const std::function<StepRes
   // A pipeline of p stages (each t x c GPUs) trains on m micro-batches a step.
   const double tokens = double(t.micro_batches_per_step()) * t.micro_batch * setup.seq_len() / t.gpus_per_replica();
   out.tokens_per_s_per_gpu = tokens / out.step_time_s;
-  const double peak_flops_s = peak_flops(setup.cluster.gpu, t.param_dtype, t.tf32);
+  const double peak_flops_s = peak_flops(setup.cluster.gpu, t.compute_dtype(), t.tf32);
   out.mfu = out.tokens_per_s_per_gpu * kernel_flops_per_token(setup) / peak_flops_s;
   out.mfu_megatron = out.tokens_per_s_per_gpu * models::model_flops_per_token(setup.model, setup.seq_len()) / peak_flops_s;
   out.pipeline = fmt::format(

@@ -94,7 +94,7 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
   models::TrainingShape shape;
   shape.micro_batch = training.micro_batch;
   shape.seq_len = s.seq_len();
-  shape.activation_bytes = bytes_of(training.param_dtype);
+  shape.activation_bytes = bytes_of(training.compute_dtype());
   shape.activation_checkpointing = training.activation_checkpointing;
   shape.impl = training.impl;
   shape.tensor_parallel = training.tensor_parallel;

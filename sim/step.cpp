@@ -139,7 +139,7 @@ StepResult summarize(const StepSetup& setup, Schedule schedule, Replay replay) {
   const double tokens = double(setup.training.micro_batch) * setup.seq_len() *
                         setup.training.micro_batches_per_step() / setup.training.gpus_per_replica();
   r.tokens_per_s_per_gpu = end > 0 ? tokens / end : 0;
-  const double peak = peak_flops(setup.cluster.gpu, setup.training.param_dtype, setup.training.tf32);
+  const double peak = peak_flops(setup.cluster.gpu, setup.training.compute_dtype(), setup.training.tf32);
   r.mfu = r.tokens_per_s_per_gpu * kernel_flops_per_token(setup) / peak;
   r.mfu_megatron = r.tokens_per_s_per_gpu * models::model_flops_per_token(setup.model, setup.seq_len()) / peak;
   r.memory = estimate_memory(setup, schedule, replay, end);

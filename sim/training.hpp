@@ -6,6 +6,7 @@
 
 #include "models/model.hpp"
 
+#include <optional>
 #include <string>
 
 namespace tagcsim::sim {
@@ -90,6 +91,12 @@ struct Training {
   bool reshard_after_backward = true;
   Dtype param_dtype = Dtype::BF16;  // all-gathered parameters and compute
   Dtype reduce_dtype = Dtype::FP32; // reduce-scatter of gradients
+  // torch.autocast over fp32 parameters (Lightning's bf16-mixed and 16-mixed with FSDP, whose
+  // FSDPPrecision gathers fp32 and reduces in 16 bits; llama-recipes' bfSixteen_mixed): the matmuls
+  // and the activations in this dtype, FSDP's all-gathers in param_dtype, and each Linear casting its
+  // weight (impl.autocast_casts). Unset: no autocast, compute in param_dtype.
+  std::optional<Dtype> autocast;
+  Dtype compute_dtype() const { return autocast ? *autocast : param_dtype; }
   // What the sharded parameters, their gradients and AdamW's two moments are kept in: fp32 (mixed
   // precision's master weights), or bf16 when the model is cast before it is wrapped
   // (model.to(torch.bfloat16)), as some training loops do.

@@ -2,6 +2,7 @@
 // the API and its settings, each framework's defaults, torchtitan's fully_shard
 // layout, and what the units tell the host and the memory estimate
 // (docs/fsdp-semantics.md).
+#include "models/kernel_list.hpp"
 #include "models/model.hpp"
 #include "scenarios/report.hpp"
 #include "scenarios/resolved.hpp"
@@ -307,4 +308,73 @@ TEST_CASE("checkpoint_early_stop: on by default, resolves to itself, and off re-
   const auto compute = [](const scenarios::Scenario& s) { return scenarios::run(s).at(0).step.breakdown.compute_s; };
   CHECK(compute(off) > compute(on));
   CHECK_THROWS_AS(parse("  activation_checkpointing: true\n  checkpoint_early_stop: maybe\n"), InputError);
+}
+
+TEST_CASE("autocast: fp32 parameters gathered, each Linear's weight cast to bf16 and its gradient back") {
+  // Lightning's bf16-mixed with FSDP: param_dtype fp32, reduce_dtype bf16, the step under autocast.
+  const auto lightning = parse("  param_dtype: fp32\n  reduce_dtype: bf16\n  autocast: bf16\n");
+  const auto pure = parse("  param_dtype: bf16\n  reduce_dtype: bf16\n");
+  const auto& t = training(lightning);
+  REQUIRE(t.autocast);
+  CHECK(t.compute_dtype() == Dtype::BF16);
+  CHECK(t.impl.autocast_casts);
+  CHECK_FALSE(training(pure).autocast);
+  // A Llama 3.1 8B block's seven Linears (no biases): 4096 x (4096 + 1024 + 1024 + 4096) attention
+  // and 3 x 4096 x 14336 MLP weights, 218,103,808 in all.
+  const auto& block = lightning.points.at(0).setup.units.at(1);
+  const auto& plain = pure.points.at(0).setup.units.at(1);
+  REQUIRE(block.kind == models::UnitKind::Block);
+  const double weights = 4096.0 * (4096 + 1024 + 1024 + 4096) + 3 * 4096.0 * 14336;
+  CHECK(double(block.attention_params + block.mlp_params) == weights);
+  auto casts = [](const std::vector<models::Kernel>& ks, const std::string& what, double& bytes) {
+    int n = 0;
+    bytes = 0;
+    for (const auto& k : ks)
+      if (k.op.find(what) != std::string::npos) ++n, bytes += k.bytes;
+    return n;
+  };
+  double fwd_bytes = 0, bwd_bytes = 0;
+  // Forward: one cast per Linear, reading 4 and writing 2 bytes a weight; backward: the gradient's
+  // cast back, reading 2 and writing 4.
+  CHECK(casts(block.kernels->forward, "autocast weight cast", fwd_bytes) == 7);
+  CHECK(fwd_bytes == doctest::Approx(6 * weights));
+  CHECK(casts(block.kernels->backward, "autocast weight grad cast", bwd_bytes) == 7);
+  CHECK(bwd_bytes == doctest::Approx(6 * weights));
+  CHECK(casts(plain.kernels->forward, "autocast", fwd_bytes) == 0);
+  // The bf16 copies stay with the matmuls for their dgrad: 2 bytes a weight more activations than a
+  // run whose parameters are gathered in bf16 (the same bf16 activations otherwise).
+  CHECK(block.activation_bytes - plain.activation_bytes == doctest::Approx(2 * weights));
+  CHECK(block.forward_kernels - plain.forward_kernels == 7);
+  // torch.compile keeps the copies too: they are what the dgrads read.
+  const auto compiled = [&](const char* dtypes) {
+    return parse(std::string("  compile: true\n") + dtypes).points.at(0).setup.units.at(1).activation_bytes;
+  };
+  CHECK(compiled("  param_dtype: fp32\n  autocast: bf16\n") - compiled("  param_dtype: bf16\n") ==
+        doctest::Approx(2 * weights));
+  // The all-gathers move fp32: twice the bytes of the bf16-gathered run, over the same schedule.
+  const auto a = scenarios::run(lightning).at(0).step.collectives.at("all_gather");
+  const auto b = scenarios::run(pure).at(0).step.collectives.at("all_gather");
+  CHECK(a.count == b.count);
+  CHECK(a.bytes == doctest::Approx(2 * b.bytes));
+  // A checkpointed block re-runs its forward, casts included, but the MLP's down projection (early stop).
+  const auto ckpt = parse("  param_dtype: fp32\n  autocast: bf16\n  activation_checkpointing: true\n");
+  CHECK(casts(ckpt.points.at(0).setup.units.at(1).kernels->backward, "autocast weight cast", fwd_bytes) == 6);
+  // The resolved scenario says it and loads back to the same.
+  const std::string yaml = scenarios::resolved_yaml(lightning);
+  CHECK(yaml.find("autocast: bf16") != std::string::npos);
+  CHECK(scenarios::parse_scenario(yaml, "resolved.yaml").points.at(0).setup.training.autocast == Dtype::BF16);
+}
+
+TEST_CASE("bad input: autocast over 16-bit parameters, or beside what it is not modelled with") {
+  CHECK_THROWS_WITH_AS(parse("  autocast: bf16\n"),
+                       doctest::Contains("t.yaml:7: training.autocast: autocast casts fp32 parameters to 16 bits; "
+                                         "with param_dtype bf16"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse("  param_dtype: fp32\n  autocast: fp32\n"), doctest::Contains("t.yaml:8: training.autocast"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse("  param_dtype: fp32\n  tf32: true\n  autocast: bf16\n"),
+                       doctest::Contains("t.yaml:9: training.autocast: tf32 speeds fp32 matmuls"), InputError);
+  CHECK_THROWS_WITH_AS(parse("  param_dtype: fp32\n  float8: true\n  autocast: bf16\n"),
+                       doctest::Contains("t.yaml:9: training.autocast: autocast with float8 Linears"), InputError);
+  CHECK_FALSE(training(parse("  param_dtype: fp32\n  autocast: none\n")).autocast);
 }
