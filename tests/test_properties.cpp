@@ -45,15 +45,18 @@ Drawn draw(test::Rng& rng, int k) {
   const char* sharding[] = {"full_shard", "shard_grad_op", "hybrid_shard"};
   const char* checkpointing[] = {"false", "true", "0.5"};
   const char* policies[] = {"[fsdp]", "[fsdp, tagc-batched]", "[fsdp, tagc, lhc]"};
+  const char* precisions[] = {"param_dtype: bf16, reduce_dtype: fp32", "param_dtype: bf16, reduce_dtype: bf16",
+                              "param_dtype: fp32, reduce_dtype: bf16, autocast: bf16"};
   Drawn d;
   const int mb = pick(micro, rng), seq = pick(seqs, rng), ga = pick(accum, rng);
   d.tokens_per_gpu = mb * seq * ga;
   d.yaml = fmt::format(
       "name: p{}\nmodel: {}\ncluster: {{preset: {}, nodes: {}}}\n"
       "training: {{fsdp: {}, micro_batch: {}, seq_len: {}, grad_accumulation: {}, sharding: {}, "
-      "activation_checkpointing: {}, compile: {}}}\npolicies: {}\n",
+      "activation_checkpointing: {}, compile: {}, {}}}\npolicies: {}\n",
       k, pick(models, rng), pick(clusters, rng), pick(nodes, rng), 1 + rng.below(2), mb, seq, ga,
-      pick(sharding, rng), pick(checkpointing, rng), rng.below(2) ? "true" : "false", pick(policies, rng));
+      pick(sharding, rng), pick(checkpointing, rng), rng.below(2) ? "true" : "false", pick(precisions, rng),
+      pick(policies, rng));
   return d;
 }
 
