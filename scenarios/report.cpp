@@ -164,10 +164,10 @@ std::string heading(const Scenario& s, const Point& p) {
                        "chunks), its attention gathering the whole sequence's K and V\n",
                        t.context_parallel, t.context_parallel);
   if (t.autocast)
-    out += fmt::format("  torch.autocast {}: fp32 parameters gathered, matmuls and activations in {}, each Linear's "
+    out += fmt::format("  torch.autocast {0}: fp32 parameters gathered, matmuls and activations in {0}, each Linear's "
                        "weight cast every forward and its gradient back (the fp32 residual stream and norms are "
-                       "counted at {} too: docs/fsdp-semantics.md)\n",
-                       sim::to_string(*t.autocast), sim::to_string(*t.autocast), sim::to_string(*t.autocast));
+                       "counted at {0} too: docs/fsdp-semantics.md)\n",
+                       sim::to_string(*t.autocast));
   if (t.impl.float8_linears)
     out += fmt::format("  float8 Linears (torchao tensorwise), their weights all-gathered in {}\n",
                        t.impl.float8_all_gather ? "float8" : sim::to_string(t.param_dtype));
