@@ -22,7 +22,7 @@ class Builder {
   Builder(const TransformerConfig& m, const TrainingShape& shape)
       : m_(m), impl_(shape.impl), s_(shape.seq_len > 0 ? shape.seq_len : m.seq_len), cp_(shape.context_parallel),
         b_(shape.micro_batch), T_(double(shape.micro_batch) * s_ / cp_), e_(shape.activation_bytes),
-        Tsp_(T_ / shape.tensor_parallel), tp_(shape.tensor_parallel) {}
+        r_(shape.impl.autocast_casts ? 4 : e_), Tsp_(T_ / shape.tensor_parallel), tp_(shape.tensor_parallel) {}
 
   // The sliding window the next blocks' attention keeps to (0: none); the math path computes the
   // whole score matrix and masks it, so only the flash-style kernels skip what is outside it.
@@ -107,21 +107,22 @@ class Builder {
   // --- outside the blocks ---
   KernelPiece token_embedding() {
     KernelPiece p;
+    // In the parameters' dtype: under autocast the fp32 weight gives an fp32 residual stream.
     const double h = m_.hidden, V = double(m_.vocab);
-    mem(p.fwd, "embedding", 2 * e_ * T_ * h);
-    mem(p.bwd, "embedding bwd zero", e_ * V * h);
+    mem(p.fwd, "embedding", 2 * r_ * T_ * h);
+    mem(p.bwd, "embedding bwd zero", r_ * V * h);
     mem(p.bwd, "embedding bwd sort", 16 * T_, 3);
-    mem(p.bwd, "embedding bwd scatter", 2 * e_ * T_ * h);
-    if (m_.tied_embeddings) mem(p.bwd, "tied grad accumulate", 3 * e_ * V * h);
+    mem(p.bwd, "embedding bwd scatter", 2 * r_ * T_ * h);
+    if (m_.tied_embeddings) mem(p.bwd, "tied grad accumulate", 3 * r_ * V * h);
     return p;
   }
   KernelPiece position_embedding() {
     KernelPiece p;
     const double h = m_.hidden, P = m_.learned_positions;
-    mem(p.fwd, "position embedding", 2 * e_ * s_ * h);
-    mem(p.fwd, "add positions", 3 * e_ * T_ * h);
-    mem(p.bwd, "positions grad sum", e_ * (T_ + s_) * h);
-    mem(p.bwd, "position embedding bwd", e_ * P * h + 2 * e_ * s_ * h, 2);
+    mem(p.fwd, "position embedding", 2 * r_ * s_ * h);
+    mem(p.fwd, "add positions", 3 * r_ * T_ * h);
+    mem(p.bwd, "positions grad sum", r_ * (T_ + s_) * h);
+    mem(p.bwd, "position embedding bwd", r_ * P * h + 2 * r_ * s_ * h, 2);
     return p;
   }
   KernelPiece head() {  // final norm, output projection, loss
@@ -218,8 +219,13 @@ class Builder {
                         : tp.row                   ? (attention ? TpSite::AttentionOut : TpSite::MlpOut)
                                                    : TpSite::None;
     if (fp8) float8_casts(p.fwd, name, i, o, false, cast_input, tp);
-    // autocast's weight cast: reads the fp32 weight, writes its 16-bit copy.
+    // autocast's weight cast: reads the fp32 weight, writes its 16-bit copy. A Linear reading a
+    // norm's fp32 output casts that too, each Linear its own copy (autocast caches only leaf
+    // tensors' casts; a compiled block makes one copy, inside the norm's kernel); backward casts
+    // the input's gradient back to fp32.
+    const bool casts_input = impl_.autocast_casts && !impl_.compiled && reads_norm(name);
     if (impl_.autocast_casts) mem(p.fwd, name + " autocast weight cast", (4 + e_) * i * o);
+    if (casts_input) mem(p.fwd, name + " autocast input cast", (4 + e_) * T_ * i);
     gemm(p.fwd, name, T_, o, i, fp8);
     p.fwd.back().tp_site = site;
     if (fp8) float8_casts(p.bwd, name, i, o, true, cast_input, tp);
@@ -227,6 +233,7 @@ class Builder {
     if (tp.row) p.bwd.back().tp_site = site;
     gemm(p.bwd, name + " wgrad", o, i, T_, fp8);
     if (impl_.autocast_casts) mem(p.bwd, name + " autocast weight grad cast", (e_ + 4) * i * o);
+    if (casts_input) mem(p.bwd, name + " autocast input grad cast", (e_ + 4) * T_ * i);
     // The bias add rides in the GEMM's epilogue; its gradient is a reduction over the tokens.
     const bool biased = bias == Bias::Qkv ? detail::qkv_biased(m_) : bias == Bias::Block && m_.bias;
     if (biased) mem(p.bwd, name + " bias grad", e_ * T_ * o);
@@ -296,42 +303,49 @@ class Builder {
       mem(p.bwd, name + " weight grad", 2 * e_ * T_ * width);
       return;
     }
-    rms_norm_eager(p, name, T_ * width, T_ * heads);
+    rms_norm_eager(p, name, T_ * width, T_ * heads, e_);
   }
 
+  // A norm on the residual stream (r_ bytes an element: fp32 under autocast, whose fp32 embedding
+  // output promotes every residual add, and layer_norm is on its fp32 list).
   void norm(KernelPiece& p, const std::string& name) {
     const double n = Tsp_ * h();
     if (impl_.compiled) {
-      // Fused with the residual add before it (the stream and the block's input in, both out).
-      mem(p.fwd, name, 4 * e_ * n);
-      mem(p.bwd, name + " bwd", 4 * e_ * n);
-      mem(p.bwd, name + " weight grad", 2 * e_ * n);
+      // Fused with the residual add before it: the stream and the sub-block's output in, the
+      // stream and the normalized input of the next Linears out (16-bit: autocast's cast fused).
+      mem(p.fwd, name, (2 * r_ + 2 * e_) * n);
+      mem(p.bwd, name + " bwd", (3 * r_ + e_) * n);
+      mem(p.bwd, name + " weight grad", (r_ + e_) * n);
       return;
     }
     if (m_.norm == Norm::LayerNorm) {
-      mem(p.fwd, name, 2 * e_ * n);
-      mem(p.bwd, name + " bwd", 3 * e_ * n);
-      mem(p.bwd, name + " weight grad", 2 * e_ * n);
+      mem(p.fwd, name, 2 * r_ * n);
+      mem(p.bwd, name + " bwd", 3 * r_ * n);
+      mem(p.bwd, name + " weight grad", 2 * r_ * n);
       return;
     }
-    rms_norm_eager(p, name, n, Tsp_);
+    rms_norm_eager(p, name, n, Tsp_, r_);
   }
 
   // RMSNorm as the Python reference implementations write it, op by op in fp32, over n elements
-  // in `rows` rows.
-  void rms_norm_eager(KernelPiece& p, const std::string& name, double n, double rows) {
-    mem(p.fwd, name + " to fp32", (e_ + 4) * n);
+  // in `rows` rows of `in` bytes an element: from 16 bits it casts to fp32 and back (x.float(),
+  // type_as(x)); an fp32 input (the stream under autocast) skips both casts, and its weight
+  // product runs in fp32.
+  void rms_norm_eager(KernelPiece& p, const std::string& name, double n, double rows, double in) {
+    const bool cast = in != 4;
+    const double y = cast ? e_ : 4;  // the weight product's element
+    if (cast) mem(p.fwd, name + " to fp32", (e_ + 4) * n);
     mem(p.fwd, name + " pow", 8 * n);
     mem(p.fwd, name + " mean", 4 * n + 4 * rows);
     mem(p.fwd, name + " add eps", 8 * rows);
     mem(p.fwd, name + " rsqrt", 8 * rows);
     mem(p.fwd, name + " mul", 8 * n + 4 * rows);
-    mem(p.fwd, name + " to bf16", (4 + e_) * n);
-    mem(p.fwd, name + " mul weight", 2 * e_ * n);
-    mem(p.bwd, name + " bwd mul weight", 2 * e_ * n);
-    mem(p.bwd, name + " bwd weight grad mul", 3 * e_ * n);
-    mem(p.bwd, name + " bwd weight grad sum", e_ * n);
-    mem(p.bwd, name + " bwd to fp32", (e_ + 4) * n);
+    if (cast) mem(p.fwd, name + " to bf16", (4 + e_) * n);
+    mem(p.fwd, name + " mul weight", 2 * y * n);
+    mem(p.bwd, name + " bwd mul weight", 2 * y * n);
+    mem(p.bwd, name + " bwd weight grad mul", 3 * y * n);
+    mem(p.bwd, name + " bwd weight grad sum", y * n);
+    if (cast) mem(p.bwd, name + " bwd to fp32", (e_ + 4) * n);
     mem(p.bwd, name + " bwd mul", 8 * n);
     mem(p.bwd, name + " bwd rsqrt grad mul", 12 * n);
     mem(p.bwd, name + " bwd rsqrt grad sum", 4 * n);
@@ -340,13 +354,25 @@ class Builder {
     mem(p.bwd, name + " bwd pow", 8 * n);
     mem(p.bwd, name + " bwd pow mul", 12 * n);
     mem(p.bwd, name + " bwd accumulate", 12 * n);
-    mem(p.bwd, name + " bwd to bf16", (4 + e_) * n);
+    if (cast) mem(p.bwd, name + " bwd to bf16", (4 + e_) * n);
   }
 
+  // The stream plus a sub-block's 16-bit output. Under autocast the sum is fp32, and backward casts
+  // the stream's gradient to the sub-block output's dtype (autograd's engine casts a gradient to
+  // its input's).
   void residual(KernelPiece& p, const std::string& name) {
     if (impl_.compiled) return;  // fused into the next norm
-    mem(p.fwd, name, 3 * e_ * Tsp_ * h());
-    mem(p.bwd, name + " grad accumulate", 3 * e_ * Tsp_ * h());
+    const double n = Tsp_ * h();
+    mem(p.fwd, name, (2 * r_ + e_) * n);
+    mem(p.bwd, name + " grad accumulate", 3 * r_ * n);
+    if (r_ != e_) mem(p.bwd, name + " grad cast", (r_ + e_) * n);
+  }
+
+  // The Linears that read a norm's output (the rest read a 16-bit attention or MLP output).
+  static bool reads_norm(const std::string& name) {
+    for (const char* n : {"attn.qkv", "attn.q", "attn.k", "attn.v", "mlp.gate", "mlp.up", "mlp.fc", "lm_head"})
+      if (name == n) return true;
+    return false;
   }
 
   void rotary(KernelPiece& p, const std::string& name, double width) {
@@ -436,6 +462,7 @@ class Builder {
   int window_ = 0;
   int b_;
   double T_, e_;
+  double r_;    // the residual stream's element (and the fp32 parameters' under autocast): e_, or 4 under autocast
   double Tsp_;  // the tokens of one sequence shard under tensor parallelism: the norms' and residuals'
   int tp_;      // tensor parallelism's degree
 };

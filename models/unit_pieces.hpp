@@ -49,6 +49,10 @@
 //   rotary                                      nothing (the complex product saves the constant
 //                                               frequencies; type_as saves nothing)
 //   residual adds                               nothing
+// Under autocast over fp32 parameters the stream is fp32 (the fp32 embedding output promotes every
+// residual add): a norm keeps its fp32 input and normalized tensor (RMSNorm 8h, LayerNorm 4h) but
+// not its output; each Linear reading it keeps its own e-byte cast (autocast_casts); a checkpointed
+// block keeps its fp32 input (4h).
 // No dropout masks: every modelled run trains at p = 0, where PyTorch allocates none
 // (at::native::dropout returns its input when p is 0, the flash kernels keep no mask). For
 // GPT-2 / MPT (f = 4h, kv = h, LayerNorm) that is 16h elements + 4a bytes per token: the
@@ -171,11 +175,18 @@ struct Ctx {
   bool flash;
   double kv_seen;  // the K and V width the attention kernel keeps (kv, or h when SDPA gets GQA's K, V repeated)
   double sp = 1;   // tensor parallelism's sequence shards: the block norms see tokens / sp of the tokens
+  // The residual stream's element, in bytes over the micro-batch: elem, or 4 a token-element under
+  // autocast over fp32 parameters (the fp32 embedding output promotes every residual add).
+  double stream = 0;
 
+  bool fp32_stream() const { return stream != elem; }
   // What a norm keeps for backward over the micro-batch (the head comment's table); an RMSNorm
-  // over `width` elements a token keeps its fp32 input and its output.
+  // over `width` elements a token keeps its fp32 input and its output. On the fp32 stream under
+  // autocast it keeps its input and its fp32 normalized tensor (the weight product's operand); its
+  // output is not kept: each Linear reading it keeps its own 16-bit cast (autocast_casts).
   double rms_norm_saved(double width) const { return (4 + 2 * e) * width * tokens; }
   double norm_saved() const {
+    if (fp32_stream()) return (m.norm == Norm::RMSNorm ? 8.0 : 4.0) * m.hidden * tokens / sp;
     return (m.norm == Norm::RMSNorm ? rms_norm_saved(m.hidden) : 2 * m.hidden * elem) / sp;
   }
 };
@@ -200,14 +211,24 @@ inline UnitPiece linear(const Ctx& c, std::string name, UnitKind kind, int layer
 
 // torch.autocast over fp32 parameters, on a piece once its own traffic is set: its Linear (gemm / 2T
 // weights) casts the weight to 16 bits in forward, and the matmul keeps that copy for its dgrad (a
-// checkpointed block drops it with the rest); the backward casts the weight's gradient back to fp32
-// (kernel_builder.hpp's linear, kernel for kernel).
+// checkpointed block drops it with the rest); the backward casts the weight's gradient back to fp32.
+// A Linear reading a norm's fp32 output (q, k, v, the MLP's first, the head) casts that input too,
+// keeps its cast for its wgrad and casts its gradient back (eager: a compiled block casts once, in
+// the norm's kernel; kernel_builder.hpp's linear, kernel for kernel).
 inline void autocast_casts(const Ctx& c, UnitPiece& p) {
   if (!c.impl.autocast_casts || !(p.gemm > 0)) return;
   const double w = p.gemm / (2 * c.tokens);
   p.mem_fwd += (4 + c.e) * w;
   p.mem_bwd += (c.e + 4) * w;
   p.act += c.e * w;
+  p.kf += 1, p.kb += 1;
+  const auto k = p.u.kind;
+  if (k != UnitKind::AttentionQKV && k != UnitKind::MlpUp && k != UnitKind::LmHead) return;
+  const double x = c.m.hidden * c.tokens;  // the Linear's input
+  p.act += c.e * x;
+  if (c.impl.compiled) return;
+  p.mem_fwd += (4 + c.e) * x;
+  p.mem_bwd += (c.e + 4) * x;
   p.kf += 1, p.kb += 1;
 }
 
@@ -216,8 +237,8 @@ inline void elementwise(UnitPiece& p, int n) { p.kf += n, p.kb += n; }
 
 // Gemma's norm on a sub-block's output before its residual add: a block norm's traffic and what it keeps.
 inline void post_norm(const Ctx& c, UnitPiece& p) {
-  p.mem_fwd += 2 * c.m.hidden * c.elem / c.sp;
-  p.mem_bwd += 3 * c.m.hidden * c.elem / c.sp;
+  p.mem_fwd += 2 * c.m.hidden * c.stream / c.sp;
+  p.mem_bwd += 3 * c.m.hidden * c.stream / c.sp;
   p.act += c.norm_saved();
   elementwise(p, 1);
 }
@@ -233,8 +254,8 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
 
   if (detail::llama_layout(m)) {
     auto qp = linear(c, pre + "attn.q", UnitKind::AttentionQKV, i, m.hidden, detail::q_dim(m));
-    qp.mem_fwd = (2 * h + 2 * q) * c.elem;  // ln_1, rotary on q
-    qp.mem_bwd = (3 * h + 2 * q) * c.elem;
+    qp.mem_fwd = 2 * h * c.stream + 2 * q * c.elem;  // ln_1, rotary on q
+    qp.mem_bwd = 3 * h * c.stream + 2 * q * c.elem;
     qp.act = c.norm_saved();  // ln_1: its input (an fp32 copy for RMSNorm) and output, the q/k/v input
     elementwise(qp, 2);       // ln_1, rotary on q
     auto k = linear(c, pre + "attn.k", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
@@ -257,8 +278,8 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
     out.push_back(std::move(v));
   } else {
     auto qkv = linear(c, pre + "attn.c_attn", UnitKind::AttentionQKV, i, m.hidden, detail::q_dim(m) + 2 * kv_dim(m));
-    qkv.mem_fwd = 2 * h * c.elem;
-    qkv.mem_bwd = 3 * h * c.elem;
+    qkv.mem_fwd = 2 * h * c.stream;
+    qkv.mem_bwd = 3 * h * c.stream;
     qkv.act = c.norm_saved();  // ln_1: its input and output, the q/k/v input
     elementwise(qkv, 1);       // ln_1
     out.push_back(std::move(qkv));
@@ -269,8 +290,8 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
   // Flash skips the masked tiles (all outside a sliding window too); the math path computes them all.
   o.core = 4.0 * c.tokens * (c.flash ? causal_keys_per_query(c.seq, attention_window(m, i)) : c.seq) * q;
   o.core_bwd = (c.flash ? 2.5 : 2.0) * o.core;
-  o.mem_fwd = (2 * q + 2 * kv + 3 * h + (c.flash ? 0 : 6 * as)) * c.elem;
-  o.mem_bwd = (4 * q + 4 * kv + 3 * h + (c.flash ? 0 : 7 * as)) * c.elem;
+  o.mem_fwd = (2 * q + 2 * kv + (c.flash ? 0 : 6 * as)) * c.elem + 3 * h * c.stream;
+  o.mem_bwd = (4 * q + 4 * kv + (c.flash ? 0 : 7 * as)) * c.elem + 3 * h * c.stream;
   // Q, K, V, the output (the out projection's input), the fp32 log-sum-exp per head; the math
   // path keeps the softmax output too.
   const double kvs = c.kv_seen;
@@ -285,8 +306,8 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
 
   if (m.gated_mlp) {
     auto gate = linear(c, pre + "mlp.gate", UnitKind::MlpUp, i, m.hidden, m.ffn);
-    gate.mem_fwd = (2 * h + 2 * f) * c.elem;  // ln_2, silu
-    gate.mem_bwd = (3 * h + 3 * f) * c.elem;
+    gate.mem_fwd = 2 * h * c.stream + 2 * f * c.elem;  // ln_2, silu
+    gate.mem_bwd = 3 * h * c.stream + 3 * f * c.elem;
     gate.act = c.norm_saved() + 2 * f * c.elem;  // ln_2 (its output is the MLP input), g, silu(g)
     gate.work = (h + 3 * f) * c.elem;             // the block output's, the product's two factors', g's gradients
     elementwise(gate, 2);                 // ln_2, silu
@@ -296,7 +317,7 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
     up.act = f * c.elem;  // u
     elementwise(up, 1);   // silu(g) * u
     auto down = linear(c, pre + "mlp.down", UnitKind::MlpDown, i, m.ffn, m.hidden);
-    down.mem_fwd = down.mem_bwd = 3 * h * c.elem;  // residual
+    down.mem_fwd = down.mem_bwd = 3 * h * c.stream;  // residual
     down.act = f * c.elem;                        // the product
     elementwise(down, 1);                         // residual
     if (m.post_norms) post_norm(c, down);
@@ -305,13 +326,13 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
     out.push_back(std::move(down));
   } else {
     auto fc = linear(c, pre + "mlp.c_fc", UnitKind::MlpUp, i, m.hidden, m.ffn);
-    fc.mem_fwd = (2 * h + 2 * f) * c.elem;  // ln_2, GELU
-    fc.mem_bwd = (3 * h + 3 * f) * c.elem;
+    fc.mem_fwd = 2 * h * c.stream + 2 * f * c.elem;  // ln_2, GELU
+    fc.mem_bwd = 3 * h * c.stream + 3 * f * c.elem;
     fc.act = c.norm_saved() + f * c.elem;  // ln_2 (its output is the MLP input), GELU input
     fc.work = (h + 2 * f) * c.elem;         // the block output's, the GELU output's and input's gradients
     elementwise(fc, 2);             // ln_2, GELU
     auto proj = linear(c, pre + "mlp.c_proj", UnitKind::MlpDown, i, m.ffn, m.hidden);
-    proj.mem_fwd = proj.mem_bwd = 3 * h * c.elem;
+    proj.mem_fwd = proj.mem_bwd = 3 * h * c.stream;
     proj.act = f * c.elem;  // GELU output
     elementwise(proj, 1);               // residual
     if (m.post_norms) post_norm(c, proj);
@@ -324,8 +345,8 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
 inline UnitPiece token_embedding(const Ctx& c) {
   UnitPiece p = named("wte", UnitKind::Embedding, -1);
   p.u.params = p.u.embedding_params = detail::token_embedding_params(c.m);
-  p.mem_fwd = 2.0 * c.m.hidden * c.elem;
-  p.mem_bwd = 3.0 * c.m.hidden * c.elem;
+  p.mem_fwd = 2.0 * c.m.hidden * c.stream;
+  p.mem_bwd = 3.0 * c.m.hidden * c.stream;
   elementwise(p, 1);  // gather; scatter-add of the gradient (its output is kept by block 0)
   return p;
 }
@@ -333,8 +354,8 @@ inline UnitPiece token_embedding(const Ctx& c) {
 inline UnitPiece position_embedding(const Ctx& c) {
   UnitPiece p = named("wpe", UnitKind::PositionEmbedding, -1);
   p.u.params = p.u.embedding_params = detail::position_embedding_params(c.m);
-  p.mem_fwd = 5.0 * c.m.hidden * c.elem;  // gather, add to the token embedding
-  p.mem_bwd = 3.0 * c.m.hidden * c.elem;
+  p.mem_fwd = 5.0 * c.m.hidden * c.stream;  // gather, add to the token embedding
+  p.mem_bwd = 3.0 * c.m.hidden * c.stream;
   elementwise(p, 1);
   p.kf += 1;  // the add to the token embedding
   return p;
@@ -346,8 +367,8 @@ inline UnitPiece head(const Ctx& c) {
   UnitPiece p = named("lm_head", UnitKind::LmHead, -1);
   p.u.params = p.u.embedding_params = detail::lm_head_params(c.m);
   p.gemm = 2.0 * c.tokens * h * V;
-  p.mem_fwd = (2 * h + 2 * V) * c.elem;
-  p.mem_bwd = (3 * h + 2 * V) * c.elem;
+  p.mem_fwd = 2 * h * c.stream + 2 * V * c.elem;
+  p.mem_bwd = 3 * h * c.stream + 2 * V * c.elem;
   p.act = c.norm_saved();  // the final norm (its output is the head's input)
   // The loss's logits: this rank's vocabulary slice, or all of them when the head gathers them
   // (tp_plan: per_linear), which its log-softmax then keeps whole.

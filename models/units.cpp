@@ -103,7 +103,8 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
   // Triton kernel takes them as they are.
   const bool repeated_kv = shape.impl.attention != AttentionKernel::FlashTriton && m.kv_heads < m.heads;
   const Ctx c{m,    shape.impl, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, shape.activation_bytes,
-              flash, double(repeated_kv ? detail::q_dim(m) : detail::kv_dim(m)), double(shape.tensor_parallel)};
+              flash, double(repeated_kv ? detail::q_dim(m) : detail::kv_dim(m)), double(shape.tensor_parallel),
+              tokens * (shape.impl.autocast_casts ? 4.0 : shape.activation_bytes)};
   const std::int64_t norm = detail::norm_params(m);
 
   std::vector<std::vector<Piece>> layers;
@@ -122,7 +123,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
       // last matmul's output (the down projection's, which only the residual add reads). Eager
       // checkpointing stores every MUST_SAVE output.
       const bool keeps_attention = !shape.impl.selective_op_recomputes_attention;
-      double full = 0, saved = m.hidden * c.elem / c.sp;
+      double full = 0, saved = m.hidden * c.stream / c.sp;
       int mm = 0;
       for (auto& p : pieces) {
         const bool unread = shape.impl.compiled && &p == &pieces.back();
@@ -141,12 +142,13 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
       }
     } else if (checkpointed(shape, i)) {
       for (auto& p : pieces) recomputed[i] += p.act, p.act = 0;
-      pieces.front().act = m.hidden * c.elem / c.sp;  // the block input (its sequence shard), kept by the checkpoint
+      pieces.front().act = m.hidden * c.stream / c.sp;  // the block input (its sequence shard), kept by the checkpoint
       rerun_block(pieces, shape.impl.checkpoint_early_stop);
     } else if (shape.impl.compiled) {
       const double h = m.hidden, q = double(detail::q_dim(m)), kv = double(kv_dim(m)), f = double(m.ffn);
       const double stats = (m.norm == Norm::RMSNorm ? 4.0 : 8.0) * c.tokens;
-      double kept = (h + h + (q + 2 * kv) + q + (m.gated_mlp ? 2 * f : f)) * c.elem + 2 * stats +
+      // The block input and the residual after attention are the stream's.
+      double kept = 2 * h * c.stream + ((q + 2 * kv) + q + (m.gated_mlp ? 2 * f : f)) * c.elem + 2 * stats +
                     4.0 * m.heads * c.tokens;
       if (shape.impl.autocast_casts)  // and autocast's 16-bit weight copies, which the matmuls' dgrads read
         for (const auto& p : pieces) kept += c.e * p.gemm / (2 * c.tokens);

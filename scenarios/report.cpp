@@ -165,8 +165,8 @@ std::string heading(const Scenario& s, const Point& p) {
                        t.context_parallel, t.context_parallel);
   if (t.autocast)
     out += fmt::format("  torch.autocast {0}: fp32 parameters gathered, matmuls and activations in {0}, each Linear's "
-                       "weight cast every forward and its gradient back (the fp32 residual stream and norms are "
-                       "counted at {0} too: docs/fsdp-semantics.md)\n",
+                       "weight and input cast every forward and their gradients back, the residual stream and norms "
+                       "in fp32 (docs/fsdp-semantics.md)\n",
                        sim::to_string(*t.autocast));
   if (t.impl.float8_linears)
     out += fmt::format("  float8 Linears (torchao tensorwise), their weights all-gathered in {}\n",

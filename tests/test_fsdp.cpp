@@ -342,15 +342,22 @@ TEST_CASE("autocast: fp32 parameters gathered, each Linear's weight cast to bf16
   CHECK(bwd_bytes == doctest::Approx(6 * weights));
   CHECK(casts(plain.kernels->forward, "autocast", fwd_bytes) == 0);
   // The bf16 copies stay with the matmuls for their dgrad: 2 bytes a weight more activations than a
-  // run whose parameters are gathered in bf16 (the same bf16 activations otherwise).
-  CHECK(block.activation_bytes - plain.activation_bytes == doctest::Approx(2 * weights));
-  CHECK(block.forward_kernels - plain.forward_kernels == 7);
-  // torch.compile keeps the copies too: they are what the dgrads read.
+  // run whose parameters are gathered in bf16, and 2 bytes a token-element for each of the five
+  // Linears that cast a norm's output (q, k, v, gate, up: 2048 tokens x 4096). The norms keep 8
+  // bytes a token-element either way: bf16, the fp32 input and two bf16 outputs; autocast, the input
+  // and the normalized tensor, both fp32.
+  const double x = 2048.0 * 4096;
+  CHECK(block.activation_bytes - plain.activation_bytes == doctest::Approx(2 * weights + 5 * 2 * x));
+  // 7 weight casts and 5 input casts more (the unit's count, where a norm is one kernel; its
+  // kernel list drops the RMSNorms' casts, below).
+  CHECK(block.forward_kernels - plain.forward_kernels == 7 + 5);
+  // torch.compile keeps the weight copies too (what the dgrads read), and its two stream tensors
+  // (the block input, the residual after attention) in fp32.
   const auto compiled = [&](const char* dtypes) {
     return parse(std::string("  compile: true\n") + dtypes).points.at(0).setup.units.at(1).activation_bytes;
   };
   CHECK(compiled("  param_dtype: fp32\n  autocast: bf16\n") - compiled("  param_dtype: bf16\n") ==
-        doctest::Approx(2 * weights));
+        doctest::Approx(2 * weights + 2 * 2 * x));
   // The all-gathers move fp32: twice the bytes of the bf16-gathered run, over the same schedule.
   const auto a = scenarios::run(lightning).at(0).step.collectives.at("all_gather");
   const auto b = scenarios::run(pure).at(0).step.collectives.at("all_gather");
@@ -363,6 +370,53 @@ TEST_CASE("autocast: fp32 parameters gathered, each Linear's weight cast to bf16
   const std::string yaml = scenarios::resolved_yaml(lightning);
   CHECK(yaml.find("autocast: bf16") != std::string::npos);
   CHECK(scenarios::parse_scenario(yaml, "resolved.yaml").points.at(0).setup.training.autocast == Dtype::BF16);
+}
+
+TEST_CASE("autocast: the residual stream and the norms in fp32, each Linear casting a norm's output itself") {
+  // Llama 3.1 8B, 1 x 2048 tokens: the fp32 embedding output makes every residual add fp32.
+  const auto lightning = parse("  param_dtype: fp32\n  reduce_dtype: bf16\n  autocast: bf16\n");
+  const auto pure = parse("  param_dtype: bf16\n  reduce_dtype: bf16\n");
+  const double x = 2048.0 * 4096;  // token-elements of the stream
+  const auto& block = *lightning.points.at(0).setup.units.at(1).kernels;
+  const auto& plain = *pure.points.at(0).setup.units.at(1).kernels;
+  auto bytes = [](const std::vector<models::Kernel>& ks, const std::string& op, int& n) {
+    double b = 0;
+    n = 0;
+    for (const auto& k : ks)
+      if (k.op == op || (op.back() == '*' && k.op.find(op.substr(0, op.size() - 1)) != std::string::npos))
+        b += k.bytes, ++n;
+    return b;
+  };
+  int n = 0;
+  // q, k, v, gate and up each cast the norm's fp32 output: read 4, write 2 bytes an element.
+  CHECK(bytes(block.forward, "autocast input cast*", n) == doctest::Approx(5 * 6 * x));
+  CHECK(n == 5);
+  CHECK(bytes(block.backward, "autocast input grad cast*", n) == doctest::Approx(5 * 6 * x));
+  CHECK(n == 5);
+  CHECK(bytes(plain.forward, "autocast input cast*", n) == 0);
+  // A residual add reads the fp32 stream and the bf16 sub-block output and writes fp32: 10 bytes,
+  // against 6 in bf16; backward sums fp32 gradients (12) and casts one to bf16 (6).
+  CHECK(bytes(block.forward, "residual 1", n) == doctest::Approx(10 * x));
+  CHECK(bytes(plain.forward, "residual 1", n) == doctest::Approx(6 * x));
+  CHECK(bytes(block.backward, "residual 2 grad accumulate", n) == doctest::Approx(12 * x));
+  CHECK(bytes(block.backward, "residual 2 grad cast", n) == doctest::Approx(6 * x));
+  CHECK(bytes(plain.backward, "residual 2 grad cast", n) == 0);
+  // RMSNorm on an fp32 input: x.float() and type_as(x) launch nothing, the weight product is fp32.
+  CHECK(bytes(block.forward, "ln_1 to fp32", n) == 0);
+  CHECK(bytes(plain.forward, "ln_1 to fp32", n) == doctest::Approx(6 * x));
+  CHECK(bytes(block.forward, "ln_1 mul weight", n) == doctest::Approx(8 * x));
+  CHECK(bytes(plain.forward, "ln_1 mul weight", n) == doctest::Approx(4 * x));
+  // The embedding gathers fp32 rows.
+  CHECK(bytes(lightning.points.at(0).setup.units.at(0).kernels->forward, "embedding", n) == doctest::Approx(8 * x));
+  // A checkpointed block keeps its input, fp32: 2 bytes a token-element more than bf16's.
+  const auto kept = [](const char* dtypes) {
+    return parse(std::string("  activation_checkpointing: true\n") + dtypes).points.at(0).setup.units.at(1).activation_bytes;
+  };
+  CHECK(kept("  param_dtype: fp32\n  autocast: bf16\n") - kept("  param_dtype: bf16\n") == doctest::Approx(2 * x));
+  // Compiled, the casts happen inside the norms' kernels: no kernel of their own.
+  const auto compiled = parse("  compile: true\n  param_dtype: fp32\n  autocast: bf16\n");
+  CHECK(bytes(compiled.points.at(0).setup.units.at(1).kernels->forward, "autocast input cast*", n) == 0);
+  CHECK(bytes(compiled.points.at(0).setup.units.at(1).kernels->forward, "ln_2", n) == doctest::Approx((8 + 4) * x));
 }
 
 TEST_CASE("bad input: autocast over 16-bit parameters, or beside what it is not modelled with") {
