@@ -44,12 +44,15 @@ std::string list(Kind k) {
   std::string out;
   if (k == Kind::Models) {
     out += "model presets (tagcsim show models NAME: every value and its source)\n";
-    out += fmt::format("  {:<18} {:>8} {:>6} {:>6} {:>5} {:>8} {:>6} {:>7} {:>6}  {}\n", "name", "params", "layers",
+    out += fmt::format("  {:<18} {:>8} {:>6} {:>6} {:>5} {:>8} {:>13} {:>7} {:>6}  {}\n", "name", "params", "layers",
                        "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "aliases");
     for (const auto& n : models::preset_names()) {
       const auto m = models::preset(n);
-      out += fmt::format("  {:<18} {:>7.2f}B {:>6} {:>6} {:>5} {:>8} {:>6} {:>7} {:>6}  {}\n", n,
-                         double(models::parameter_count(m)) / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn,
+      // A mixture of experts: its experts x their width, and the experts a token runs.
+      const std::string ffn =
+          m.experts > 0 ? fmt::format("{}x{} top{}", m.experts, m.ffn, m.experts_per_token) : fmt::format("{}", m.ffn);
+      out += fmt::format("  {:<18} {:>7.2f}B {:>6} {:>6} {:>5} {:>8} {:>13} {:>7} {:>6}  {}\n", n,
+                         double(models::parameter_count(m)) / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, ffn,
                          m.vocab, m.seq_len, aliases_for(k, n));
     }
   } else if (k == Kind::Clusters) {

@@ -103,13 +103,20 @@ std::shared_ptr<const UnitKernels> assemble(const std::vector<Piece>& pieces, Re
   return u;
 }
 
-// In units.cpp's order: separate q/k/v for the Llama layout, one fused Linear otherwise.
+// In units.cpp's order: separate q/k/v for the Llama layout, one fused Linear otherwise; a mixture
+// of experts' router and experts in place of the MLP's Linears.
 std::vector<Piece> layer_pieces(Builder& b, const TransformerConfig& m) {
   std::vector<Piece> out;
   if (detail::llama_layout(m))
     out = {b.q(), b.k(), b.v(), b.out()};
   else
     out = {b.qkv_fused(), b.out()};
+  if (detail::moe(m)) {
+    out.push_back(b.router());
+    out.push_back(b.experts_gate_up());
+    out.push_back(b.experts_down());
+    return out;
+  }
   if (m.gated_mlp) {
     out.push_back(b.gate());
     out.push_back(b.up());

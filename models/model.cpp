@@ -45,6 +45,18 @@ void check(const TransformerConfig& m, const Complain& complain) {
              "full_attention_every interleaves full-attention blocks among windowed ones: set sliding_window too");
   if (m.heads % m.kv_heads != 0)
     complain({"kv_heads", "heads"}, fmt::format("{} KV heads do not divide {} heads", m.kv_heads, m.heads));
+  at_least("experts", m.experts, 0);
+  if (m.experts > 0) {
+    if (m.experts < 2) complain({"experts"}, fmt::format("a mixture of experts needs 2 or more experts, got {}", m.experts));
+    if (m.experts_per_token < 1 || m.experts_per_token > m.experts)
+      complain({"experts_per_token", "experts"},
+               fmt::format("expected the experts each token runs, 1 to experts ({}), got {}", m.experts,
+                           m.experts_per_token));
+    if (!m.gated_mlp) complain({"gated_mlp", "experts"}, "experts are SwiGLU MLPs here: set gated_mlp: true");
+    if (m.bias || m.qkv_bias) complain({"bias", "experts"}, "experts with biases are not modelled: set bias: false");
+  } else if (m.experts_per_token != 0) {
+    complain({"experts_per_token", "experts"}, "only a mixture of experts has it: set experts too (0: a dense MLP)");
+  }
   if (m.learned_positions != 0 && m.learned_positions < m.seq_len)
     complain({"seq_len", "learned_positions"},
              fmt::format("seq_len {} is longer than the {} learned positions (set learned_positions >= seq_len, "
@@ -77,7 +89,8 @@ TransformerConfig load_model(const Input& in) {
   if (!in.is_map()) in.fail("expected a preset name or a map with the model's shape (or 'preset' plus overrides)");
   in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn",
                   "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias",
-                  "sliding_window", "full_attention_every", "post_norms", "logit_softcap"});
+                  "sliding_window", "full_attention_every", "post_norms", "logit_softcap", "experts",
+                  "experts_per_token"});
 
   TransformerConfig m;
   const auto preset_key = in.find("preset");
@@ -104,6 +117,8 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("post_norms")) m.post_norms = v->as_bool();
   if (auto v = in.find("logit_softcap")) m.logit_softcap = v->as_bool();
   if (auto v = in.find("ffn")) m.ffn = v->as_int_at_least(1);
+  if (auto v = in.find("experts")) m.experts = read_int(*v, 0);
+  if (auto v = in.find("experts_per_token")) m.experts_per_token = read_int(*v, 0);
   if (auto v = in.find("gated_mlp")) m.gated_mlp = v->as_bool();
   if (auto v = in.find("vocab")) m.vocab = v->as_int_at_least(1);
   if (auto v = in.find("tied_embeddings")) m.tied_embeddings = v->as_bool();
@@ -159,6 +174,10 @@ std::int64_t parameter_count(const TransformerConfig& m) {
          lm_head_params(m);
 }
 
+std::int64_t active_parameter_count(const TransformerConfig& m) {
+  return parameter_count(m) - m.layers * (detail::mlp_params(m) - detail::active_mlp_params(m));
+}
+
 double model_flops_per_token(const TransformerConfig& m, int seq_len) {
   // N counts every weight that takes part in a matmul: the blocks, the final
   // norm and the output projection (for tied models the shared wte, counted
@@ -166,7 +185,8 @@ double model_flops_per_token(const TransformerConfig& m, int seq_len) {
   // lookups are left out. The attention term is PaLM's 12*L*h*s (QK^T and AV, h the q width,
   // forward + backward, with no discount for the causal mask), so MFU figures
   // compare with the published ones even though fsdp_units() halves it.
-  const double n = static_cast<double>(parameter_count(m) - detail::position_embedding_params(m) -
+  // A mixture of experts counts the weights a token uses: the router and its experts_per_token experts.
+  const double n = static_cast<double>(active_parameter_count(m) - detail::position_embedding_params(m) -
                                        (m.tied_embeddings ? 0 : detail::token_embedding_params(m)));
   return 6.0 * n + 12.0 * m.layers * static_cast<double>(detail::q_dim(m)) * seq_len;
 }

@@ -38,13 +38,19 @@ struct TransformerConfig {
   Norm norm = Norm::LayerNorm;
   bool bias = false;               // biases on linear layers
   bool qkv_bias = false;           // biases on q, k and v only (Qwen2, Qwen2.5); `bias` implies them
+  // Mixture of experts (dropless top-k routing, every block): the MLP becomes a router (hidden ->
+  // experts) and `experts` SwiGLU experts, each ffn wide, of which each token runs
+  // experts_per_token. 0 experts: a dense MLP.
+  int experts = 0;
+  int experts_per_token = 0;
   std::string source;              // where the shape comes from (paper, model card)
 };
 
 // Presets: gpt2-124m, gpt2-355m, gpt2-774m, gpt2-1.5b, gpt2-124m-untied (TAGC's 162.6M run),
 // llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, llama3.1-405b,
 // llama3.2-1b, llama3.2-3b, mistral-7b-v0.1, mistral-7b-v0.3, qwen2.5-0.5b ... qwen2.5-72b, qwen3-0.6b ... qwen3-32b,
-// mpt-125m, mpt-350m, mpt-760m, mpt-1b, mpt-3b, mpt-7b, mpt-13b, mpt-30b, mpt-70b.
+// mpt-125m, mpt-350m, mpt-760m, mpt-1b, mpt-3b, mpt-7b, mpt-13b, mpt-30b, mpt-70b; mixtures of experts
+// mixtral-8x7b, qwen3-30b-a3b, qwen3-235b-a22b.
 std::vector<std::string> preset_names();
 // Other names users type for them ("llama3-8b" for llama3.1-8b); preset() takes them too.
 const Aliases& preset_aliases();
@@ -61,6 +67,9 @@ void validate(const TransformerConfig& m, const std::string& what);
 
 // Trainable parameters, as the published counts give them.
 std::int64_t parameter_count(const TransformerConfig& m);
+// Of them, those one token's matmuls use: all of a dense model's; of a mixture of experts, the
+// router and experts_per_token of each block's experts.
+std::int64_t active_parameter_count(const TransformerConfig& m);
 // Model FLOPs per token for the MFU convention of PaLM / nanoGPT at a training sequence of
 // seq_len tokens (which need not be the model's own seq_len):
 // 6 * (non-embedding params + lm_head) + 12 * layers * (heads x head_dim, which is hidden unless the

@@ -76,6 +76,25 @@ TransformerConfig qwen3(const std::string& flavor, int layers, int hidden, int h
   return m;
 }
 
+// Qwen3's mixtures of experts: the dense models' attention (4 KV heads here), every block's MLP a
+// router and 128 SwiGLU experts of which a token runs 8. Shapes as torchtitan's qwen3_configs at
+// b5bcd76 (its MoE configs came after cfb9326).
+TransformerConfig qwen3_moe(const std::string& flavor, int layers, int hidden, int heads, std::int64_t expert_ffn,
+                            const std::string& parameters, const std::string& active) {
+  TransformerConfig m = llama("qwen3-" + lowercase(flavor), layers, hidden, heads, 4, expert_ffn, 151936, 4096,
+                              fmt::format("Qwen Team 2025 (Qwen3 technical report); pytorch/torchtitan "
+                                          "torchtitan/models/qwen3/__init__.py @b5bcd76 qwen3_configs['{}'] (dim {}, "
+                                          "{} layers, {} heads of 128, 4 KV heads, qk_norm, 128 experts of {}, top 8, "
+                                          "vocab 151936, untied; the sequence as the dense presets'): {} parameters, "
+                                          "{} a token uses",
+                                          flavor, hidden, layers, heads, expert_ffn, parameters, active));
+  m.head_dim = 128;
+  m.qk_norm = true;
+  m.experts = 128;
+  m.experts_per_token = 8;
+  return m;
+}
+
 // OLMo 2: Llama's layout with its norms after the attention and the MLP instead of before (as many,
 // so timed alike), RMSNorm over the whole q and k projections, and the dolma2 tokenizer's 100,278
 // tokens padded to 100,352; no biases, untied. Shapes from OLMo-core's olmo2_7B / olmo2_13B /
@@ -299,6 +318,21 @@ const std::vector<std::pair<std::string, Maker>>& table() {
       {"qwen3-8b", [] { return qwen3("8B", 36, 4096, 32, 12288, false, "8,190,735,360"); }},
       {"qwen3-14b", [] { return qwen3("14B", 40, 5120, 40, 17408, false, "14,768,307,200"); }},
       {"qwen3-32b", [] { return qwen3("32B", 64, 5120, 64, 25600, false, "32,762,123,264"); }},
+      // The model cards say 30.5B total / 3.3B activated and 235B / 22B.
+      {"qwen3-30b-a3b", [] { return qwen3_moe("30B-A3B", 48, 2048, 32, 768, "30,532,122,624", "3,353,032,704"); }},
+      {"qwen3-235b-a22b",
+       [] { return qwen3_moe("235B-A22B", 94, 4096, 64, 1536, "235,093,634,560", "22,190,763,520"); }},
+      {"mixtral-8x7b",
+       [] {
+         auto m = llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096,
+                        "Jiang et al. 2024 (Mixtral of Experts, Table 1: 8 experts, top 2, full attention); "
+                        "mistralai/Mixtral-8x7B-v0.1 config.json (dim 4096, 32 layers, 32/8 heads, experts of 14336, "
+                        "vocab 32000, untied); the sequence 4096, the paper's 32k context being its limit: "
+                        "46,702,792,704 parameters, 12,879,925,248 a token uses");
+         m.experts = 8;
+         m.experts_per_token = 2;
+         return m;
+       }},
       // The model cards round these to 0.49B, 1.54B, 3.09B, 7.61B, 14.7B, 72.7B; 32B's says 32.5B.
       {"qwen2.5-0.5b", [] { return qwen25("0.5B", 24, 896, 14, 2, 4864, 151936, true, "494,032,768"); }},
       {"qwen2.5-1.5b", [] { return qwen25("1.5B", 28, 1536, 12, 2, 8960, 151936, true, "1,543,714,304"); }},

@@ -243,6 +243,42 @@ inline void post_norm(const Ctx& c, UnitPiece& p) {
   elementwise(p, 1);
 }
 
+// A mixture of experts' MLP in three pieces (kernel_builder.hpp's router, experts_gate_up and
+// experts_down): the router with ln_2 and the token permutation; the experts' gate and up with
+// SwiGLU; their down projection, the scores' product, the scatter back and the residual. Over
+// Tk = T x experts_per_token permuted rows, balanced. Kept for backward: ln_2's, the fp32 router
+// probabilities and the chosen scores and ids; the permuted input, g, silu(g) and u; the product
+// (the down projection's input) and the experts' output (the scores' gradient reads it).
+inline std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
+  const auto& m = c.m;
+  const double h = m.hidden, f = double(m.ffn), E = m.experts, Tk = c.tokens * m.experts_per_token;
+  const double e = c.e, tke = Tk * e;  // bytes of one Tk-row element
+  const std::string pre = fmt::format("layers.{}.", i);
+  UnitPiece router = named(pre + "mlp.router", UnitKind::MlpUp, i);
+  router.u.params = router.u.mlp_params = detail::router_params(m);
+  router.gemm = 2.0 * c.tokens * h * E;
+  router.mem_fwd = 2 * h * c.stream + c.tokens * E * (e + 4 + 8 + 4) + Tk * (12 + 8 + 24) + 2 * h * tke;
+  router.mem_bwd = 3 * h * c.stream + c.tokens * E * (4 + 12 + 4 + e) + 12 * Tk + (2 * Tk * e + 2 * c.tokens * e) * h;
+  router.act = c.norm_saved() + 4 * c.tokens * E + 12 * Tk;
+  router.kf = 1 + 1 + 6, router.kb = 2 + 6;  // ln_2, GEMM, cast/softmax/topk/counts/argsort/permute
+  UnitPiece up = named(pre + "mlp.experts.gate_up", UnitKind::MlpUp, i);
+  up.u.params = up.u.mlp_params = 2LL * m.experts * m.hidden * m.ffn;
+  up.gemm = 2.0 * Tk * h * 2 * f;
+  up.mem_fwd = 5 * f * tke;  // silu, mul
+  up.mem_bwd = 9 * f * tke;
+  up.act = h * tke + 3 * f * tke;  // permuted input, g, silu(g), u
+  up.work = (h + 3 * f) * tke;
+  up.kf = 2 + 2, up.kb = 4 + 3;
+  UnitPiece down = named(pre + "mlp.experts.down", UnitKind::MlpDown, i);
+  down.u.params = down.u.mlp_params = 1LL * m.experts * m.hidden * m.ffn;
+  down.gemm = 2.0 * Tk * f * h;
+  down.mem_fwd = 4 * h * tke + 2 * h * c.elem + 3 * h * c.stream;  // scores' product, scatter back, residual
+  down.mem_bwd = 7 * h * tke + 3 * h * c.stream;
+  down.act = f * tke + h * tke + 4 * Tk;  // the product, the experts' output, the scores
+  down.kf = 1 + 4, down.kb = 2 + 4;
+  return {std::move(router), std::move(up), std::move(down)};
+}
+
 // The pieces of one transformer block, in forward order.
 inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
   const auto& m = c.m;
@@ -304,7 +340,9 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
   if (m.post_norms) post_norm(c, o);
   out.push_back(std::move(o));
 
-  if (m.gated_mlp) {
+  if (detail::moe(m)) {
+    for (auto& p : moe_pieces(c, i)) out.push_back(std::move(p));
+  } else if (m.gated_mlp) {
     auto gate = linear(c, pre + "mlp.gate", UnitKind::MlpUp, i, m.hidden, m.ffn);
     gate.mem_fwd = 2 * h * c.stream + 2 * f * c.elem;  // ln_2, silu
     gate.mem_bwd = 3 * h * c.stream + 3 * f * c.elem;

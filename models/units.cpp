@@ -78,6 +78,21 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
   if (shape.tensor_parallel > 1 && policy == WrapPolicy::Size)
     throw InputError("training.tensor_parallel: wrap: size cuts blocks into single Linears; tensor parallelism "
                      "needs whole blocks (wrap: block or torchtitan)");
+  if (detail::moe(model)) {
+    // A mixture of experts is modelled as FSDP alone shards it: every GPU runs every expert on its
+    // own tokens, whole blocks gathered.
+    auto refuse = [&](const char* key, const char* what) {
+      throw InputError(fmt::format("training.{}: {} with a mixture of experts (model '{}') is not modelled", key, what,
+                                   model.name));
+    };
+    if (policy == WrapPolicy::Size) refuse("wrap", "wrap: size");
+    if (shape.tensor_parallel > 1) refuse("tensor_parallel", "tensor parallelism");
+    if (shape.context_parallel > 1) refuse("context_parallel", "context parallelism");
+    if (shape.impl.float8_linears) refuse("float8", "float8 Linears (grouped GEMMs in float8)");
+    if (shape.impl.autocast_casts) refuse("autocast", "autocast over fp32 parameters");
+    if (shape.activation_checkpointing && shape.impl.selective_op)
+      refuse("activation_checkpointing", "op-level selective checkpointing (selective_op)");
+  }
   const TransformerConfig m = tensor_parallel_shard(model, shape.tensor_parallel);
   const int seq = shape.seq_len > 0 ? shape.seq_len : m.seq_len;
   if (shape.micro_batch < 1)
@@ -147,9 +162,11 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
     } else if (shape.impl.compiled) {
       const double h = m.hidden, q = double(detail::q_dim(m)), kv = double(kv_dim(m)), f = double(m.ffn);
       const double stats = (m.norm == Norm::RMSNorm ? 4.0 : 8.0) * c.tokens;
-      // The block input and the residual after attention are the stream's.
-      double kept = 2 * h * c.stream + ((q + 2 * kv) + q + (m.gated_mlp ? 2 * f : f)) * c.elem + 2 * stats +
-                    4.0 * m.heads * c.tokens;
+      // The block input and the residual after attention are the stream's; a mixture of experts'
+      // MLP keeps its router logits, g and u of each token's experts, and their outputs.
+      const double k = m.experts_per_token;
+      const double mlp = detail::moe(m) ? double(m.experts) + k * (2 * f + h) : (m.gated_mlp ? 2 * f : f);
+      double kept = 2 * h * c.stream + ((q + 2 * kv) + q + mlp) * c.elem + 2 * stats + 4.0 * m.heads * c.tokens;
       if (shape.impl.autocast_casts)  // and autocast's 16-bit weight copies, which the matmuls' dgrads read
         for (const auto& p : pieces) kept += c.e * p.gemm / (2 * c.tokens);
       double eager = 0;

@@ -70,6 +70,10 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
   if (m.logit_softcap) k.put("logit_softcap", yaml_flag(true), "c tanh(logits / c) before the loss");
   k.put("ffn", yaml_number(double(m.ffn)), "FFN inner size");
   k.put("gated_mlp", yaml_flag(m.gated_mlp), m.gated_mlp ? "gated (SwiGLU, GeGLU): three FFN matrices" : "two FFN matrices");
+  if (m.experts > 0) {
+    k.put("experts", yaml_number(m.experts), "a mixture of experts: a router and this many SwiGLU experts, ffn wide");
+    k.put("experts_per_token", yaml_number(m.experts_per_token), "experts each token runs (top-k routing)");
+  }
   k.put("vocab", yaml_number(double(m.vocab)));
   k.put("tied_embeddings", yaml_flag(m.tied_embeddings));
   k.put("seq_len", yaml_number(m.seq_len), "tokens per sequence, unless training.seq_len says otherwise");

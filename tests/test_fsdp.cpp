@@ -432,3 +432,32 @@ TEST_CASE("bad input: autocast over 16-bit parameters, or beside what it is not 
                        doctest::Contains("t.yaml:9: training.autocast: autocast with float8 Linears"), InputError);
   CHECK_FALSE(training(parse("  param_dtype: fp32\n  autocast: none\n")).autocast);
 }
+
+TEST_CASE("a mixture of experts runs as FSDP shards it: the report says so, the resolved scenario keeps it") {
+  const auto s = scenarios::parse_scenario(R"(name: moe
+model: mixtral-8x7b
+cluster: {preset: dgx-h100-ib400, nodes: 2}
+training: {framework: torchtitan, micro_batch: 1, seq_len: 4096, activation_checkpointing: true}
+policies: [fsdp]
+)",
+                                           "moe.yaml");
+  const auto results = scenarios::run(s);
+  const std::string table = scenarios::format_results(s, results, scenarios::Format::Table);
+  CHECK(table.find("mixture of experts: 8 experts of 14336 a block, 2 a token (12.88B of the 46.70B parameters") !=
+        std::string::npos);
+  // The all-gathers move every expert: a block's 1.45B parameters in bf16 each time it is gathered.
+  const auto& ag = results.at(0).step.collectives.at("all_gather");
+  const double block = 4096.0 * 6144 + 4096.0 * 4096 + 4096.0 * 8 + 8 * 3 * 4096.0 * 14336 + 2 * 4096;
+  CHECK(ag.bytes >= 32 * 2 * 2 * block);  // each block gathered in forward and again in backward
+  // Megatron MFU counts the active parameters: 12.88B a token, not 46.70B.
+  const auto& st = results.at(0).step;
+  CHECK(st.mfu_megatron == doctest::Approx(st.tokens_per_s_per_gpu *
+                                           models::model_flops_per_token(s.points.at(0).setup.model, 4096) /
+                                           989.4e12));
+  const std::string yaml = scenarios::resolved_yaml(s);
+  CHECK(yaml.find("experts: 8") != std::string::npos);
+  CHECK(yaml.find("experts_per_token: 2") != std::string::npos);
+  const auto back = scenarios::parse_scenario(yaml, "resolved.yaml");
+  CHECK(back.points.at(0).setup.model.experts == 8);
+  CHECK(scenarios::run(back).at(0).step.step_time_s == results.at(0).step.step_time_s);
+}

@@ -1,5 +1,6 @@
 // Model presets, `model:` parsing and FSDP units. Expected numbers are worked
 // out by hand in the comments next to them.
+#include "models/kernel_list.hpp"
 #include "models/model.hpp"
 
 #include <doctest/doctest.h>
@@ -78,6 +79,11 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
       {"olmo2-7b", 7'298'617'344 - 32 * (8192 - 256)},
       {"olmo2-13b", 13'716'198'400 - 40 * (10240 - 256)},
       {"olmo2-32b", 32'234'279'936 - 64 * (5120 + 1024 - 256)},
+      // Mixtures of experts: a router (h x E) and E experts of 3 h f a layer. Mixtral 8x7B:
+      // 2*32000*4096 + 32*(4096*6144 + 4096*4096 + 4096*8 + 8*3*4096*14336 + 2*4096) + 4096.
+      {"mixtral-8x7b", 46'702'792'704},
+      {"qwen3-30b-a3b", 30'532'122'624},
+      {"qwen3-235b-a22b", 235'093'634'560},
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
@@ -451,4 +457,85 @@ TEST_CASE("unit kinds print as snake_case words") {
   CHECK(std::string(to_string(UnitKind::AttentionQKV)) == "attention_qkv");
   CHECK(std::string(to_string(UnitKind::LmHead)) == "lm_head");
   CHECK(std::string(to_string(UnitKind::Block)) == "block");
+}
+
+TEST_CASE("a mixture of experts: every expert's weights held, a token's experts' FLOPs run") {
+  const auto m = preset("mixtral-8x7b");
+  // Per layer: attention 4096 x 6144 + 4096 x 4096, router 4096 x 8, experts 8 x 3 x 4096 x 14336,
+  // two norms; a token runs 2 of the 8 experts.
+  const double attention = 4096.0 * 6144 + 4096.0 * 4096, router = 4096.0 * 8, expert = 3 * 4096.0 * 14336;
+  const double active = 2 * 32000.0 * 4096 + 32 * (attention + router + 2 * expert + 2 * 4096) + 4096;
+  CHECK(active == 12'879'925'248.0);  // the paper's 12.9B active parameters
+  // MFU's 6N counts the active weights (the output head's too, not the token embedding's), plus
+  // PaLM's attention term 12 L q s.
+  CHECK(model_flops_per_token(m, 4096) == doctest::Approx(6 * (active - 32000.0 * 4096) + 12.0 * 32 * 4096 * 4096));
+  TrainingShape shape;
+  shape.micro_batch = 1, shape.seq_len = 4096;
+  const auto units = fsdp_units(m, WrapPolicy::Block, shape);
+  const auto& block = units.at(1);
+  REQUIRE(block.kind == UnitKind::Block);
+  // FSDP gathers every expert of the block, its forward GEMMs run 2 of them on each of the 4096
+  // tokens: 2 x 4096 x (attention + router + 2 experts) FLOPs (the attention core apart).
+  CHECK(double(block.params) == attention + router + 8 * expert + 2 * 4096);
+  CHECK(double(block.mlp_params) == router + 8 * expert);
+  const auto& kernels = *block.kernels;
+  double gemm = 0;
+  for (const auto& k : kernels.forward)
+    if (k.kind == KernelKind::Gemm) gemm += k.flops();
+  CHECK(gemm == doctest::Approx(2 * 4096.0 * (attention + router + 2 * expert)));
+  // One grouped GEMM per expert matrix over the 8192 routed rows (balanced: 1024 an expert),
+  // timed as the stacked GEMM; its wgrad as the 8 experts' weight gradients stacked.
+  auto find = [&](const std::vector<Kernel>& ks, const std::string& op) {
+    for (const auto& k : ks)
+      if (k.op == op) return k;
+    FAIL("no kernel " << op);
+    return Kernel{};
+  };
+  const auto gate = find(kernels.forward, "mlp.experts.gate (grouped)");
+  CHECK(gate.m == 8192);
+  CHECK(gate.n == 14336);
+  CHECK(gate.k == 4096);
+  const auto wgrad = find(kernels.backward, "mlp.experts.gate wgrad (grouped)");
+  CHECK(wgrad.m == 8 * 14336);
+  CHECK(wgrad.n == 4096);
+  CHECK(wgrad.k == 1024);
+  CHECK(find(kernels.forward, "permute tokens").bytes == 2 * 2 * 8192.0 * 4096);  // e = 2: read and write
+  CHECK(find(kernels.forward, "mlp.router").n == 8);
+  // Activations: the dense MLP's g, silu(g), u and product for 2 x 4096 rows of 14336, the permuted
+  // input and the experts' output (2 x 4096 rows of 4096), beside ln_2's and the router's.
+  const double e = 2, Tk = 8192;
+  const double moe_kept = (4096 * Tk + 3 * 14336 * Tk) * e + (14336 * Tk + 4096 * Tk) * e + 4 * Tk;
+  const double router_kept = 8 * 4096.0 * 4096 + 4 * 4096.0 * 8 + 12 * Tk;  // ln_2: fp32 input, two bf16 outputs
+  const double attention_kept = block.activation_bytes - moe_kept - router_kept;
+  auto dense = m;
+  dense.experts = 0, dense.experts_per_token = 0;
+  const auto dense_block = fsdp_units(dense, WrapPolicy::Block, shape).at(1);
+  // The attention half keeps the same as in the dense model, whose MLP keeps ln_2 and 4 x 14336 per token.
+  CHECK(attention_kept ==
+        doctest::Approx(dense_block.activation_bytes - 8 * 4096.0 * 4096 - 4 * 14336.0 * 4096 * e));
+}
+
+TEST_CASE("bad input: a mixture of experts' shape, and what it is not modelled with") {
+  CHECK_THROWS_WITH_AS(load("model: {preset: mixtral-8x7b, experts_per_token: 9}"),
+                       doctest::Contains("t.yaml:1: model.experts_per_token: expected the experts each token runs, 1 "
+                                         "to experts (8), got 9"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load("model: {preset: mixtral-8x7b, experts: 1}"),
+                       doctest::Contains("model.experts: a mixture of experts needs 2 or more experts"), InputError);
+  CHECK_THROWS_WITH_AS(load("model: {preset: llama2-7b, experts_per_token: 2}"),
+                       doctest::Contains("model.experts_per_token: only a mixture of experts has it"), InputError);
+  CHECK_THROWS_WITH_AS(load("model: {preset: gpt2-124m, experts: 8, experts_per_token: 2}"),
+                       doctest::Contains("experts are SwiGLU MLPs here"), InputError);
+  CHECK_THROWS_WITH_AS(load("model: {preset: mixtral-8x7b, expert: 8}"), doctest::Contains("t.yaml:1"), InputError);
+  const auto m = preset("mixtral-8x7b");
+  TrainingShape tp;
+  tp.tensor_parallel = 2;
+  CHECK_THROWS_WITH_AS(fsdp_units(m, WrapPolicy::Block, tp),
+                       doctest::Contains("training.tensor_parallel: tensor parallelism with a mixture of experts"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(fsdp_units(m, WrapPolicy::Size, TrainingShape{}), doctest::Contains("training.wrap"), InputError);
+  TrainingShape sac;
+  sac.activation_checkpointing = true, sac.impl.selective_op = true;
+  CHECK_THROWS_WITH_AS(fsdp_units(m, WrapPolicy::Block, sac), doctest::Contains("training.activation_checkpointing"),
+                       InputError);
 }
