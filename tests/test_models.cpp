@@ -1,5 +1,6 @@
 // Model presets, `model:` parsing and FSDP units. Expected numbers are worked
 // out by hand in the comments next to them.
+#include "kernel_list_testing.hpp"
 #include "models/kernel_list.hpp"
 #include "models/model.hpp"
 
@@ -485,12 +486,7 @@ TEST_CASE("a mixture of experts: every expert's weights held, a token's experts'
   CHECK(gemm == doctest::Approx(2 * 4096.0 * (attention + router + 2 * expert)));
   // One grouped GEMM per expert matrix over the 8192 routed rows (balanced: 1024 an expert),
   // timed as the stacked GEMM; its wgrad as the 8 experts' weight gradients stacked.
-  auto find = [&](const std::vector<Kernel>& ks, const std::string& op) {
-    for (const auto& k : ks)
-      if (k.op == op) return k;
-    FAIL("no kernel " << op);
-    return Kernel{};
-  };
+  using test::find;
   const auto gate = find(kernels.forward, "mlp.experts.gate (grouped)");
   CHECK(gate.m == 8192);
   CHECK(gate.n == 14336);
