@@ -106,7 +106,8 @@ class Builder {
   // matrix, the outputs weighted by their routing scores and scattered back. Routing is taken as
   // balanced (T k / E tokens an expert): a grouped GEMM is timed as the GEMM of its groups stacked,
   // the experts' token rows (T k x out x in), and its wgrad as their weight gradients stacked
-  // (E out x in x T k / E), the same FLOPs. ---
+  // (E out x in x T k / E), the same FLOPs, at the profile's measured grouped rate
+  // (Kernel::groups; sim/kernel_profile.hpp). ---
   KernelPiece router() {  // ln_2, router, softmax and top-k in fp32, the tokens sorted by expert
     KernelPiece p;
     norm(p, "ln_2");
@@ -132,9 +133,9 @@ class Builder {
     KernelPiece p;
     const double E = m_.experts, Tk = T_ * m_.experts_per_token;
     for (const std::string w : {"mlp.experts.gate", "mlp.experts.up"}) {
-      gemm(p.fwd, w + " (grouped)", Tk, f(), h());
-      gemm(p.bwd, w + " dgrad (grouped)", Tk, h(), f());
-      gemm(p.bwd, w + " wgrad (grouped)", E * f(), h(), Tk / E);
+      grouped_gemm(p.fwd, w + " (grouped)", Tk, f(), h());
+      grouped_gemm(p.bwd, w + " dgrad (grouped)", Tk, h(), f());
+      grouped_gemm(p.bwd, w + " wgrad (grouped)", E * f(), h(), Tk / E);
     }
     swiglu(p, Tk);
     return p;
@@ -142,15 +143,15 @@ class Builder {
   KernelPiece experts_down() {  // the experts' down projection, weighted by the scores, scattered back
     KernelPiece p;
     const double E = m_.experts, Tk = T_ * m_.experts_per_token;
-    gemm(p.fwd, "mlp.experts.down (grouped)", Tk, h(), f());
+    grouped_gemm(p.fwd, "mlp.experts.down (grouped)", Tk, h(), f());
     mem(p.fwd, "routing scores mul", 3 * e_ * Tk * h());
     mem(p.fwd, "unpermute zero", e_ * T_ * h());
     mem(p.fwd, "unpermute scatter_add", (e_ * Tk + 2 * e_ * T_) * h());
     mem(p.bwd, "unpermute bwd gather", 2 * e_ * Tk * h());
     mem(p.bwd, "routing scores mul bwd", 3 * e_ * Tk * h());
     mem(p.bwd, "routing scores grad", 2 * e_ * Tk * h());
-    gemm(p.bwd, "mlp.experts.down dgrad (grouped)", Tk, f(), h());
-    gemm(p.bwd, "mlp.experts.down wgrad (grouped)", E * h(), f(), Tk / E);
+    grouped_gemm(p.bwd, "mlp.experts.down dgrad (grouped)", Tk, f(), h());
+    grouped_gemm(p.bwd, "mlp.experts.down wgrad (grouped)", E * h(), f(), Tk / E);
     residual(p, "residual 2");
     return p;
   }
@@ -246,6 +247,11 @@ class Builder {
       k.bytes = bytes;
       to.push_back(std::move(k));
     }
+  }
+  // One torch._grouped_mm over the experts, its groups stacked (Kernel::groups).
+  void grouped_gemm(std::vector<Kernel>& to, std::string op, double m, double n, double k) {
+    gemm(to, std::move(op), m, n, k);
+    to.back().groups = m_.experts;
   }
   void gemm(std::vector<Kernel>& to, std::string op, double m, double n, double k, bool fp8 = false) {
     Kernel g;

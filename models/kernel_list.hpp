@@ -29,6 +29,10 @@ struct Kernel {
   // Gemm: C[m x n] = A[m x k] B[k x n]; fp8: float8 inputs (torchao's Float8Linear), bf16 output.
   double m = 0, n = 0, k = 0;
   bool fp8 = false;
+  // A grouped GEMM (torch._grouped_mm over a mixture of experts' experts): this many GEMMs in one
+  // launch, their rows stacked into m (or, for the weight gradients, their outputs): the device
+  // profile times it as that dense GEMM at its measured grouped rate.
+  int groups = 1;
   // Tensor parallelism: the block collective the GEMM sits beside, reading the all-gathered
   // sequence (or its gathered output gradient) or writing the partial sums reduce-scattered to the
   // sequence shards. Async TP fuses the two, one chunk of m / tp rows per GPU (sim/model_parallel.hpp).

@@ -246,7 +246,24 @@ TILES = {
 }
 
 
-def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None, tiles_source=None):
+# A measured torch._grouped_mm: its stacked shape, its groups, one forward or a forward and backward.
+def grouped_point(eid, note=None):
+    e = entry(eid)
+    s, meas = e["setup"], e["measured"]
+    seconds = meas["seconds"] if "seconds" in meas else meas["us"] * 1e-6
+    p = {"m": s["m"], "n": s["n"], "k": s["k"], "groups": s["groups"], "pass": s["direction"],
+         "time": f"{seconds * 1e6:g} us", "dtype": s["dtype"], "source": eid}
+    if note:
+        p["note"] = note
+    return p
+
+
+H100_GROUPED = [grouped_point(f"grouped-gemm-h100-ao2490-bf16-{shape}-g16") for shape in ("8192x8192x5120", "8192x5120x8192")]
+B200_GROUPED = [grouped_point(f"grouped-gemm-b200-ao-moe-readme-bf16-fwdbwd-{shape}-g{g}")
+                for shape in ("128000x8192x5120", "128000x2048x7168") for g in (2, 4, 8)]
+
+
+def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None, tiles_source=None, grouped=None):
     tiles = {**TILES, **({"tiles_source": tiles_source} if tiles_source else {})}
     return {
         "format": "tagcsim-device-profile/1",
@@ -256,7 +273,7 @@ def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None,
         "family": family,
         "metadata": meta,
         "peak": peak,
-        "gemm": {**tiles, **K_OVERHEAD, "points": gemm_points},
+        "gemm": {**tiles, **K_OVERHEAD, "points": gemm_points, **({"grouped": grouped} if grouped else {})},
         "attention": {"bwd_fwd_rate_ratio": BWD_FWD["ratio"], "bwd_fwd_source": BWD_FWD["source"], "curves": attn},
         "memory": {"points": memory},
         "launch": LAUNCH,
@@ -304,21 +321,21 @@ PROFILES = {
              "No H100 STREAM in the sources beside BabelStream (K16)."),
         H100_PEAK, H100_GEMM + H100_FP8_GEMM, H100_ATTN,
         memory_model(gbps("membw-h100-azure-babelstream-mul"), "membw-h100-azure-babelstream-mul"),
-        also=["H800-SXM5-80GB"]),
+        also=["H800-SXM5-80GB"], grouped=H100_GROUPED),
     "device-h200-sxm": profile(
         "device-h200-sxm", "H200-SXM-141GB", "hopper",
         meta("NVIDIA H200 141GB (SXM)", 132, "1980 MHz SM boost (datasheet)", ASSEMBLED,
              "Same GH100 compute as H100 SXM, so the H100 GEMM and attention points stand in (the Azure "
              "FlashAttention-2 figure agrees: 329.3 TFLOP/s on H200, attn-h200-azure-fa2-hd128-b2-s8192, "
              "against 327.9 on H100, attn-h100-azure-fa2-hd128-b2-s8192), with TileOPs' small H200 batched "
-             "GEMMs (K20: CUDA 13.2, PyTorch 2.13). Memory: BabelStream Mul on H200 (K17), as the H100's is its "
+             "GEMMs (K20: CUDA 13.2, PyTorch 2.13), and H100's grouped GEMMs (K32). Memory: BabelStream Mul on H200 (K17), as the H100's is its "
              "own (K16); gpu-benches' small-kernel curve (K19) tops out at 3.3 TB/s with blocks of 256, where "
              "BabelStream gives 4.0 and a vectorized copy on our H200 4.17 (calibrate/profiles/measured/"
              "h200-2026-12-04), so it sets only the launch floor. Also times GH200's GPU (the same die with 96 GB "
              "of HBM3 at 4.0 TB/s: the memory curve scaled to it; no GH200 kernel measurement is in the profile)."),
         H100_PEAK, H200_GEMM + H200_FP8_GEMM, H100_ATTN,
         memory_model(gbps("membw-h200-azure-babelstream-mul"), "membw-h200-azure-babelstream-mul"),
-        also=["GH200-96GB"]),
+        also=["GH200-96GB"], grouped=H100_GROUPED),
     "device-b200": profile(
         "device-b200", "B200-SXM-180GB", "blackwell",
         meta("NVIDIA B200 180GB (HGX B200, 1,000 W)", 148, "datasheet boost not published per SM; as measured", ASSEMBLED,
@@ -333,7 +350,7 @@ PROFILES = {
              "TFLOP/s, 1.044x the B200's 1,745), is not a profile point."),
         B200_PEAK, B200_GEMM, B200_ATTN,
         memory_model(gbps("membw-b200-cccl7391-add-f16-2e28"), "membw-b200-cccl7391-add-f16-2e28"),
-        also=["GB200-186GB"],
+        also=["GB200-186GB"], grouped=B200_GROUPED,
         tiles_source=("assumed as for SM80/SM90 (CUTLASS's default tensor-core tiles; SM100's two-SM tiles are "
                       "not modelled): the measured points correct the model where they are")),
 }
@@ -379,6 +396,9 @@ def emit(p):
             f"  k_overhead: {g['k_overhead']}",
             f"  k_overhead_source: {scalar(g['k_overhead_source'])}", "  points:"]
     out += [f"    - {flow(pt)}" for pt in g["points"]]
+    if "grouped" in g:
+        out.append("  grouped:")
+        out += [f"    - {flow(pt)}" for pt in g["grouped"]]
     a = p["attention"]
     out += ["attention:", f"  bwd_fwd_rate_ratio: {a['bwd_fwd_rate_ratio']}",
             f"  bwd_fwd_source: {scalar(a['bwd_fwd_source'])}", "  curves:"]

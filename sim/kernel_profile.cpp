@@ -63,7 +63,7 @@ models::AttentionKernel read_attention_kernel(const Input& in) {
 }
 
 void read_gemm(const Input& g, KernelProfile& p) {
-  g.expect_keys({"tiles", "max_split_k", "tiles_source", "k_overhead", "k_overhead_source", "points"});
+  g.expect_keys({"tiles", "max_split_k", "tiles_source", "k_overhead", "k_overhead_source", "points", "grouped"});
   const Input tiles = g["tiles"];
   if (!tiles.is_sequence() || tiles.size() == 0) tiles.fail("expected a list of [tile_m, tile_n], e.g. [[128, 256]]");
   p.gemm.tiles.clear();
@@ -100,6 +100,25 @@ void read_gemm(const Input& g, KernelProfile& p) {
     list.push_back(std::move(q));
   }
   if (p.gemm.points.empty()) pts.fail("expected at least one 16-bit (bf16 or fp16) GEMM: the fp8 ones do not time the others");
+  if (const auto grouped = g.find("grouped")) {
+    if (!grouped->is_sequence() || grouped->size() == 0)
+      grouped->fail("expected a list of measured grouped GEMMs: {m, n, k, groups, pass: fwd | fwd+bwd, time, source}");
+    for (std::size_t i = 0; i < grouped->size(); ++i) {
+      const Input pt = grouped->at(i);
+      pt.expect_keys({"m", "n", "k", "groups", "pass", "time", "dtype", "source", "note"});
+      KernelProfile::Gemm::GroupedPoint q;
+      q.m = pt["m"].as_positive();
+      q.n = pt["n"].as_positive();
+      q.k = pt["k"].as_positive();
+      q.groups = double(pt["groups"].as_int_between(2, 1 << 20));
+      q.backward = pt["pass"].as_choice({"fwd", "fwd+bwd"}) == "fwd+bwd";
+      (void)pt["dtype"].as_choice({"bf16"});
+      q.seconds = pt["time"].as_seconds();
+      if (!(q.seconds > 0)) pt["time"].fail("expected a positive time");
+      q.source = required_source(pt);
+      p.gemm.grouped.push_back(std::move(q));
+    }
+  }
 }
 
 void read_attention(const Input& a, KernelProfile& p) {
@@ -171,6 +190,14 @@ void calibrate_gemm(KernelProfile& p) {
   for (auto& q : p.gemm.fp8_points) q.correction = p.fp8_gemm_model_seconds(q.m, q.n, q.k, q.batch) / q.seconds;
   std::stable_sort(p.gemm.points.begin(), p.gemm.points.end(), by_flops);
   std::stable_sort(p.gemm.fp8_points.begin(), p.gemm.fp8_points.end(), by_flops);
+  // A grouped GEMM against the dense GEMMs the profile gives its stacked shapes.
+  double log_sum = 0;
+  for (const auto& q : p.gemm.grouped) {
+    double dense = p.profiled_gemm_seconds(q.m, q.n, q.k);
+    if (q.backward) dense += p.profiled_gemm_seconds(q.m, q.k, q.n) + p.profiled_gemm_seconds(q.groups * q.k, q.n, q.m / q.groups);
+    log_sum += std::log(dense / q.seconds);
+  }
+  if (!p.gemm.grouped.empty()) p.gemm.grouped_efficiency = std::exp(log_sum / double(p.gemm.grouped.size()));
 }
 
 }  // namespace
@@ -331,6 +358,10 @@ double KernelProfile::gemm_correction(double m, double n, double k, double batch
   return (wa * pts[a].correction + wb * pts[b].correction) / (wa + wb);
 }
 
+double KernelProfile::profiled_gemm_seconds(double m, double n, double k) const {
+  return gemm_model_seconds(m, n, k, 1, Dtype::BF16, false) / gemm_correction(m, n, k);
+}
+
 double KernelProfile::gemm_seconds(double m, double n, double k, Dtype dtype, bool tf32) const {
   const double t =
       gemm_model_seconds(m, n, k, 1, dtype, tf32) / gemm_correction(m, n, k) / fitted.tensor_scale / device.tensor;
@@ -367,7 +398,11 @@ double KernelProfile::memory_seconds(double bytes) const {
 double KernelProfile::kernel_seconds(const models::Kernel& k, models::AttentionKernel attention, Dtype dtype,
                                      bool tf32) const {
   switch (k.kind) {
-    case models::KernelKind::Gemm: return k.fp8 ? fp8_gemm_seconds(k.m, k.n, k.k) : gemm_seconds(k.m, k.n, k.k, dtype, tf32);
+    case models::KernelKind::Gemm:
+      if (k.fp8) return fp8_gemm_seconds(k.m, k.n, k.k);
+      // A grouped GEMM (k.groups > 1) at its stacked shape's dense time over the measured efficiency.
+      return std::max(min_kernel_seconds,
+                      gemm_seconds(k.m, k.n, k.k, dtype, tf32) / (k.groups > 1 ? gemm.grouped_efficiency : 1.0));
     case models::KernelKind::Attention:
       return attention_seconds(attention, k.backward, k.batch_heads, k.seq, k.head_dim, k.causal, k.window,
                                k.query_shards);

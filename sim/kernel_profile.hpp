@@ -70,6 +70,19 @@ class KernelProfile {
     double k_overhead = 0;              // pipeline fill and drain, in elements of k
     std::vector<GemmPoint> points;      // 16-bit points, sorted by FLOPs
     std::vector<GemmPoint> fp8_points;  // float8 points (torch._scaled_mm), sorted by FLOPs; may be empty
+    // Grouped GEMMs (torch._grouped_mm, a mixture of experts' experts), measured: `groups` GEMMs
+    // whose rows stack to m, one forward, or a forward and its two backward GEMMs (the input's
+    // gradient, m x k x n; the groups' weight gradients, stacked: groups k x n x m / groups).
+    struct GroupedPoint {
+      double m = 0, n = 0, k = 0, groups = 0;
+      bool backward = false;
+      double seconds = 0;
+      std::string source;
+    };
+    std::vector<GroupedPoint> grouped;
+    // A grouped GEMM's rate over the dense GEMMs' of its stacked shape, as the profile models them:
+    // the geometric mean over the grouped points; 1 where none is measured.
+    double grouped_efficiency = 1;
   } gemm;
 
   struct AttentionPoint {
@@ -112,6 +125,8 @@ class KernelProfile {
     double tensor = 1, memory = 1;
   } device;
 
+  // The profile's own time of a dense GEMM (its model and measured correction, no fitted scale).
+  double profiled_gemm_seconds(double m, double n, double k) const;
   // Kernel times on one GPU, fitted parameters applied, never below min_kernel_seconds.
   double gemm_seconds(double m, double n, double k, Dtype dtype = Dtype::BF16, bool tf32 = false) const;
   // A float8 GEMM (torchao's Float8Linear: e4m3 inputs, bf16 output) at peak.fp8, corrected by the

@@ -403,3 +403,52 @@ TEST_CASE("master_dtype bf16: the shards and AdamW's moments are kept in 2 bytes
   CHECK_THROWS_WITH_AS(scenarios::parse_scenario("model: llama2-7b\ncluster: {preset: dgx-h100-ib400}\ntraining: {optimizer: adam}\n", "t.yaml"),
                        Contains("t.yaml:3: training.optimizer"), InputError);
 }
+
+TEST_CASE("a grouped GEMM runs at its measured rate against the dense GEMMs of its stacked shape") {
+  // The toy profile models 8192^3 at 400 TFLOP/s of waves and measured it at 200 (correction 0.5):
+  // a grouped forward of 8 groups stacked to 8192 x 8192 x 8192 measured at 100 TFLOP/s is at half
+  // the dense rate.
+  const double f = 2.0 * std::pow(8192.0, 3);
+  const auto p = sim::parse_kernel_profile(
+      toy_profile("  grouped:\n    - {m: 8192, n: 8192, k: 8192, groups: 8, pass: fwd, time: " +
+                  fmt::format("{:g} us", f / 100e12 * 1e6) + ", dtype: bf16, source: g1}\n"),
+      "toy.yaml");
+  CHECK(p.gemm.grouped_efficiency == Approx(0.5).epsilon(1e-5));  // the time printed to 6 digits
+  models::Kernel k;
+  k.kind = models::KernelKind::Gemm;
+  k.m = k.n = k.k = 8192;
+  CHECK(p.kernel_seconds(k, models::AttentionKernel::Flash2) == Approx(f / 200e12).epsilon(1e-9));
+  k.groups = 8;
+  CHECK(p.kernel_seconds(k, models::AttentionKernel::Flash2) == Approx(f / 100e12).epsilon(1e-5));
+  // A forward and backward point counts its three GEMMs: the forward, the input gradient (m x k x n)
+  // and the stacked weight gradients (groups k x n x m / groups), here 8192^3, 8192^3 and
+  // 65536 x 8192 x 1024 (the same FLOPs; its model time at full waves 2^40 / 400e12, its
+  // correction the measured points' (0.5 at log2-distance^2 9 + 0 + 9 = 18 from 8192^3, 0.25 at
+  // 16 + 1 + 4 = 21 from 4096^3: weights 1/18, 1/21)).
+  const double c3 = (0.5 / 18 + 0.25 / 21) / (1.0 / 18 + 1.0 / 21);
+  const double dense = 2 * f / 200e12 + f / 400e12 / c3;
+  const auto q = sim::parse_kernel_profile(
+      toy_profile("  grouped:\n    - {m: 8192, n: 8192, k: 8192, groups: 8, pass: fwd+bwd, time: " +
+                  fmt::format("{:g} us", 2 * dense * 1e6) + ", dtype: bf16, source: g2}\n"),
+      "toy.yaml");
+  CHECK(q.gemm.grouped_efficiency == Approx(0.5).epsilon(1e-5));
+  // Without grouped points a grouped GEMM runs at the dense rate.
+  CHECK(toy().gemm.grouped_efficiency == 1);
+  // The shipped profiles: torch._grouped_mm at about two thirds of cuBLAS's dense rate on H100
+  // (pytorch/ao#2490), about half on B200 (pytorch/ao's MoE training README).
+  CHECK(sim::kernel_profile("device-h100-sxm").gemm.grouped_efficiency == Approx(0.658).epsilon(0.001));
+  CHECK(sim::kernel_profile("device-b200").gemm.grouped_efficiency == Approx(0.542).epsilon(0.001));
+  CHECK(sim::kernel_profile("device-a100-80gb").gemm.grouped_efficiency == 1);  // none published
+}
+
+TEST_CASE("bad input: a grouped GEMM point with one group, an unknown pass or no time") {
+  // The point is the profile's line 17 (toy_profile's gemm points end at 15, `grouped:` is 16).
+  auto with = [](const std::string& point) { return error_of(toy_profile("  grouped:\n    - {" + point + "}\n")); };
+  auto says = [](const std::string& error, const std::string& what) { return error.find(what) != std::string::npos; };
+  const std::string ok = "m: 8192, n: 8192, k: 8192, dtype: bf16, source: g, ";
+  CHECK(says(with(ok + "groups: 1, pass: fwd, time: 1 ms"), "bad.yaml:17: gemm.grouped[0].groups"));
+  CHECK(says(with(ok + "groups: 8, pass: bwd, time: 1 ms"), "bad.yaml:17: gemm.grouped[0].pass"));
+  CHECK(says(with(ok + "groups: 8, pass: fwd"), "bad.yaml:17: gemm.grouped[0]: missing required key 'time'"));
+  CHECK(says(with(ok + "groups: 8, pass: fwd, time: 1"), "bad.yaml:17: gemm.grouped[0].time"));
+  CHECK(says(error_of(toy_profile("  grouped: []\n")), "bad.yaml:16: gemm.grouped: expected a list"));
+}
