@@ -14,7 +14,8 @@ backward, clipping, optimizer). --sustained runs one large configuration for mos
 the budget while nvidia-smi samples clocks, power and temperature every second
 (torch-fsdp-step-sustained.json): whether the step slows down once the GPU is hot. --gemms times
 F.linear and torch._scaled_mm at the shapes `tagcsim calibrate box` timed with cuBLAS
-(torch-fsdp-step-gemms.json), to compare with `tagcsim validate --kernels-against`. --memory-pressure
+(torch-fsdp-step-gemms.json), to compare with `tagcsim validate --kernels-against`, and
+torch._grouped_mm at three mixtures of experts' shapes (its "grouped_gemms"). --memory-pressure
 runs one configuration under a shrinking cap on the caching allocator
 (torch.cuda.set_per_process_memory_fraction), from its unconstrained reserved peak down toward its
 allocated peak, and records the step time and the allocator's retries (free the cache, synchronize,
@@ -421,6 +422,35 @@ def gemm_sweep(deadline):
     return rows
 
 
+# torch._grouped_mm forward, the kernel a mixture of experts' experts run in torchtitan: rows
+# split evenly over the groups (balanced routing), (total rows, n, k, groups). The shipped profiles'
+# grouped efficiency comes from published runs (docs/compute-model.md, "Grouped GEMM"); these are
+# the same measurement on the lent GPU: Llama 4's 16-expert shape of pytorch/ao#2490, Mixtral
+# 8x7B's and Qwen3 30B-A3B's at 4,096 tokens.
+GROUPED_SHAPES = [(8192, 8192, 5120, 16), (8192, 14336, 4096, 8), (32768, 768, 2048, 128)]
+
+
+def grouped_gemm_sweep(deadline):
+    rows = []
+    if not hasattr(torch, "_grouped_mm"):
+        return [{"error": "this PyTorch has no torch._grouped_mm"}]
+    for m, n, k, groups in GROUPED_SHAPES:
+        if time.monotonic() > deadline:
+            return rows
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(groups, k, n, device="cuda", dtype=torch.bfloat16)
+        offs = torch.arange(m // groups, m + 1, m // groups, device="cuda", dtype=torch.int32)
+        try:
+            t = cuda_time(lambda: torch._grouped_mm(a, b, offs=offs), iters=20)
+        except RuntimeError as e:
+            rows.append({"m": m, "n": n, "k": k, "groups": groups, "error": str(e).splitlines()[0][:200]})
+            continue
+        rows.append({"m": m, "n": n, "k": k, "groups": groups, "pass": "fwd", "seconds": t,
+                     "tflops": 2 * m * n * k / t / 1e12})
+        print(f"grouped gemm bf16 {m} x {n} x {k} in {groups} groups: {rows[-1]['tflops']:.1f} TFLOP/s", flush=True)
+    return rows
+
+
 def main():
     modes = {"--compile", "--profile", "--sustained", "--gemms", "--memory-pressure"}
     args = [a for a in sys.argv[1:] if a not in modes]
@@ -457,7 +487,8 @@ def main():
         print(f"wrote {path}", flush=True)
         return
     if mode == "--gemms":
-        result["gemms"] = gemm_sweep(deadline - 10)
+        result["gemms"] = gemm_sweep(deadline - 20)
+        result["grouped_gemms"] = grouped_gemm_sweep(deadline - 10)
         save()
         torch.distributed.destroy_process_group()
         print(f"wrote {path}", flush=True)
