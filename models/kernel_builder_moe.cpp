@@ -1,0 +1,64 @@
+// The kernels of a mixture of experts' MLP: the pieces kernel_builder.hpp's Builder declares for
+// it, beside the dense ones (docs/compute-model.md, "The kernels of a unit").
+#include "models/kernel_builder.hpp"
+
+#include <string>
+
+namespace tagcsim::models::detail {
+
+// A mixture of experts' MLP, as torchtitan's MoE runs it without expert parallelism: a
+// router, the tokens permuted into expert order, one grouped GEMM (torch._grouped_mm) per expert
+// matrix, the outputs weighted by their routing scores and scattered back. Routing is taken as
+// balanced (T k / E tokens an expert): a grouped GEMM is timed as the GEMM of its groups stacked,
+// the experts' token rows (T k x out x in), and its wgrad as their weight gradients stacked
+// (E out x in x T k / E), the same FLOPs, at the profile's measured grouped rate
+// (Kernel::groups; sim/kernel_profile.hpp).
+KernelPiece Builder::router() {
+  KernelPiece p;
+  norm(p, "ln_2");
+  const double E = m_.experts, Tk = T_ * m_.experts_per_token;
+  gemm(p.fwd, "mlp.router", T_, E, h());
+  if (!impl_.compiled) mem(p.fwd, "router scores to fp32", (e_ + 4) * T_ * E);
+  mem(p.fwd, "router softmax", 8 * T_ * E);
+  mem(p.fwd, "router topk", 4 * T_ * E + 12 * Tk);
+  mem(p.fwd, "tokens per expert", 8 * Tk + 8 * E);
+  mem(p.fwd, "routing argsort", 24 * Tk);
+  mem(p.fwd, "permute tokens", 2 * e_ * Tk * h());
+  // Backward: the permuted rows' gradients scattered onto the tokens (zeroed first), the scores'.
+  mem(p.bwd, "permute tokens bwd zero", e_ * T_ * h());
+  mem(p.bwd, "permute tokens bwd scatter", (2 * e_ * Tk + e_ * T_) * h());
+  mem(p.bwd, "router topk bwd", 4 * T_ * E + 12 * Tk);
+  mem(p.bwd, "router softmax bwd", 12 * T_ * E);
+  if (!impl_.compiled) mem(p.bwd, "router scores grad to bf16", (4 + e_) * T_ * E);
+  gemm(p.bwd, "mlp.router dgrad", T_, h(), E);
+  gemm(p.bwd, "mlp.router wgrad", E, h(), T_);
+  return p;
+}
+KernelPiece Builder::experts_gate_up() {
+  KernelPiece p;
+  const double E = m_.experts, Tk = T_ * m_.experts_per_token;
+  for (const std::string w : {"mlp.experts.gate", "mlp.experts.up"}) {
+    grouped_gemm(p.fwd, w + " (grouped)", Tk, f(), h());
+    grouped_gemm(p.bwd, w + " dgrad (grouped)", Tk, h(), f());
+    grouped_gemm(p.bwd, w + " wgrad (grouped)", E * f(), h(), Tk / E);
+  }
+  swiglu(p, Tk);
+  return p;
+}
+KernelPiece Builder::experts_down() {
+  KernelPiece p;
+  const double E = m_.experts, Tk = T_ * m_.experts_per_token;
+  grouped_gemm(p.fwd, "mlp.experts.down (grouped)", Tk, h(), f());
+  mem(p.fwd, "routing scores mul", 3 * e_ * Tk * h());
+  mem(p.fwd, "unpermute zero", e_ * T_ * h());
+  mem(p.fwd, "unpermute scatter_add", (e_ * Tk + 2 * e_ * T_) * h());
+  mem(p.bwd, "unpermute bwd gather", 2 * e_ * Tk * h());
+  mem(p.bwd, "routing scores mul bwd", 3 * e_ * Tk * h());
+  mem(p.bwd, "routing scores grad", 2 * e_ * Tk * h());
+  grouped_gemm(p.bwd, "mlp.experts.down dgrad (grouped)", Tk, f(), h());
+  grouped_gemm(p.bwd, "mlp.experts.down wgrad (grouped)", E * h(), f(), Tk / E);
+  residual(p, "residual 2");
+  return p;
+}
+
+}  // namespace tagcsim::models::detail

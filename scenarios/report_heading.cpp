@@ -1,0 +1,137 @@
+// The report's heading: the model, the cluster, the collective and compute models and the FSDP
+// settings a run simulates (report_heading.hpp).
+#include "scenarios/report_heading.hpp"
+
+#include "sim/compute.hpp"
+#include "sim/kernel_profile.hpp"
+
+#include <fmt/format.h>
+
+namespace tagcsim::scenarios::detail {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+std::string gbits(double bytes_per_s) { return fmt::format("{:g} Gb/s", bytes_per_s * 8 / 1e9); }
+std::string gbytes(double bytes_per_s) { return fmt::format("{:g} GB/s", bytes_per_s / 1e9); }
+
+std::string fabric_text(const topologies::Cluster& c) {
+  const auto& f = c.fabric;
+  using K = topologies::Fabric::Kind;
+  if (f.kind == K::SingleSwitch) return "one non-blocking switch";
+  std::string out = fmt::format("{}-level fat tree, {} nodes per leaf", f.kind == K::FatTree2 ? 2 : 3, f.nodes_per_leaf);
+  if (c.nodes_in_last_leaf() < c.nodes_in_leaf())
+    out += fmt::format(" (the last of {} leaves holds {})", c.leaves(), c.nodes_in_last_leaf());
+  if (f.kind == K::FatTree3) out += fmt::format(", {} leaves per pod", f.leaves_per_pod);
+  return out + fmt::format(", oversubscription {:g}:1", f.oversubscription);
+}
+
+}  // namespace
+
+std::string coordinates_text(const Point& p) {
+  std::string out;
+  for (const auto& [k, v] : p.coordinates) out += fmt::format("{}{}={}", out.empty() ? "" : ", ", k, v);
+  return out;
+}
+
+std::string collective_model_description(const topologies::Cluster& c) {
+  if (c.gpus() < 2) return "";
+  const auto held = topologies::collective_held_out(topologies::connection_key(c));
+  if (held.empty()) return "";
+  return fmt::format("NCCL's tuner and cost model {} ({})", topologies::connection_text(c), held);
+}
+
+std::string heading(const Scenario& s, const Point& p) {
+  const auto& st = p.setup;
+  const auto& c = st.cluster;
+  std::string out = fmt::format("{}: {} ({:.2f}B params, {} FSDP units) on {} x {} = {} x {}\n", s.name,
+                                st.model.name, double(models::parameter_count(st.model)) / 1e9, st.units.size(),
+                                c.nodes, c.name, c.gpus(), c.gpu.name);
+  // With a kernel profile the GPU's kernels are timed from it (the `compute:` line below); the roofline's
+  // GEMM efficiency only matters without one.
+  out += fmt::format("  GPUs: {} nodes x {} = {} x {}, {:.1f} GiB each, {:g} TFLOP/s bf16 peak{}\n", c.nodes,
+                     c.gpus_per_node, c.gpus(), c.gpu.name, c.gpu.memory_bytes / kGiB, c.gpu.peak_flops_bf16 / 1e12,
+                     c.gpu.profile.empty() ? fmt::format(", GEMM efficiency {:g}", c.gpu.gemm_efficiency) : "");
+  if (c.stragglers.any())
+    out += fmt::format("  stragglers: {}; every GPU waits for it at each collective, so the step's kernels run at "
+                       "its pace\n",
+                       c.stragglers.slowest > 0
+                           ? fmt::format("the slowest GPU at {:g} of the others' speed", c.stragglers.slowest)
+                           : fmt::format("speeds spread by {:g}% (one standard deviation): the slowest of {} GPUs "
+                                         "expected at {:.4f} of nominal ({:.2f} sigma below)",
+                                         100 * c.stragglers.spread, c.gpus(), c.slowest_gpu_speed(),
+                                         topologies::expected_max_of_normals(c.gpus())));
+  if (c.gpus_per_node > 1)
+    out += fmt::format("  within a node: {} {} per GPU per direction{}, efficiency {:g}\n", c.intra.kind,
+                       gbytes(c.intra.bandwidth),
+                       c.intra.mesh() && c.gpus_per_node > 2
+                           ? fmt::format(" (a full mesh: {} a pair, no NVLS)", gbytes(c.intra.group_bandwidth(2, c.gpus_per_node)))
+                           : "",
+                       c.intra.efficiency);
+  if (c.nodes > 1)
+    out += fmt::format("  between nodes: {} x {} = {} per node, efficiency {:g}; {}\n", c.nics.count,
+                       gbits(c.nics.bandwidth), gbits(c.nics.count * c.nics.bandwidth), c.nics.efficiency,
+                       fabric_text(c));
+  else
+    out += "  between nodes: none (one node)\n";
+  if (const auto d = collective_model_description(c); !d.empty()) out += "  collectives: " + d + "\n";
+  const int seq = st.seq_len();
+  const auto& t = st.training;
+  out += fmt::format("  {} ({}), {}, shard group {} GPUs, micro-batch {} x {} tokens, {} micro-batch(es) = {} sequences "
+                     "per step, params {} / reduce {}{}\n",
+                     sim::to_string(t.api), sim::to_string(t.framework), sim::to_string(t.sharding), st.shard_size(),
+                     t.micro_batch, seq, t.micro_batches_per_step(),
+                     std::int64_t(t.micro_batch) * t.micro_batches_per_step() * c.gpus() / t.gpus_per_replica(),
+                     sim::to_string(t.param_dtype), sim::to_string(t.reduce_dtype),
+                     t.master_dtype != sim::Dtype::FP32 ? fmt::format(" / state {}", sim::to_string(t.master_dtype)) : "");
+  if (const auto& m = st.model; m.experts > 0)
+    out += fmt::format("  mixture of experts: {} experts of {} a block, {} a token ({:.2f}B of the {:.2f}B parameters a "
+                       "token uses); FSDP gathers every expert with its block (no expert parallelism), routing taken "
+                       "as balanced; not validated (docs/fsdp-semantics.md)\n",
+                       m.experts, m.ffn, m.experts_per_token, double(models::active_parameter_count(m)) / 1e9,
+                       double(models::parameter_count(m)) / 1e9);
+  if (t.tensor_parallel > 1)
+    out += fmt::format("  tensor parallel over {} GPUs of a node (sequence parallel, {}), {}: each "
+                       "micro-batch split among them\n",
+                       t.tensor_parallel,
+                       t.impl.tp_plan == models::Implementation::TpPlan::PerLinear
+                           ? "each column-parallel Linear gathering its input, the logits gathered for the loss"
+                           : "torchtitan's plan",
+                       t.async_tp ? "async TP (collectives hidden behind their matmuls)"
+                                  : "the compute stream waiting for each collective");
+  if (t.pipeline_parallel > 1)
+    out += fmt::format("  pipeline parallel over {} ranks of {} nodes each, {} stage(s) a rank, {} schedule: the "
+                       "micro-batches pass through the stages, FSDP reducing the gradients after the last "
+                       "(sim/pipeline.hpp)\n",
+                       t.pipeline_parallel, c.nodes / t.pipeline_parallel, t.stages_per_rank,
+                       sim::to_string(t.pipeline_schedule));
+  if (t.context_parallel > 1)
+    out += fmt::format("  context parallel over {} GPUs of a node: each holds 1/{} of every sequence (load-balanced "
+                       "chunks), its attention gathering the whole sequence's K and V\n",
+                       t.context_parallel, t.context_parallel);
+  if (t.autocast)
+    out += fmt::format("  torch.autocast {0}: fp32 parameters gathered, matmuls and activations in {0}, each Linear's "
+                       "weight and input cast every forward and their gradients back, the residual stream and norms "
+                       "in fp32 (docs/fsdp-semantics.md)\n",
+                       sim::to_string(*t.autocast));
+  if (t.impl.float8_linears)
+    out += fmt::format("  float8 Linears (torchao tensorwise), their weights all-gathered in {}\n",
+                       t.impl.float8_all_gather ? "float8" : sim::to_string(t.param_dtype));
+  out += fmt::format("  compute: {}\n", sim::compute_model_description(c.gpu));
+  // Whether gradients travel once per step or once per micro-batch changes the traffic the most.
+  if (t.grad_accumulation > 1)
+    out += t.no_sync ? "  gradient accumulation: no_sync() on all but the last micro-batch, gradients reduced once "
+                       "per step\n"
+                     : "  gradient accumulation: gradients reduced after every micro-batch (no_sync: false)\n";
+  if (s.points.size() > 1) {
+    std::string keys;
+    for (const auto& k : s.sweep_keys) keys += (keys.empty() ? "" : ", ") + k;
+    out += fmt::format("  (at the first sweep point, {}; the sweep changes {})\n", coordinates_text(p), keys);
+  }
+  return out;
+}
+
+// Where a note holds: the swept values its points share when exactly those points have them
+// ("cluster.nics.per_node=800 Gb/s"), else each point.
+
+}  // namespace tagcsim::scenarios::detail
