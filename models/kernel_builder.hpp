@@ -88,9 +88,9 @@ class Builder {
     }
     return p;
   }
-  // silu(g) * u over `rows` rows of the FFN: one kernel each way compiled, eager silu and mul.
-  void swiglu(KernelPiece& p, double rows) {
-    const double n = rows * f();
+  // silu(g) * u over `rows` rows of `width` (the FFN's): one kernel each way compiled, eager silu and mul.
+  void swiglu(KernelPiece& p, double rows, double width = 0) {
+    const double n = rows * (width > 0 ? width : f());
     if (impl_.compiled) {
       mem(p.fwd, "swiglu", 3 * e_ * n);
       mem(p.bwd, "swiglu bwd", 5 * e_ * n);
@@ -105,6 +105,8 @@ class Builder {
   KernelPiece router();           // ln_2, the router, softmax and top-k in fp32, the tokens sorted by expert
   KernelPiece experts_gate_up();  // the experts' gate and up projections, SwiGLU
   KernelPiece experts_down();     // the experts' down projection, weighted by the scores, scattered back
+  KernelPiece shared_gate_up();   // the shared experts' gate and up projections over every token, SwiGLU
+  KernelPiece shared_down();      // their down projection, added to the routed experts' output
 
   KernelPiece fc() {  // GPT-2 / MPT: ln_2, up, GELU
     KernelPiece p;

@@ -61,4 +61,21 @@ KernelPiece Builder::experts_down() {
   return p;
 }
 
+// The shared experts: one dense SwiGLU MLP of shared_experts x ffn over every token, reading the
+// normed input the router reads; its output joins the routed experts' before the residual.
+KernelPiece Builder::shared_gate_up() {
+  KernelPiece p;
+  const std::int64_t width = detail::shared_ffn(m_);
+  linear(p, "mlp.shared.gate", m_.hidden, width, Bias::None, /*shares_input=*/true, Sublayer::Mlp);
+  linear(p, "mlp.shared.up", m_.hidden, width, Bias::None, /*shares_input=*/true, Sublayer::Mlp);
+  swiglu(p, T_, double(width));
+  return p;
+}
+KernelPiece Builder::shared_down() {
+  KernelPiece p;
+  linear(p, "mlp.shared.down", detail::shared_ffn(m_), m_.hidden, Bias::None, false, Sublayer::Mlp);
+  if (!impl_.compiled) mem(p.fwd, "shared experts add", 3 * e_ * T_ * h());
+  return p;
+}
+
 }  // namespace tagcsim::models::detail

@@ -113,6 +113,10 @@ std::vector<Piece> layer_pieces(Builder& b, const TransformerConfig& m) {
     out = {b.qkv_fused(), b.out()};
   if (detail::moe(m)) {
     out.push_back(b.router());
+    if (m.shared_experts > 0) {
+      out.push_back(b.shared_gate_up());
+      out.push_back(b.shared_down());
+    }
     out.push_back(b.experts_gate_up());
     out.push_back(b.experts_down());
     return out;

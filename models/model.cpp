@@ -46,6 +46,7 @@ void check(const TransformerConfig& m, const Complain& complain) {
   if (m.heads % m.kv_heads != 0)
     complain({"kv_heads", "heads"}, fmt::format("{} KV heads do not divide {} heads", m.kv_heads, m.heads));
   at_least("experts", m.experts, 0);
+  at_least("shared_experts", m.shared_experts, 0);
   if (m.experts > 0) {
     if (m.experts < 2) complain({"experts"}, fmt::format("a mixture of experts needs 2 or more experts, got {}", m.experts));
     if (m.experts_per_token < 1 || m.experts_per_token > m.experts)
@@ -53,9 +54,10 @@ void check(const TransformerConfig& m, const Complain& complain) {
                fmt::format("expected the experts each token runs, 1 to experts ({}), got {}", m.experts,
                            m.experts_per_token));
     if (!m.gated_mlp) complain({"gated_mlp", "experts"}, "experts are SwiGLU MLPs here: set gated_mlp: true");
-    if (m.bias || m.qkv_bias) complain({"bias", "experts"}, "experts with biases are not modelled: set bias: false");
-  } else if (m.experts_per_token != 0) {
-    complain({"experts_per_token", "experts"}, "only a mixture of experts has it: set experts too (0: a dense MLP)");
+    if (m.bias) complain({"bias", "experts"}, "experts with biases are not modelled: set bias: false (or qkv)");
+  } else if (m.experts_per_token != 0 || m.shared_experts != 0) {
+    complain({m.experts_per_token != 0 ? "experts_per_token" : "shared_experts", "experts"},
+             "only a mixture of experts has it: set experts too (0: a dense MLP)");
   }
   if (m.learned_positions != 0 && m.learned_positions < m.seq_len)
     complain({"seq_len", "learned_positions"},
@@ -90,7 +92,7 @@ TransformerConfig load_model(const Input& in) {
   in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn",
                   "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias",
                   "sliding_window", "full_attention_every", "post_norms", "logit_softcap", "experts",
-                  "experts_per_token"});
+                  "experts_per_token", "shared_experts"});
 
   TransformerConfig m;
   const auto preset_key = in.find("preset");
@@ -119,6 +121,7 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("ffn")) m.ffn = v->as_int_at_least(1);
   if (auto v = in.find("experts")) m.experts = read_int(*v, 0);
   if (auto v = in.find("experts_per_token")) m.experts_per_token = read_int(*v, 0);
+  if (auto v = in.find("shared_experts")) m.shared_experts = read_int(*v, 0);
   if (auto v = in.find("gated_mlp")) m.gated_mlp = v->as_bool();
   if (auto v = in.find("vocab")) m.vocab = v->as_int_at_least(1);
   if (auto v = in.find("tied_embeddings")) m.tied_embeddings = v->as_bool();

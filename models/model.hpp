@@ -43,6 +43,7 @@ struct TransformerConfig {
   // experts_per_token. 0 experts: a dense MLP.
   int experts = 0;
   int experts_per_token = 0;
+  int shared_experts = 0;  // SwiGLU experts of ffn every token runs beside its routed ones (DeepSeek, Llama 4)
   std::string source;              // where the shape comes from (paper, model card)
 };
 

@@ -48,14 +48,17 @@ inline bool moe(const TransformerConfig& m) { return m.experts > 0; }
 inline std::int64_t router_params(const TransformerConfig& m) { return std::int64_t(m.hidden) * m.experts; }
 inline std::int64_t expert_params(const TransformerConfig& m) { return 3LL * m.hidden * m.ffn; }
 
+// The shared experts, one SwiGLU MLP of shared_experts x ffn (as DeepSeek's code fuses them).
+inline std::int64_t shared_ffn(const TransformerConfig& m) { return std::int64_t(m.shared_experts) * m.ffn; }
+
 inline std::int64_t mlp_params(const TransformerConfig& m) {
-  if (moe(m)) return router_params(m) + m.experts * expert_params(m);
+  if (moe(m)) return router_params(m) + (m.experts + m.shared_experts) * expert_params(m);
   std::int64_t up = linear_params(m, m.hidden, m.ffn) * (m.gated_mlp ? 2 : 1);
   return up + linear_params(m, m.ffn, m.hidden);
 }
 // The MLP weights one token's matmuls use: a MoE token runs the router and experts_per_token experts.
 inline std::int64_t active_mlp_params(const TransformerConfig& m) {
-  return moe(m) ? router_params(m) + m.experts_per_token * expert_params(m) : mlp_params(m);
+  return moe(m) ? router_params(m) + (m.experts_per_token + m.shared_experts) * expert_params(m) : mlp_params(m);
 }
 
 // The window block `layer` attends within (0: the whole causal prefix). With full_attention_every K,

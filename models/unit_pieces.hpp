@@ -276,7 +276,20 @@ inline std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   down.mem_bwd = 7 * h * tke + 3 * h * c.stream;
   down.act = f * tke + h * tke + 4 * Tk;  // the product, the experts' output, the scores
   down.kf = 1 + 4, down.kb = 2 + 4;
-  return {std::move(router), std::move(up), std::move(down)};
+  if (m.shared_experts == 0) return {std::move(router), std::move(up), std::move(down)};
+  // The shared experts: a dense SwiGLU of s = shared_experts x ffn over the T tokens.
+  const double s = double(detail::shared_ffn(m));
+  auto shared_gate = linear(c, pre + "mlp.shared.gate", UnitKind::MlpUp, i, m.hidden, detail::shared_ffn(m));
+  auto shared_up = linear(c, pre + "mlp.shared.up", UnitKind::MlpUp, i, m.hidden, detail::shared_ffn(m));
+  shared_up.mem_fwd = 5 * s * c.elem, shared_up.mem_bwd = 9 * s * c.elem;  // silu, mul
+  shared_up.act = 3 * s * c.elem;  // g, silu(g), u
+  elementwise(shared_up, 2);
+  auto shared_down = linear(c, pre + "mlp.shared.down", UnitKind::MlpDown, i, detail::shared_ffn(m), m.hidden);
+  shared_down.mem_fwd = 3 * h * c.elem;  // the add to the routed experts' output
+  shared_down.act = s * c.elem;          // the product
+  elementwise(shared_down, 1);
+  return {std::move(router), std::move(shared_gate), std::move(shared_up), std::move(shared_down), std::move(up),
+          std::move(down)};
 }
 
 // The pieces of one transformer block, in forward order.

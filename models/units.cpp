@@ -165,7 +165,8 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
       // The block input and the residual after attention are the stream's; a mixture of experts'
       // MLP keeps its router logits, g and u of each token's experts, and their outputs.
       const double k = m.experts_per_token;
-      const double mlp = detail::moe(m) ? double(m.experts) + k * (2 * f + h) : (m.gated_mlp ? 2 * f : f);
+      const double mlp = detail::moe(m) ? double(m.experts) + k * (2 * f + h) + 2 * double(detail::shared_ffn(m))
+                                        : (m.gated_mlp ? 2 * f : f);
       double kept = 2 * h * c.stream + ((q + 2 * kv) + q + mlp) * c.elem + 2 * stats + 4.0 * m.heads * c.tokens;
       if (shape.impl.autocast_casts)  // and autocast's 16-bit weight copies, which the matmuls' dgrads read
         for (const auto& p : pieces) kept += c.e * p.gemm / (2 * c.tokens);

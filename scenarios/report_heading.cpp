@@ -85,11 +85,12 @@ std::string heading(const Scenario& s, const Point& p) {
                      sim::to_string(t.param_dtype), sim::to_string(t.reduce_dtype),
                      t.master_dtype != sim::Dtype::FP32 ? fmt::format(" / state {}", sim::to_string(t.master_dtype)) : "");
   if (const auto& m = st.model; m.experts > 0)
-    out += fmt::format("  mixture of experts: {} experts of {} a block, {} a token ({:.2f}B of the {:.2f}B parameters a "
-                       "token uses); FSDP gathers every expert with its block (no expert parallelism), routing taken "
-                       "as balanced; not validated (docs/fsdp-semantics.md)\n",
-                       m.experts, m.ffn, m.experts_per_token, double(models::active_parameter_count(m)) / 1e9,
-                       double(models::parameter_count(m)) / 1e9);
+    out += fmt::format("  mixture of experts: {} experts of {} a block, {} a token{} ({:.2f}B of the {:.2f}B parameters "
+                       "a token uses); FSDP gathers every expert with its block (no expert parallelism), routing "
+                       "taken as balanced; not validated (docs/fsdp-semantics.md)\n",
+                       m.experts, m.ffn, m.experts_per_token,
+                       m.shared_experts > 0 ? fmt::format(" and {} shared", m.shared_experts) : "",
+                       double(models::active_parameter_count(m)) / 1e9, double(models::parameter_count(m)) / 1e9);
   if (t.tensor_parallel > 1)
     out += fmt::format("  tensor parallel over {} GPUs of a node (sequence parallel, {}), {}: each "
                        "micro-batch split among them\n",

@@ -73,6 +73,8 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
   if (m.experts > 0) {
     k.put("experts", yaml_number(m.experts), "a mixture of experts: a router and this many SwiGLU experts, ffn wide");
     k.put("experts_per_token", yaml_number(m.experts_per_token), "experts each token runs (top-k routing)");
+    if (m.shared_experts > 0)
+      k.put("shared_experts", yaml_number(m.shared_experts), "experts every token runs beside its routed ones");
   }
   k.put("vocab", yaml_number(double(m.vocab)));
   k.put("tied_embeddings", yaml_flag(m.tied_embeddings));

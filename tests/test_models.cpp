@@ -535,3 +535,30 @@ TEST_CASE("bad input: a mixture of experts' shape, and what it is not modelled w
   CHECK_THROWS_WITH_AS(fsdp_units(m, WrapPolicy::Block, sac), doctest::Contains("training.activation_checkpointing"),
                        InputError);
 }
+
+TEST_CASE("a mixture of experts with shared experts: every token runs them beside its routed ones") {
+  // hidden 1024, 8 heads, 8 experts of 512 (2 a token) and 2 shared, 2 layers, vocab 1000, untied.
+  const auto m = load(R"(model: {layers: 2, hidden: 1024, heads: 8, ffn: 512, gated_mlp: true, norm: rmsnorm,
+  vocab: 1000, seq_len: 256, experts: 8, experts_per_token: 2, shared_experts: 2})");
+  // Per layer: attention 4 x 1024^2, router 1024 x 8, (8 + 2) experts of 3 x 1024 x 512, two norms.
+  const double expert = 3 * 1024.0 * 512, attention = 4 * 1024.0 * 1024;
+  CHECK(double(parameter_count(m)) == 2 * (attention + 8192 + 10 * expert + 2048) + 2 * 1000.0 * 1024 + 1024);
+  CHECK(parameter_count(m) == 41'915'392);
+  // A token uses the router, its 2 routed experts and the 2 shared ones.
+  CHECK(active_parameter_count(m) == 23'041'024);
+  TrainingShape shape;
+  shape.micro_batch = 1, shape.seq_len = 256;
+  const auto block = fsdp_units(m, WrapPolicy::Block, shape).at(1);
+  // The shared experts are one SwiGLU of 2 x 512 over the 256 tokens.
+  const auto gate = test::find(block.kernels->forward, "mlp.shared.gate");
+  CHECK(gate.m == 256);
+  CHECK(gate.n == 1024);
+  CHECK(gate.k == 1024);
+  CHECK(gate.groups == 1);
+  double gemm = 0;
+  for (const auto& k : block.kernels->forward)
+    if (k.kind == KernelKind::Gemm) gemm += k.flops();
+  CHECK(gemm == doctest::Approx(2 * 256.0 * (attention + 8192 + 4 * expert)));
+  CHECK_THROWS_WITH_AS(load("model: {preset: llama2-7b, shared_experts: 1}"),
+                       doctest::Contains("t.yaml:1: model.shared_experts: only a mixture of experts has it"), InputError);
+}
