@@ -80,9 +80,8 @@ class Builder {
     KernelPiece p;
     linear(p, "mlp.up", m_.hidden, m_.ffn, Bias::Block, /*shares_input=*/true, Sublayer::Mlp);
     if (impl_.compiled) {
-      mem(p.fwd, "swiglu", 3 * e_ * T_ * f());
-      mem(p.bwd, "swiglu bwd", 5 * e_ * T_ * f());
-    } else {
+      swiglu(p, T_);
+    } else {  // the silu ran with the gate's piece
       mem(p.fwd, "mul", 3 * e_ * T_ * f());
       mem(p.bwd, "mul bwd", 3 * e_ * T_ * f(), 2);
     }
