@@ -232,6 +232,8 @@ struct TableResult {
   std::vector<PointFit> held_out;   // fitted without its unit, from the priors
 };
 
+bool is_all_to_all(const PublishedGroup& g) { return g.collective == sim::to_string(sim::CollectiveOp::AllToAll); }
+
 std::string unit_of(const PublishedGroup& g, const std::string& mode) {
   if (mode == "source") return g.source_key.empty() ? g.source : g.source_key;
   std::string n = g.name;  // the NVLS-off column of a run is the same run
@@ -264,7 +266,7 @@ std::map<std::string, std::string> held_out_by_connection(const std::vector<Tabl
   };
   std::map<std::string, Pool> pools;
   for (const auto& t : results) {
-    if (t.connection.empty() || t.held_out.empty()) continue;
+    if (t.connection.empty() || t.held_out.empty() || is_all_to_all(*t.group)) continue;
     auto& pool = pools[t.connection];
     pool.points.insert(pool.points.end(), t.held_out.begin(), t.held_out.end());
     pool.tables.insert(t.group->name);
@@ -390,14 +392,18 @@ int run_validate(const Options& o) {
   fmt::print("{:<46} {:>4} {:>27} {:>27}\n", "", "", "preset (in-sample)", o.loo == "none" ? "" : "held out");
   fmt::print("{:<46} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "table", "pts", "<1MiB", "1-64MiB", ">=64MiB", "<1MiB",
              "1-64MiB", ">=64MiB");
-  std::vector<PointFit> all_preset, all_held;
+  // All-to-alls are summed apart: never fitted, and not what FSDP's collectives are quoted from.
+  std::vector<PointFit> all_preset, all_held, a2a_preset, a2a_held;
   for (const auto& t : results) {
     if (t.cluster.empty()) continue;
     print_summary_row(t.group->name, t.preset, t.held_out);
-    all_preset.insert(all_preset.end(), t.preset.begin(), t.preset.end());
-    all_held.insert(all_held.end(), t.held_out.begin(), t.held_out.end());
+    auto& preset = is_all_to_all(*t.group) ? a2a_preset : all_preset;
+    auto& held = is_all_to_all(*t.group) ? a2a_held : all_held;
+    preset.insert(preset.end(), t.preset.begin(), t.preset.end());
+    held.insert(held.end(), t.held_out.begin(), t.held_out.end());
   }
   print_summary_row("all points", all_preset, all_held);
+  if (!a2a_preset.empty()) print_summary_row("all-to-all points (never fitted)", a2a_preset, a2a_held);
   fmt::print("\n# All points, per size band: median / p90 / max |error|\n");
   for (const auto& b : size_bands()) {
     std::string line = fmt::format("  {:<14}", b.name);

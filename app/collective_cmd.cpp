@@ -40,6 +40,8 @@ int run(const CollectiveOptions& o) {
   const auto op = sim::parse_collective_op(o.op);
   const auto algorithm = sim::parse_algorithm(o.algorithm);
   const auto protocol = sim::parse_protocol(o.protocol);
+  if (op == sim::CollectiveOp::AllToAll && algorithm != sim::Algorithm::Auto)
+    throw InputError("--algorithm: an alltoall is point to point (sends and receives), it has no algorithm to pick");
   if (o.gpus_per_process < 1) throw InputError("--gpus-per-process: expected an integer >= 1");
   // The NCCL release whose tuning table applies (the newest the model knows, unless the cluster pins one).
   if (!o.nccl_version.empty())
@@ -86,7 +88,10 @@ int run(const CollectiveOptions& o) {
              "sockets or PCIe (tuning.cc; NCCL_PROTO naming it, `nccl: {proto}` here, turns it on)\n";
     if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); c.nodes > 1 && !caveat.empty())
       out += "# note: " + caveat + "\n";
-    if (c.gpus() > 1)
+    if (op == sim::CollectiveOp::AllToAll)
+      out += "# all-to-all: point-to-point sends and receives, each GPU's network bytes through its own rail; "
+             "predicted from the fitted links, never fitted (docs/calibration.md, all-to-all)\n";
+    else if (c.gpus() > 1)
       if (const auto held = topologies::collective_held_out(topologies::connection_key(c)); !held.empty())
         out += fmt::format("# held out, on published tables {}: {}\n", topologies::connection_text(c), held);
     out += fmt::format("# {:>12} {:>9} {:>6} {:>3} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "size (B)",
@@ -125,7 +130,7 @@ void add_collective_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<CollectiveOptions>();
   auto* cmd = app.add_subcommand("collective", "Predict one NCCL collective: time, algbw and busbw");
   cmd->add_option("--cluster", o->cluster, "Cluster preset name, or a YAML file with a 'cluster:' key")->required();
-  cmd->add_option("--op", o->op, "all_gather, reduce_scatter, all_reduce, reduce or broadcast");
+  cmd->add_option("--op", o->op, "all_gather, reduce_scatter, all_reduce, reduce, broadcast or alltoall");
   cmd->add_option("--bytes", o->bytes, "Buffer size(s), e.g. 1GiB or 1MiB,64MiB,1GiB");
   auto* gpus = cmd->add_option("--gpus", o->gpus, "Use this many GPUs of the cluster (whole nodes)");
   cmd->add_option("--algorithm", o->algorithm, "auto (NCCL's choice), ring, tree, nvls or nvls_tree (as NCCL_ALGO)");

@@ -201,6 +201,9 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
   std::string why_not;
   for (const auto& s : all) {
     auto w = covers(s.cluster, s.point);
+    // An all-to-all is predicted from what the rings and trees fitted, never fitted itself: its
+    // point-to-point traffic would pull the ring's parameters towards a mechanism they do not model.
+    if (w.empty() && s.point.op == sim::CollectiveOp::AllToAll) w = "an all-to-all is predicted, never fitted";
     if (w.empty()) used.push_back(s);
     else if (why_not.empty()) why_not = fmt::format("{}: {}", s.point.where, w);
   }

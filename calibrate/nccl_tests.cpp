@@ -75,7 +75,7 @@ bool looks_like_row(const std::vector<std::string_view>& tok) {
 
 std::optional<sim::CollectiveOp> model_op(const std::string& name) {
   for (auto op : {sim::CollectiveOp::AllGather, sim::CollectiveOp::ReduceScatter, sim::CollectiveOp::AllReduce,
-                  sim::CollectiveOp::Reduce, sim::CollectiveOp::Broadcast})
+                  sim::CollectiveOp::Reduce, sim::CollectiveOp::Broadcast, sim::CollectiveOp::AllToAll})
     if (name == sim::to_string(op)) return op;
   return std::nullopt;
 }

@@ -16,7 +16,7 @@ namespace tagcsim::calibrate {
 
 struct Point {
   std::string op_name;                   // "all_reduce", "alltoall", ... as the benchmark names it
-  std::optional<sim::CollectiveOp> op;   // empty for collectives the model lacks (alltoall, sendrecv)
+  std::optional<sim::CollectiveOp> op;   // empty for collectives the model lacks (sendrecv, ...)
   int nodes = 1;
   int gpus_per_node = 1;
   double bytes = 0;                      // nccl-tests "size": the full buffer S

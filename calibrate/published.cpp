@@ -157,7 +157,7 @@ std::vector<PublishedGroup> load_published(const std::string& path) {
     Point base;
     base.op_name = collective;
     for (auto op : {sim::CollectiveOp::AllGather, sim::CollectiveOp::ReduceScatter, sim::CollectiveOp::AllReduce,
-                    sim::CollectiveOp::Reduce, sim::CollectiveOp::Broadcast})
+                    sim::CollectiveOp::Reduce, sim::CollectiveOp::Broadcast, sim::CollectiveOp::AllToAll})
       if (collective == sim::to_string(op)) base.op = op;
     base.nodes = nodes;
     base.gpus_per_node = gpn;
@@ -206,6 +206,8 @@ std::vector<PublishedGroup> load_published(const std::string& path) {
       }
       PublishedGroup& g = groups[it->second];
       if (const std::string why = opt_string(e, "not_fitted"); !why.empty()) g.not_fitted = why;
+      if (g.not_fitted.empty() && base.op == sim::CollectiveOp::AllToAll)
+        g.not_fitted = "an all-to-all: predicted from what the rings and trees fitted, never fitted itself";
       for (auto k : {"algorithm_hint", "algorithm_default"}) {
         const std::string note = opt_string(setup, k);
         const std::string tagged = fmt::format("{}: {}", k, note);

@@ -277,6 +277,40 @@ Candidate nvls(const Ctx& x, bool across_nodes) {
   return cand;
 }
 
+// All-to-all, as NCCL runs it (nccl-tests' alltoall_perf, PyTorch's all_to_all_single): a grouped
+// send and receive of S/R bytes with every other rank, point to point, so there is no algorithm to
+// choose. Each GPU's traffic to another node leaves through its own rail (an all-to-all cannot
+// spread one GPU's bytes over the node's other NICs: NVIDIA/nccl-tests#267), so a node pushes k x
+// (R - k)/R x S into the fabric while NVLink carries the (k - 1)/R x S for the GPUs beside it; the
+// two run at once, on different channels. A message of at most 16 KiB a peer goes LL
+// (NCCL_P2P_LL_THRESHOLD), larger ones Simple. NCCL gives each peer 2 channels across the network
+// (NCCL_NCHANNELS_PER_NET_PEER) or up to all of them over NVLink (ncclTopoComputeP2pChannels), so a
+// channel serves its share of the peers one after another: rounds of hop latencies. The CPU proxy
+// posts a send and a receive per network peer (NCCL's per-step network overhead each).
+Candidate all_to_all(const Ctx& x, bool ll_allowed) {
+  const double per_peer = x.S / x.R;
+  const bool ll = ll_allowed && per_peer <= kP2pLlThreshold;
+  const int p = ll ? kLL : kSimple;
+  Candidate cand{kRing, p};
+  auto& plan = cand.plan;
+  const double f = kRingFraction[p];
+  const int intra_peers = x.k - 1, inter_peers = x.R - x.k;
+  plan.nvlink_bytes = intra_peers * per_peer;
+  plan.node_egress_bytes = x.lanes * x.k * inter_peers * per_peer / f;
+  plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / (x.nvl_rate * f) : 0;
+  plan.network_seconds = inter_peers > 0 ? plan.node_egress_bytes * f / (x.net_rate * f) : 0;
+  if (ll) plan.nvlink_seconds = std::max(plan.nvlink_seconds, (intra_peers + inter_peers) * per_peer / x.ll_max);
+  const int per_peer_channels = x.n > 1 ? kP2pChannelsPerNetPeer : x.nch;
+  const int rounds = int(std::ceil(double(x.R - 1) * std::min(per_peer_channels, x.nch) / x.nch));
+  plan.steps = x.R - 1;
+  const double hop = x.n > 1 ? inter_hop(x, kRing, p) : intra_hop(x, kRing, p) + x.generation_step;
+  const double proxy = x.n > 1 ? 2.0 * inter_peers * x.net_overhead : 0.0;
+  finish(x, cand, x.scale * x.table->base[kRing][p] * us + rounds * hop + proxy, std::min(per_peer, kRingChunk[p]),
+         0.0, x.nch);
+  plan.channels = x.nch;
+  return cand;
+}
+
 unsigned algo_bit(int a) {
   using P = topologies::NcclPins;
   return a == kRing ? P::Ring : a == kTree ? P::Tree : a == kNvls ? P::Nvls : P::NvlsTree;
@@ -403,6 +437,18 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
   for (int a = 0; a < 4; ++a) any = any || ((algos & algo_bit(a)) && runs(a));
   if (!any) algos = algo_bit(kRing);
 
+  if (op == CollectiveOp::AllToAll) {  // point to point: NCCL_ALGO does not apply
+    const Candidate cand = all_to_all(x, protos & proto_bit(kLL));
+    CollectivePlan p = cand.plan;
+    p.op = op;
+    p.bytes = bytes;
+    p.group = g;
+    p.algorithm = Algorithm::P2p;
+    p.protocol = protocol_of(cand.p);
+    p.max_channels = x.nch;
+    p.rails = n > 1 ? rails : 0;
+    return p;
+  }
   Candidate best;
   for (int a = 0; a < 4; ++a) {
     if (!(algos & algo_bit(a)) || !runs(a)) continue;

@@ -19,6 +19,7 @@ const char* to_string(CollectiveOp op) {
     case CollectiveOp::AllReduce: return "all_reduce";
     case CollectiveOp::Reduce: return "reduce";
     case CollectiveOp::Broadcast: return "broadcast";
+    case CollectiveOp::AllToAll: return "alltoall";
   }
   return "?";
 }
@@ -30,6 +31,7 @@ const char* to_string(Algorithm a) {
     case Algorithm::Tree: return "tree";
     case Algorithm::Nvls: return "nvls";
     case Algorithm::NvlsTree: return "nvls_tree";
+    case Algorithm::P2p: return "p2p";
   }
   return "?";
 }
@@ -46,10 +48,10 @@ const char* to_string(Protocol p) {
 
 CollectiveOp parse_collective_op(const std::string& text) {
   for (auto op : {CollectiveOp::AllGather, CollectiveOp::ReduceScatter, CollectiveOp::AllReduce,
-                  CollectiveOp::Reduce, CollectiveOp::Broadcast})
+                  CollectiveOp::Reduce, CollectiveOp::Broadcast, CollectiveOp::AllToAll})
     if (text == to_string(op)) return op;
   throw InputError(fmt::format(
-      "--op: expected one of all_gather, reduce_scatter, all_reduce, reduce, broadcast; got '{}'", text));
+      "--op: expected one of all_gather, reduce_scatter, all_reduce, reduce, broadcast, alltoall; got '{}'", text));
 }
 
 Algorithm parse_algorithm(const std::string& text) {
@@ -84,7 +86,8 @@ double bus_factor(CollectiveOp op, int ranks) {
   switch (op) {
     case CollectiveOp::AllReduce: return 2 * (n - 1) / n;
     case CollectiveOp::AllGather:
-    case CollectiveOp::ReduceScatter: return (n - 1) / n;
+    case CollectiveOp::ReduceScatter:
+    case CollectiveOp::AllToAll: return (n - 1) / n;
     case CollectiveOp::Reduce:
     case CollectiveOp::Broadcast: return 1;
   }

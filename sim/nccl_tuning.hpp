@@ -122,5 +122,10 @@ inline constexpr double kRingChunk[3] = {32768, 576000, 2097152};
 inline constexpr int kSimpleSlicesPerChunk = 2;  // ALLREDUCE_CHUNKSTEPS / ALLREDUCE_SLICESTEPS
 inline constexpr double kTreeChunk[3] = {32768, 576000, 524288};
 inline constexpr double kNvlsChunk = 131072;  // NCCL_NVLS_CHUNKSIZE default
+// Point to point (all-to-all): a message of at most this many bytes a peer goes LL
+// (NCCL_P2P_LL_THRESHOLD, enqueue.cc), and each network peer gets this many channels
+// (NCCL_NCHANNELS_PER_NET_PEER, paths.cc).
+inline constexpr double kP2pLlThreshold = 16384;
+inline constexpr int kP2pChannelsPerNetPeer = 2;
 
 }  // namespace tagcsim::sim::nccl_tuning

@@ -105,10 +105,15 @@ void network_phase(Run& run, const Phase& phase) {
         const int next = (k + 1) % g.nodes;
         if (root >= 0 && (broadcast ? next : k) == root) continue;
         const int src = first + k * g.node_stride;
-        const int dst = first + next * g.node_stride;
-        for (int rail = first_rail; rail < first_rail + rails; ++rail)
-          flows.push_back(sg4::Comm::sendto_async(pf.host(src, rail), pf.host(dst, rail), bytes));
-        count_traffic(run, src, dst, double(bytes) * rails);
+        // An all-to-all sends each other node of the group its share; a ring, its successor all.
+        const bool all_pairs = plan.op == CollectiveOp::AllToAll;
+        for (int d = all_pairs ? 1 : 0; d < (all_pairs ? g.nodes : 1); ++d) {
+          const int dst = first + (all_pairs ? (k + d) % g.nodes : next) * g.node_stride;
+          const auto share = all_pairs ? static_cast<std::uint64_t>(double(bytes) / (g.nodes - 1) + 0.5) : bytes;
+          for (int rail = first_rail; rail < first_rail + rails; ++rail)
+            flows.push_back(sg4::Comm::sendto_async(pf.host(src, rail), pf.host(dst, rail), share));
+          count_traffic(run, src, dst, double(share) * rails);
+        }
       }
     }
     run.out.flows += flows.size();

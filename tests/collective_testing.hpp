@@ -29,4 +29,13 @@ inline topologies::Cluster rail_cluster(int nodes) {
   return c;
 }
 
+// N one-GPU nodes of B each on a two-level fat tree.
+inline topologies::Cluster fat_tree(int nodes, double B, int nodes_per_leaf, double oversubscription) {
+  auto c = flat_cluster(nodes, B, 0);
+  c.fabric.kind = topologies::Fabric::Kind::FatTree2;
+  c.fabric.nodes_per_leaf = nodes_per_leaf;
+  c.fabric.oversubscription = oversubscription;
+  return c;
+}
+
 }  // namespace tagcsim::test

@@ -81,8 +81,10 @@ TEST_CASE("old-format logs: the collective comes from the file name or --op, the
   CHECK(pts[0].ranks() == 8);
   CHECK(pts[0].time_s == doctest::Approx(49e-6));
   pts = parse_nccl_tests(old, "run1.txt", {.op = "alltoall", .nodes = 2, .gpus_per_node = 4});
-  CHECK(pts[0].op_name == "alltoall");
-  CHECK_FALSE(pts[0].op.has_value());  // parsed, but the model has no all-to-all
+  CHECK(pts[0].op == CollectiveOp::AllToAll);
+  pts = parse_nccl_tests(old, "run1.txt", {.op = "sendrecv", .nodes = 2, .gpus_per_node = 4});
+  CHECK(pts[0].op_name == "sendrecv");
+  CHECK_FALSE(pts[0].op.has_value());  // parsed, but the model has no send/receive pair
   CHECK(error_of([&] { parse_nccl_tests(old, "run1.txt"); }).find("pass --op") != std::string::npos);
   CHECK(error_of([&] { parse_nccl_tests(old, "all_reduce.txt"); }).find("--nodes") != std::string::npos);
 }
@@ -282,7 +284,13 @@ TEST_CASE("a profile reads back as the fitted cluster, and a transport profile a
 TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(kPublished == std::string(TAGCSIM_SOURCE_DIR) + "/validation/data/published_measurements.yaml");
   const auto groups = load_published(kPublished);
-  REQUIRE(groups.size() == 34);  // 29 fitted, 5 validated only (GB200 NVL72 racks, Azure's GB200 VM, CSCS's Alps)
+  // 29 fitted, 10 validated only: GB200 NVL72 racks, Azure's GB200 VM, CSCS's Alps, and five all-to-alls.
+  REQUIRE(groups.size() == 39);
+  auto named = [&](const std::string& name) -> const PublishedGroup& {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.name == name; });
+    REQUIRE(it != groups.end());
+    return *it;
+  };
   CHECK(groups[0].name == "nccl-a100-1n-mleng-allreduce");
   CHECK(groups[0].source_key == "S01");
   CHECK(groups[0].points.size() == 20);
@@ -316,7 +324,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(ndv5.points[0].time_s == doctest::Approx(1.75 * 1024 / 0.07e9));  // from busbw 0.07 GB/s
   CHECK(published_base_cluster(ndv5) == "{preset: azure-nd-h100-v5, nodes: 1}");
   // Azure's ND GB200 v6: one VM is 4 GPUs of an NVL72 rack; the script pins NCCL_ALGO=Ring on 4 GPUs.
-  const auto& gb200 = groups[groups.size() - 2];
+  const auto& gb200 = named("nccl-gb200-1n4-azure-ndgb200v6-allreduce");
   CHECK(gb200.name == "nccl-gb200-1n4-azure-ndgb200v6-allreduce");
   CHECK(gb200.points.size() == 24);
   CHECK(gb200.points[0].gpus_per_process == 4);
@@ -350,9 +358,10 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   // CoreWeave's GB200 NVL72 tables: validated on the NVL72 preset (a rack is a node), never fitted.
   int racks = 0;
   for (const auto& g : groups) {
-    if (g.name.rfind("nccl-gb200-nvl72-", 0) != 0) {
+    if (g.name.rfind("nccl-gb200-nvl72-", 0) != 0 || g.collective == "alltoall") {
       CHECK(g.not_fitted.empty() == (g.name != "nccl-gb200-1n4-azure-ndgb200v6-allreduce" &&
-                                     g.name != "nccl-gh200-2n-cscs-alps-slingshot-allreduce"));
+                                     g.name != "nccl-gh200-2n-cscs-alps-slingshot-allreduce" &&
+                                     g.collective != "alltoall"));
       continue;
     }
     CAPTURE(g.name);
@@ -361,9 +370,15 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
     racks += g.nodes;
   }
   CHECK(racks == 1 + 2 + 20);
+  // OCI's all-to-alls on GB200 racks: a rack is a node (one NVLink domain), never fitted.
+  const auto& a2a = named("nccl-gb200-nvl72-2r64g-oci-alltoall");
+  CHECK(a2a.points[0].op == CollectiveOp::AllToAll);
+  CHECK(a2a.points[0].ranks() == 128);
+  CHECK(a2a.points[0].time_s == doctest::Approx(48071e-6));  // the faster of the two placements
+  CHECK(a2a.not_fitted.find("an all-to-all") == 0);
+  CHECK(published_base_cluster(a2a) == "{preset: gb200-nvl72, nodes: 2}");
   // CSCS's Alps table: named by its machine, run on its preset with CSCS's NCCL_PROTO=^LL128.
-  const auto& alps = groups.back();
-  CHECK(alps.name == "nccl-gh200-2n-cscs-alps-slingshot-allreduce");
+  const auto& alps = named("nccl-gh200-2n-cscs-alps-slingshot-allreduce");
   CHECK(alps.source_key == "S69");
   CHECK(alps.points.size() == 25);
   CHECK(published_base_cluster(alps) == "{preset: alps-gh200, nodes: 2}");

@@ -98,6 +98,16 @@ TEST_CASE("tagcsim collective prints time, algbw and busbw the nccl-tests way, w
   const auto pinned = tagcsim("collective --cluster aws-p4de --op all_reduce --bytes 8KiB --gpus 16");
   CHECK(pinned.output.find("# pinned: proto simple (aws-ofi-nccl") != std::string::npos);
   CHECK(tagcsim("collective --cluster dgx-h100-ib400 --protocol LL256").code == 2);
+  // An all-to-all is point to point: no algorithm to pin, its own note instead of the rings' error.
+  const auto a2a = tagcsim("collective --cluster dgx-h100-ib400 --op alltoall --bytes 1KiB,1GiB --gpus 16");
+  CHECK(a2a.code == 0);
+  CHECK(a2a.output.find("      p2p     LL ") != std::string::npos);
+  CHECK(a2a.output.find("      p2p Simple ") != std::string::npos);
+  CHECK(a2a.output.find("# all-to-all: point-to-point sends and receives") != std::string::npos);
+  CHECK(a2a.output.find("# held out") == std::string::npos);
+  const auto pinned_a2a = tagcsim("collective --cluster dgx-h100-ib400 --op alltoall --algorithm ring");
+  CHECK(pinned_a2a.code == 2);
+  CHECK(pinned_a2a.output.find("--algorithm: an alltoall is point to point") != std::string::npos);
   // --gpus 0 is a mistake, not "the preset's size".
   const auto none = tagcsim("collective --cluster dgx-h100-ib400 --gpus 0");
   CHECK(none.code == 2);

@@ -15,18 +15,9 @@
 
 using namespace tagcsim;
 using namespace tagcsim::sim;
-using namespace tagcsim::test;  // flat_cluster, rail_cluster
+using namespace tagcsim::test;  // flat_cluster, rail_cluster, fat_tree
 
 namespace {
-
-// N one-GPU nodes of B each on a two-level fat tree.
-topologies::Cluster fat_tree(int nodes, double B, int nodes_per_leaf, double oversubscription) {
-  auto c = flat_cluster(nodes, B, 0);
-  c.fabric.kind = topologies::Fabric::Kind::FatTree2;
-  c.fabric.nodes_per_leaf = nodes_per_leaf;
-  c.fabric.oversubscription = oversubscription;
-  return c;
-}
 
 Task task(const CollectivePlan& plan, Stream stream) {
   Task t{.name = to_string(plan.op), .stream = stream, .category = Category::AllGather};

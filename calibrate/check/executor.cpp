@@ -312,6 +312,8 @@ class Rank {
           case sim::CollectiveOp::Broadcast:
             check_nccl(L.Broadcast(in, out, elems, ncclFloat32, 0, comm, st), "ncclBroadcast");
             break;
+          case sim::CollectiveOp::AllToAll:  // no FSDP schedule issues one
+            throw std::runtime_error("calibrate check: an all-to-all in a schedule is not supported");
         }
       }
     }
