@@ -21,6 +21,7 @@ bench "llama3.1-70b 16,128 GB200 fsdp" run bench/gb200-nvl72-16k.yaml
 bench "llama3.1-70b 8,448 GPUs hsdp"   run bench/llama3.1-70b-hsdp-33-leaves.yaml
 bench "llama3.1-405b 16,384 GPUs 3D"   run bench/llama3.1-405b-3d-16k.yaml
 bench "qwen3-235b MoE 4,096 GPUs"      run bench/qwen3-235b-moe-4k.yaml
+bench "qwen3-235b MoE EP 8, 16,384 GPUs" run bench/qwen3-235b-ep-16k.yaml
 bench "quickstart (3 policies)"        run scenarios/quickstart.yaml
 bench "tagc-paper sweep (7 x 4)"       run scenarios/tagc-paper.yaml
 if [ -f bench/tune-llama2-70b-1k.yaml ]; then

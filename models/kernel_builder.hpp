@@ -22,7 +22,8 @@ class Builder {
   Builder(const TransformerConfig& m, const TrainingShape& shape)
       : m_(m), impl_(shape.impl), s_(shape.seq_len > 0 ? shape.seq_len : m.seq_len), cp_(shape.context_parallel),
         b_(shape.micro_batch), T_(double(shape.micro_batch) * s_ / cp_), e_(shape.activation_bytes),
-        r_(shape.impl.autocast_casts ? 4 : e_), Tsp_(T_ / shape.tensor_parallel), tp_(shape.tensor_parallel) {}
+        r_(shape.impl.autocast_casts ? 4 : e_), Tsp_(T_ / shape.tensor_parallel), tp_(shape.tensor_parallel),
+        ep_(shape.expert_parallel) {}
 
   // The sliding window the next blocks' attention keeps to (0: none); the math path computes the
   // whole score matrix and masks it, so only the flash-style kernels skip what is outside it.
@@ -202,7 +203,7 @@ class Builder {
   // One torch._grouped_mm over the experts, its groups stacked (Kernel::groups).
   void grouped_gemm(std::vector<Kernel>& to, std::string op, double m, double n, double k) {
     gemm(to, std::move(op), m, n, k);
-    to.back().groups = m_.experts;
+    to.back().groups = local_experts();
   }
   void gemm(std::vector<Kernel>& to, std::string op, double m, double n, double k, bool fp8 = false) {
     Kernel g;
@@ -489,6 +490,8 @@ class Builder {
   double r_;    // the residual stream's element (and the fp32 parameters' under autocast): e_, or 4 under autocast
   double Tsp_;  // the tokens of one sequence shard under tensor parallelism: the norms' and residuals'
   int tp_;      // tensor parallelism's degree
+  int ep_;      // expert parallelism's degree: this GPU runs experts / ep_ of them
+  double local_experts() const { return double(m_.experts / ep_); }
 };
 
 }  // namespace tagcsim::models::detail

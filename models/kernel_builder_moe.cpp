@@ -6,13 +6,18 @@
 
 namespace tagcsim::models::detail {
 
-// A mixture of experts' MLP, as torchtitan's MoE runs it without expert parallelism: a
-// router, the tokens permuted into expert order, one grouped GEMM (torch._grouped_mm) per expert
-// matrix, the outputs weighted by their routing scores and scattered back. Routing is taken as
-// balanced (T k / E tokens an expert): a grouped GEMM is timed as the GEMM of its groups stacked,
-// the experts' token rows (T k x out x in), and its wgrad as their weight gradients stacked
-// (E out x in x T k / E), the same FLOPs, at the profile's measured grouped rate
-// (Kernel::groups; sim/kernel_profile.hpp).
+// A mixture of experts' MLP, as torchtitan's MoE runs it: a router, the tokens permuted into
+// expert order, one grouped GEMM (torch._grouped_mm) per expert matrix, the outputs weighted by
+// their routing scores and scattered back. Routing is taken as balanced (T k / E tokens an
+// expert): a grouped GEMM is timed as the GEMM of its groups stacked, the experts' token rows
+// (T k x out x in), and its wgrad as their weight gradients stacked (E out x in x T k / E), the
+// same FLOPs, at the profile's measured grouped rate (Kernel::groups; sim/kernel_profile.hpp).
+// Under expert parallelism over ep GPUs (torchtitan's ExpertParallel) the permuted tokens go to
+// their experts' GPUs in an all-to-all and come back in another (sim/model_parallel.cpp): each GPU
+// runs its E / ep experts over the T k rows it receives, balanced, after gathering them into its
+// experts' order (generate_permute_indices), and scatters their outputs back before the return
+// all-to-all. The host reads the token counts back to size the all-to-alls (`.tolist()` of the
+// splits): it issues nothing more until the GPU has caught up.
 KernelPiece Builder::router() {
   KernelPiece p;
   norm(p, "ln_2");
@@ -22,8 +27,13 @@ KernelPiece Builder::router() {
   mem(p.fwd, "router softmax", 8 * T_ * E);
   mem(p.fwd, "router topk", 4 * T_ * E + 12 * Tk);
   mem(p.fwd, "tokens per expert", 8 * Tk + 8 * E);
+  if (ep_ > 1) p.fwd.back().host_sync = true;
   mem(p.fwd, "routing argsort", 24 * Tk);
   mem(p.fwd, "permute tokens", 2 * e_ * Tk * h());
+  if (ep_ > 1) {
+    mem(p.fwd, "permute received tokens", 2 * e_ * Tk * h());
+    mem(p.bwd, "permute received tokens bwd", 2 * e_ * Tk * h());
+  }
   // Backward: the permuted rows' gradients scattered onto the tokens (zeroed first), the scores'.
   mem(p.bwd, "permute tokens bwd zero", e_ * T_ * h());
   mem(p.bwd, "permute tokens bwd scatter", (2 * e_ * Tk + e_ * T_) * h());
@@ -36,7 +46,7 @@ KernelPiece Builder::router() {
 }
 KernelPiece Builder::experts_gate_up() {
   KernelPiece p;
-  const double E = m_.experts, Tk = T_ * m_.experts_per_token;
+  const double E = local_experts(), Tk = T_ * m_.experts_per_token;
   for (const std::string w : {"mlp.experts.gate", "mlp.experts.up"}) {
     grouped_gemm(p.fwd, w + " (grouped)", Tk, f(), h());
     grouped_gemm(p.bwd, w + " dgrad (grouped)", Tk, h(), f());
@@ -47,8 +57,12 @@ KernelPiece Builder::experts_gate_up() {
 }
 KernelPiece Builder::experts_down() {
   KernelPiece p;
-  const double E = m_.experts, Tk = T_ * m_.experts_per_token;
+  const double E = local_experts(), Tk = T_ * m_.experts_per_token;
   grouped_gemm(p.fwd, "mlp.experts.down (grouped)", Tk, h(), f());
+  if (ep_ > 1) {
+    mem(p.fwd, "unpermute received tokens", 2 * e_ * Tk * h());
+    mem(p.bwd, "unpermute received tokens bwd", 2 * e_ * Tk * h());
+  }
   mem(p.fwd, "routing scores mul", 3 * e_ * Tk * h());
   mem(p.fwd, "unpermute zero", e_ * T_ * h());
   mem(p.fwd, "unpermute scatter_add", (e_ * Tk + 2 * e_ * T_) * h());

@@ -182,6 +182,10 @@ struct TrainingShape {
   // holds 1/c of every sequence's tokens, and its attention sees every key (fsdp_units gives one
   // GPU's share: its tokens, and its query shard of each attention call).
   int context_parallel = 1;
+  // Expert parallelism over this many GPUs (torchtitan's expert_parallel_degree): a mixture of
+  // experts' routed experts split among them, E / ep each; every GPU keeps its own tokens, which
+  // travel to their experts' GPUs and back in all-to-alls (sim/model_parallel.hpp).
+  int expert_parallel = 1;
 };
 
 // One GPU's share of the model under tensor parallelism over t GPUs: heads, KV heads, FFN and
@@ -204,6 +208,9 @@ struct FsdpUnit {
   // Of `params`, how many sit in attention, MLP, embedding/head and norms
   // (a Block unit holds several; a Size unit exactly one).
   std::int64_t attention_params = 0, mlp_params = 0, embedding_params = 0, norm_params = 0;
+  // Of `params`, a mixture of experts' routed experts this GPU holds (all of them, or 1/ep under
+  // expert parallelism): FSDP shards them over the expert shard group when there is one.
+  std::int64_t expert_params = 0;
   // Work per micro-batch on one GPU. GEMM FLOPs are 2*m*n*k; backward is
   // grad-input plus grad-weight GEMMs (2x forward) plus attention's backward.
   // With activation checkpointing a block's backward_* include its forward recompute.

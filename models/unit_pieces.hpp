@@ -155,6 +155,7 @@ struct UnitPiece {
     u.mlp_params += o.u.mlp_params;
     u.embedding_params += o.u.embedding_params;
     u.norm_params += o.u.norm_params;
+    u.expert_params += o.u.expert_params;
     gemm += o.gemm, core += o.core, core_bwd += o.core_bwd;
     mem_fwd += o.mem_fwd, mem_bwd += o.mem_bwd, act += o.act;
     transient += o.transient;
@@ -178,6 +179,7 @@ struct Ctx {
   // The residual stream's element, in bytes over the micro-batch: elem, or 4 a token-element under
   // autocast over fp32 parameters (the fp32 embedding output promotes every residual add).
   double stream = 0;
+  double ep = 1;  // expert parallelism: this GPU holds experts / ep of each block's routed experts
 
   bool fp32_stream() const { return stream != elem; }
   // What a norm keeps for backward over the micro-batch (the head comment's table); an RMSNorm
@@ -261,8 +263,14 @@ inline std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   router.mem_bwd = 3 * h * c.stream + c.tokens * E * (4 + 12 + 4 + e) + 12 * Tk + (2 * Tk * e + 2 * c.tokens * e) * h;
   router.act = c.norm_saved() + 4 * c.tokens * E + 12 * Tk;
   router.kf = 1 + 1 + 6, router.kb = 2 + 6;  // ln_2, GEMM, cast/softmax/topk/counts/argsort/permute
+  if (c.ep > 1) {  // the tokens received from the all-to-all gathered into local-expert order, and back
+    router.mem_fwd += 2 * h * tke, router.mem_bwd += 2 * h * tke;
+    router.kf += 1, router.kb += 1;
+  }
   UnitPiece up = named(pre + "mlp.experts.gate_up", UnitKind::MlpUp, i);
-  up.u.params = up.u.mlp_params = 2LL * m.experts * m.hidden * m.ffn;
+  // This GPU's experts: all E, or E / ep under expert parallelism (the same Tk rows reach them).
+  const std::int64_t local = m.experts / std::int64_t(c.ep);
+  up.u.params = up.u.mlp_params = up.u.expert_params = 2LL * local * m.hidden * m.ffn;
   up.gemm = 2.0 * Tk * h * 2 * f;
   up.mem_fwd = 5 * f * tke;  // silu, mul
   up.mem_bwd = 9 * f * tke;
@@ -270,12 +278,16 @@ inline std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   up.work = (h + 3 * f) * tke;
   up.kf = 2 + 2, up.kb = 4 + 3;
   UnitPiece down = named(pre + "mlp.experts.down", UnitKind::MlpDown, i);
-  down.u.params = down.u.mlp_params = 1LL * m.experts * m.hidden * m.ffn;
+  down.u.params = down.u.mlp_params = down.u.expert_params = 1LL * local * m.hidden * m.ffn;
   down.gemm = 2.0 * Tk * f * h;
   down.mem_fwd = 4 * h * tke + 2 * h * c.elem + 3 * h * c.stream;  // scores' product, scatter back, residual
   down.mem_bwd = 7 * h * tke + 3 * h * c.stream;
   down.act = f * tke + h * tke + 4 * Tk;  // the product, the experts' output, the scores
   down.kf = 1 + 4, down.kb = 2 + 4;
+  if (c.ep > 1) {  // the experts' output scattered back to the order the all-to-all returns it in
+    down.mem_fwd += 2 * h * tke, down.mem_bwd += 2 * h * tke;
+    down.kf += 1, down.kb += 1;
+  }
   if (m.shared_experts == 0) return {std::move(router), std::move(up), std::move(down)};
   // The shared experts: a dense SwiGLU of s = shared_experts x ffn over the T tokens.
   const double s = double(detail::shared_ffn(m));

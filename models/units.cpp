@@ -78,9 +78,17 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
   if (shape.tensor_parallel > 1 && policy == WrapPolicy::Size)
     throw InputError("training.tensor_parallel: wrap: size cuts blocks into single Linears; tensor parallelism "
                      "needs whole blocks (wrap: block or torchtitan)");
+  if (shape.expert_parallel != 1) {
+    if (!detail::moe(model))
+      throw InputError(fmt::format("training.expert_parallel: model '{}' has no experts to split (model.experts)",
+                                   model.name));
+    if (shape.expert_parallel < 1 || model.experts % shape.expert_parallel != 0)
+      throw InputError(fmt::format("training.expert_parallel: {} GPUs do not split model '{}''s {} experts evenly",
+                                   shape.expert_parallel, model.name, model.experts));
+  }
   if (detail::moe(model)) {
-    // A mixture of experts is modelled as FSDP alone shards it: every GPU runs every expert on its
-    // own tokens, whole blocks gathered.
+    // A mixture of experts: every GPU runs its experts (all of them, or 1/ep under expert
+    // parallelism) on the tokens routed to them, whole blocks gathered.
     auto refuse = [&](const char* key, const char* what) {
       throw InputError(fmt::format("training.{}: {} with a mixture of experts (model '{}') is not modelled", key, what,
                                    model.name));
@@ -119,7 +127,7 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
   const bool repeated_kv = shape.impl.attention != AttentionKernel::FlashTriton && m.kv_heads < m.heads;
   const Ctx c{m,    shape.impl, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, shape.activation_bytes,
               flash, double(repeated_kv ? detail::q_dim(m) : detail::kv_dim(m)), double(shape.tensor_parallel),
-              tokens * (shape.impl.autocast_casts ? 4.0 : shape.activation_bytes)};
+              tokens * (shape.impl.autocast_casts ? 4.0 : shape.activation_bytes), double(shape.expert_parallel)};
   const std::int64_t norm = detail::norm_params(m);
 
   std::vector<std::vector<Piece>> layers;

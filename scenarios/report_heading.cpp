@@ -86,11 +86,17 @@ std::string heading(const Scenario& s, const Point& p) {
                      t.master_dtype != sim::Dtype::FP32 ? fmt::format(" / state {}", sim::to_string(t.master_dtype)) : "");
   if (const auto& m = st.model; m.experts > 0)
     out += fmt::format("  mixture of experts: {} experts of {} a block, {} a token{} ({:.2f}B of the {:.2f}B parameters "
-                       "a token uses); FSDP gathers every expert with its block (no expert parallelism), routing "
-                       "taken as balanced; not validated (docs/fsdp-semantics.md)\n",
+                       "a token uses); {}, routing taken as balanced; not validated (docs/fsdp-semantics.md)\n",
                        m.experts, m.ffn, m.experts_per_token,
                        m.shared_experts > 0 ? fmt::format(" and {} shared", m.shared_experts) : "",
-                       double(models::active_parameter_count(m)) / 1e9, double(models::parameter_count(m)) / 1e9);
+                       double(models::active_parameter_count(m)) / 1e9, double(models::parameter_count(m)) / 1e9,
+                       t.expert_parallel > 1
+                           ? fmt::format("expert parallel over {} GPUs: {} experts each, FSDP-sharded over the {} "
+                                         "GPUs holding the same ones, the tokens sent to them and back in "
+                                         "all-to-alls, the host reading the token counts back in every block",
+                                         t.expert_parallel, m.experts / t.expert_parallel,
+                                         st.expert_shard_size())
+                           : "FSDP gathers every expert with its block (no expert parallelism)");
   if (t.tensor_parallel > 1)
     out += fmt::format("  tensor parallel over {} GPUs of a node (sequence parallel, {}), {}: each "
                        "micro-batch split among them\n",

@@ -189,6 +189,13 @@ Point load_point(const Input& doc) {
     (at ? *at : doc["cluster"]).fail(e.what());
   }
   p.policies = load_policies(doc);
+  // A compression policy reduces each unit over one group; under expert parallelism a block's
+  // routed experts reduce over another, which no policy describes yet.
+  if (p.setup.expert_parallel_group)
+    for (const auto& pol : p.policies)
+      if (pol.kind != sim::PolicyKind::Fsdp)
+        doc["training"]["expert_parallel"].fail(fmt::format(
+            "policy '{}': gradient compression with expert parallelism is not modelled (only fsdp)", pol.label));
   for (const auto& pol : p.policies) {
     // The damage of a lossy index is judged on the smallest piece the policy decodes.
     double smallest = 0;

@@ -21,7 +21,7 @@ const std::vector<std::string> kTrainingKeys = {
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "unpadded_attention", "compile", "compile_loss", "cross_entropy", "logit_metrics", "float8",
-    "float8_all_gather", "tensor_parallel", "tp_plan", "async_tp", "context_parallel", "pipeline_parallel",
+    "float8_all_gather", "tensor_parallel", "tp_plan", "async_tp", "context_parallel", "expert_parallel", "pipeline_parallel",
     "pipeline_schedule", "pipeline_microbatches", "stages_per_rank"};
 
 sim::Dtype load_dtype(const Input& in) {
@@ -46,6 +46,22 @@ void load_autocast(const Input& in, sim::Training& t) {
     v->fail("autocast with tensor, context or pipeline parallelism is not modelled");
   t.autocast = s == "bf16" ? sim::Dtype::BF16 : sim::Dtype::FP16;
   t.impl.autocast_casts = true;
+}
+
+// Expert parallelism as torchtitan runs it (sim::Training::expert_parallel), after every other key:
+// modelled with fully_shard and plain data parallelism only. Whether the model has experts to split
+// is the model's check (models::fsdp_units).
+void load_expert_parallel(const Input& in, sim::Training& t) {
+  const auto v = in.find("expert_parallel");
+  if (!v) return;
+  t.expert_parallel = v->as_int_between(1, 1 << 16);
+  if (t.expert_parallel == 1) return;
+  if (t.api != sim::Api::Fsdp2) v->fail("expert parallelism is modelled with fully_shard (fsdp: 2, or framework: torchtitan)");
+  if (t.sharding == sim::Sharding::HybridShard) v->fail("expert parallelism with hybrid_shard is not modelled (use full_shard)");
+  if (t.tensor_parallel > 1 || t.context_parallel > 1 || t.pipeline_parallel > 1)
+    v->fail("expert parallelism together with tensor, context or pipeline parallelism is not modelled");
+  if (t.reshard_after_forward > 1)
+    v->fail("expert parallelism with reshard_after_forward to a number of GPUs is not modelled (true or false)");
 }
 
 // Pipeline parallelism as torchtitan runs torch.distributed.pipelining (sim/pipeline.hpp): its
@@ -313,6 +329,7 @@ sim::Training load_training(const Input& in) {
   }
   if (auto v = in.find("allocator_fragmentation")) t.allocator_fragmentation = v->as_non_negative();
   load_autocast(in, t);
+  load_expert_parallel(in, t);
   return t;
 }
 

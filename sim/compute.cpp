@@ -203,7 +203,7 @@ UnitCompute unit_compute(const StepSetup& setup, int u) {
     c.backward_kernels += 1;
     c.backward_issue_seconds += issue;
   }
-  if (setup.tensor_parallel_group || setup.context_parallel_group) {
+  if (setup.tensor_parallel_group || setup.context_parallel_group || setup.expert_parallel_group) {
     // The compute stream waits for the TP and CP collectives; async TP hides a block's behind the
     // matmuls fused with each, every such matmul cut into one chunk of rows per GPU (a GEMM of
     // m / tp rows fills fewer waves than one of m).

@@ -138,12 +138,36 @@ void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms
   out.forward_launches += fwd_launches, out.backward_launches += bwd_launches;
 }
 
+// Expert parallelism (torchtitan's ExpertParallel, _token_dispatch and _token_combine): each MoE
+// block's forward exchanges its tokens' expert counts (E int64s), sends each permuted token row to
+// its expert's GPU and brings the outputs back, three all-to-alls over the EP group; the backward
+// sends the two gradients the other way. A checkpointed block re-runs the first two (with
+// checkpoint early stop the re-run ends before the down projection, and so before the return).
+// Routing is taken as balanced: each GPU sends and receives T k rows of h elements.
+void add_expert_parallel(const StepSetup& setup, int u, ModelParallelTime& out) {
+  const auto& unit = setup.units[std::size_t(u)];
+  if (!setup.expert_parallel_group || unit.kind != models::UnitKind::Block || unit.expert_params <= 0) return;
+  const auto& m = setup.model;
+  const Group& g = *setup.expert_parallel_group;
+  const double rows = double(setup.training.micro_batch) * setup.seq_len() * m.experts_per_token;
+  auto a2a = [&](double bytes) { return plan_collective(setup.cluster, CollectiveOp::AllToAll, bytes, g).seconds(); };
+  const double counts = a2a(8.0 * m.experts);
+  const double tokens = a2a(rows * m.hidden * bytes_of(setup.training.compute_dtype()));
+  const bool rerun = unit.kernels && unit.kernels->recomputes;
+  const int rerun_returns = rerun && !setup.training.impl.checkpoint_early_stop ? 1 : 0;
+  out.forward_seconds += counts + 2 * tokens;
+  out.backward_seconds += 2 * tokens + (rerun ? counts + tokens : 0) + rerun_returns * tokens;
+  out.forward_launches += 3;
+  out.backward_launches += 2 + (rerun ? 2 : 0) + rerun_returns;
+}
+
 }  // namespace
 
 ModelParallelTime model_parallel_time(const StepSetup& setup, int u, const TpSiteGemms& gemms) {
   ModelParallelTime out;
   add_tensor_parallel(setup, u, gemms, out);
   add_context_parallel(setup, u, out);
+  add_expert_parallel(setup, u, out);
   return out;
 }
 

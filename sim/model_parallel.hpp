@@ -1,4 +1,4 @@
-// Tensor and context parallelism's collectives, as one GPU's compute stream waits for them.
+// Tensor, context and expert parallelism's collectives, as one GPU's compute stream waits for them.
 //
 // Tensor parallelism (training.tensor_parallel), torchtitan's sequence-parallel plan (parallelize.py,
 // apply_tp): each GPU of a TP group holds a column slice of q/k/v and of the MLP's gate and up, a
@@ -23,6 +23,9 @@
 // all-gather rotation): each GPU holds 1/c of every sequence, and each block's attention gathers
 // the whole sequence's K and V (as SDPA receives them: repeated to every head under GQA); the
 // backward gathers them again and reduce-scatters their gradients in fp32 (convert_to_f32).
+//
+// Expert parallelism (training.expert_parallel): each MoE block's tokens go to the GPUs of their
+// experts and back in all-to-alls over the EP group (model_parallel.cpp, add_expert_parallel).
 #pragma once
 
 #include "models/kernel_list.hpp"

@@ -99,6 +99,7 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
   shape.impl = training.impl;
   shape.tensor_parallel = training.tensor_parallel;
   shape.context_parallel = training.context_parallel;
+  shape.expert_parallel = training.expert_parallel;
   const int gpn = cluster.gpus_per_node;
   const int tp = training.tensor_parallel, cp = training.context_parallel;
   if (gpn % tp != 0)
@@ -150,6 +151,17 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
                                    N, s.shard_size()));
     s.post_forward_group = groups_of(stage, N, "reshard_after_forward");
   }
+  // Expert parallelism borrows consecutive GPUs of the shard group (torchtitan's dp_shard_in_ep);
+  // the GPUs holding the same experts, one in every ep, shard them (dp_shard_mod_ep).
+  if (const int ep = training.expert_parallel; ep > 1) {
+    const int dp = s.shard_size();
+    if (ep > dp || dp % ep != 0)
+      throw InputError(fmt::format("training.expert_parallel: {} GPUs do not divide the {} GPUs FSDP shards over", ep, dp));
+    s.expert_parallel_group = groups_of(stage, ep, "expert_parallel");
+    s.expert_shard_group = ep <= gpn ? Group{.nodes = stage.nodes, .gpus_per_node = gpn / ep, .node_stride = 1, .count = ep}
+                                     : Group{.nodes = stage.nodes / (ep / gpn), .gpus_per_node = 1,
+                                             .node_stride = ep / gpn, .count = ep};
+  }
   return s;
 }
 
@@ -171,10 +183,10 @@ int fsdp_reduce_scatter(Schedule& s, const StepSetup& setup, int u, int grad_rea
       grad_ready = s.add(std::move(cast));
     }
   }
-  const double bytes = double(unit.params) * bytes_of(t.reduce_dtype);
   Task rs{.name = "reduce-scatter " + unit.name, .stream = setup.reduce_stream(),
           .category = Category::ReduceScatter, .unit = u};
-  rs.phases = {{plan_collective(setup.cluster, CollectiveOp::ReduceScatter, bytes, setup.shard_group)}};
+  rs.phases = detail::shard_group_phases(setup, unit, CollectiveOp::ReduceScatter, bytes_of(t.reduce_dtype),
+                                 double(unit.params) * bytes_of(t.reduce_dtype), setup.shard_group);
   rs.after = {grad_ready};
   return replica_all_reduce(s, setup, u, s.add(std::move(rs)));
 }
@@ -296,9 +308,21 @@ double padded_flat_numel(std::int64_t params, int shard_size) {
 double shard_bytes_per_param(const Training& t) { return bytes_of(t.master_dtype); }
 
 double shard_params(const StepSetup& setup, int u) {
-  const auto P = setup.units[std::size_t(u)].params;
+  const auto& unit = setup.units[std::size_t(u)];
   const int n = setup.shard_size();
-  return (setup.training.api == Api::Fsdp1 ? padded_flat_numel(P, n) : double(P)) / n;
+  if (setup.expert_shard_group)  // FSDP2 only: no padding
+    return double(unit.params - unit.expert_params) / n + double(unit.expert_params) / setup.expert_shard_size();
+  return (setup.training.api == Api::Fsdp1 ? padded_flat_numel(unit.params, n) : double(unit.params)) / n;
+}
+
+std::vector<Phase> shard_group_phases(const StepSetup& setup, const models::FsdpUnit& unit, CollectiveOp op,
+                                      double expert_bytes_per_param, double bytes, const Group& group) {
+  if (!setup.expert_shard_group || unit.expert_params <= 0) return {{plan_collective(setup.cluster, op, bytes, group)}};
+  // torchtitan's block and its experts module are fully_shard units of their own, issued back to
+  // back: the block's parameters over the shard group, its experts over the expert shard group.
+  const double experts = double(unit.expert_params) * expert_bytes_per_param;
+  return {{plan_collective(setup.cluster, op, bytes - experts, group)},
+          {plan_collective(setup.cluster, op, experts, *setup.expert_shard_group), 1, fmt::format("experts {}", to_string(op))}};
 }
 
 double optimizer_temporary_bytes(const StepSetup& setup) {
@@ -347,7 +371,8 @@ Task all_gather_task(const StepSetup& setup, int u, const Group& group, const ch
   const auto& unit = setup.units[u];
   Task t{.name = fmt::format("all-gather {} {}", phase, unit.name), .stream = Stream::AllGather,
          .category = Category::AllGather, .unit = u};
-  t.phases = {{plan_collective(setup.cluster, CollectiveOp::AllGather, all_gather_bytes(setup, unit), group)}};
+  t.phases = shard_group_phases(setup, unit, CollectiveOp::AllGather, bytes_of(setup.training.param_dtype),
+                                all_gather_bytes(setup, unit), group);
   return t;
 }
 
@@ -363,8 +388,13 @@ double all_gather_bytes(const StepSetup& setup, const models::FsdpUnit& unit) {
 Task optimizer_task(const StepSetup& setup) {
   std::int64_t params = 0;
   for (const auto& u : setup.units) params += u.params;
+  double shard = double(params) / setup.shard_size();
+  if (setup.expert_shard_group) {  // the routed experts over their own, smaller group
+    shard = 0;
+    for (int u = 0; u < int(setup.units.size()); ++u) shard += shard_params(setup, u);
+  }
   return Task{.name = "optimizer step", .stream = Stream::Compute, .category = Category::Optimizer, .unit = -1,
-              .seconds = optimizer_seconds(double(params) / setup.shard_size(), setup.training, setup.cluster.gpu)};
+              .seconds = optimizer_seconds(shard, setup.training, setup.cluster.gpu)};
 }
 
 int root_unit(const StepSetup& setup) {

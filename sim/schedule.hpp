@@ -120,7 +120,14 @@ struct StepSetup {
   std::optional<Group> post_forward_group; // FSDP2 reshard_after_forward: N: who holds a unit until backward
   std::optional<Group> tensor_parallel_group;   // who splits each block's matmuls (training.tensor_parallel > 1)
   std::optional<Group> context_parallel_group;  // who splits each sequence (training.context_parallel > 1)
+  // Expert parallelism (training.expert_parallel > 1): who exchanges tokens in all-to-alls, and who
+  // all-gathers and reduce-scatters the routed experts a GPU holds (the ranks holding the same ones).
+  std::optional<Group> expert_parallel_group;
+  std::optional<Group> expert_shard_group;
   int shard_size() const { return shard_group.ranks(); }
+  // Ranks unit u's routed experts are sharded over: the expert shard group under expert
+  // parallelism, else the shard group.
+  int expert_shard_size() const { return expert_shard_group ? expert_shard_group->ranks() : shard_size(); }
   // Tokens per sequence: the training's, else the model's.
   int seq_len() const { return training.seq_len > 0 ? training.seq_len : model.seq_len; }
   // The communicator stream gradient reductions run on.

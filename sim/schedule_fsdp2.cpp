@@ -147,7 +147,8 @@ struct Fsdp2 {
     // foreach_reduce_scatter_copy_in on the compute stream, into a reduce_dtype
     // buffer; bf16/fp32 divide by NCCL's AVG, fp16 pre/post-divides.
     double bytes = (had >= 0 && fp32_accumulation ? rb : pb) * Pu + rb * Pu;
-    if (setup.training.reduce_dtype == Dtype::FP16) bytes += 2 * Pu * rb + 2 * Pu / setup.shard_size() * rb;
+    if (setup.training.reduce_dtype == Dtype::FP16)
+      bytes += 2 * Pu * rb + (setup.expert_shard_group ? 2 * shard_params(setup, u) : 2 * Pu / setup.shard_size()) * rb;
     const int copy_in =
         p.issue(copy_task("reduce-scatter copy-in " + name(u), u, Stream::Compute, bytes, *cost.gpu));
     const std::size_t before = s.tasks.size();

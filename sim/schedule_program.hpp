@@ -103,6 +103,11 @@ Task all_gather_task(const StepSetup& setup, int u, const Group& group, const ch
 // The bytes one all-gather of the unit moves: its parameters in param_dtype, the blocks' Linear
 // weights in float8 under float8 all-gather.
 double all_gather_bytes(const StepSetup& setup, const models::FsdpUnit& unit);
+// A unit's all-gather or reduce-scatter of `bytes` over `group`: one collective, or under expert
+// parallelism two back to back, the routed experts' share (expert_params at bytes_per_param) over
+// the expert shard group.
+std::vector<Phase> shard_group_phases(const StepSetup& setup, const models::FsdpUnit& unit, CollectiveOp op,
+                                      double bytes_per_param, double bytes, const Group& group);
 Task optimizer_task(const StepSetup& setup);
 // The unit whose forward and backward compute sit at the ends of the passes
 // although its hooks run first and last: the root wrapper of block and size

@@ -59,6 +59,11 @@ struct Training {
   // Context parallelism inside a node over this many GPUs (PyTorch's context_parallel, as torchtitan
   // runs it): each holds 1/c of every sequence; FSDP shards over them too.
   int context_parallel = 1;
+  // Expert parallelism over this many consecutive GPUs (torchtitan's expert_parallel_degree, which
+  // borrows them from the data-parallel shard group): each holds experts / ep of every block's routed
+  // experts, FSDP-sharded over the GPUs holding the same ones, and its tokens reach their experts in
+  // all-to-alls. FSDP2 with torchtitan's layout only.
+  int expert_parallel = 1;
   // GPUs that share one micro-batch: tensor_parallel x context_parallel.
   int model_parallel() const { return tensor_parallel * context_parallel; }
   // Pipeline parallelism across nodes (torch.distributed.pipelining, torchtitan's
