@@ -120,6 +120,12 @@ int run_check(const CheckOptions& o) {
   sim::StepSetup setup = point.setup;
   if (!o.cluster.empty())
     setup = sim::make_setup(setup.model, load_cluster_arg(o.cluster), setup.training);
+  // The executor runs a unit's kernels and FSDP's collectives; the model-parallel collectives the
+  // simulator folds into a unit's compute (sim/model_parallel.hpp) it has no NCCL calls for.
+  if (setup.tensor_parallel_group || setup.context_parallel_group || setup.expert_parallel_group)
+    throw InputError(fmt::format("{}: calibrate check runs FSDP's own collectives only; tensor, context and expert "
+                                 "parallelism's are not run (remove them from the scenario)",
+                                 o.scenario));
   std::vector<sim::Policy> policies;
   for (const auto& want : o.policies) {
     auto it = std::find_if(point.policies.begin(), point.policies.end(), [&](const auto& p) { return p.label == want; });

@@ -191,6 +191,16 @@ TEST_CASE("bad input on the command line: no GPU and an unwritable folder exit 2
   CHECK(rc == 2);
   CHECK(out.find("--policies: 'nope' is not a policy of scenarios/quickstart.yaml (it has: fsdp, tagc, tagc-batched)") !=
         std::string::npos);
+  // Expert parallelism's all-to-alls sit inside the units' compute: the executor has no call for them.
+  {
+    std::ofstream f(dir / "ep.yaml");
+    f << "model: qwen3-30b-a3b\ncluster: dgx-h100-ib400\ntraining: {framework: torchtitan, expert_parallel: 8}\n"
+         "policies: [fsdp]\n";
+  }
+  std::tie(rc, out) = run("calibrate check " + (dir / "ep.yaml").string() + " --dry-run");
+  CHECK(rc == 2);
+  CHECK(out.find("calibrate check runs FSDP's own collectives only; tensor, context and expert parallelism's") !=
+        std::string::npos);
   std::tie(rc, out) = run("calibrate box --dry-run --gpus 0,1");
   CHECK(rc == 0);
   CHECK(out.find("GPUs: 0,1 (2)") != std::string::npos);
