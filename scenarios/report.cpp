@@ -224,6 +224,12 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
       out += "\n";
     }
     for (const auto& r : results)
+      if (const auto& b = r.step.breakdown; b.expert_all_to_all_s > 0)
+        out += fmt::format("expert parallel all-to-alls, {}: {} of the compute stream's time waiting for them ({:.1f}% "
+                           "of its busy time; sim/model_parallel.hpp)\n",
+                           r.step.policy, seconds(b.expert_all_to_all_s),
+                           100 * b.expert_all_to_all_s / std::max(1e-12, b.compute_s + b.optimizer_s));
+    for (const auto& r : results)
       if (const auto& b = r.step.breakdown; b.sm_slowdown_s > 0)
         out += fmt::format("SMs held by NCCL, {}: the compute stream's kernels {} slower while collectives ran beside "
                            "them ({:.1f}% of its busy time; docs/compute-model.md)\n",
@@ -308,7 +314,8 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         "\"workspace\": {}}},\n"
         "      \"breakdown\": {{\"compute_s\": {}, \"model_compute_s\": {}, \"compression_kernels_s\": {}, "
         "\"exposed_comm_s\": {}, \"allgather_s\": {}, \"reduce_scatter_s\": {}, \"optimizer_s\": {}, "
-        "\"fsdp_copy_s\": {}, \"host_s\": {}, \"sm_slowdown_s\": {}, \"pipeline_bubble_s\": {}}},\n"
+        "\"fsdp_copy_s\": {}, \"host_s\": {}, \"sm_slowdown_s\": {}, \"pipeline_bubble_s\": {}, "
+        "\"expert_all_to_all_s\": {}}},\n"
         "      \"collectives\": {{{}\n      }},\n"
         "      \"network\": {{\"nic_bytes_per_node\": {}, \"nic_utilization\": {}, \"leaf_uplink_bytes\": {}, "
         "\"leaf_uplink_utilization\": {}}},\n"
@@ -324,7 +331,7 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         num(m.activation_bytes / kGiB), num(m.fragmentation_bytes / kGiB), num(m.workspace_bytes / kGiB),
         num(b.compute_s), num(model_compute_s(b)), num(b.compression_kernels_s), num(b.exposed_comm_s),
         num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s), num(b.fsdp_copy_s), num(b.host_s),
-        num(b.sm_slowdown_s), num(b.pipeline_bubble_s), colls,
+        num(b.sm_slowdown_s), num(b.pipeline_bubble_s), num(b.expert_all_to_all_s), colls,
         num(net.nic_bytes), num(net.nic_util), num(net.leaf_up_bytes), num(net.leaf_up_util),
         num(st.expected_grad_error), gradient_is_noise(r) ? "true" : "false", json_string(st.grad_error_basis));
   }

@@ -145,23 +145,36 @@ void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms
 // checkpoint early stop the re-run ends before the down projection, and so before the return).
 // Routing is taken as balanced: each GPU sends and receives T k rows of h elements.
 void add_expert_parallel(const StepSetup& setup, int u, ModelParallelTime& out) {
-  const auto& unit = setup.units[std::size_t(u)];
-  if (!setup.expert_parallel_group || unit.kind != models::UnitKind::Block || unit.expert_params <= 0) return;
-  const auto& m = setup.model;
-  const Group& g = *setup.expert_parallel_group;
-  const double rows = double(setup.training.micro_batch) * setup.seq_len() * m.experts_per_token;
-  auto a2a = [&](double bytes) { return plan_collective(setup.cluster, CollectiveOp::AllToAll, bytes, g).seconds(); };
-  const double counts = a2a(8.0 * m.experts);
-  const double tokens = a2a(rows * m.hidden * bytes_of(setup.training.compute_dtype()));
-  const bool rerun = unit.kernels && unit.kernels->recomputes;
-  const int rerun_returns = rerun && !setup.training.impl.checkpoint_early_stop ? 1 : 0;
-  out.forward_seconds += counts + 2 * tokens;
-  out.backward_seconds += 2 * tokens + (rerun ? counts + tokens : 0) + rerun_returns * tokens;
-  out.forward_launches += 3;
-  out.backward_launches += 2 + (rerun ? 2 : 0) + rerun_returns;
+  const ExpertExchange x = expert_exchange(setup, u);
+  out.forward_seconds += x.forward_seconds, out.backward_seconds += x.backward_seconds;
+  out.forward_launches += x.forward_count, out.backward_launches += x.backward_count;
 }
 
 }  // namespace
+
+ExpertExchange expert_exchange(const StepSetup& setup, int u) {
+  ExpertExchange x;
+  const auto& unit = setup.units[std::size_t(u)];
+  if (!setup.expert_parallel_group || unit.kind != models::UnitKind::Block || unit.expert_params <= 0) return x;
+  const auto& m = setup.model;
+  const Group& g = *setup.expert_parallel_group;
+  const double rows = double(setup.training.micro_batch) * setup.seq_len() * m.experts_per_token;
+  const double count_bytes = 8.0 * m.experts, token_bytes = rows * m.hidden * bytes_of(setup.training.compute_dtype());
+  const auto count_plan = plan_collective(setup.cluster, CollectiveOp::AllToAll, count_bytes, g);
+  const auto token_plan = plan_collective(setup.cluster, CollectiveOp::AllToAll, token_bytes, g);
+  const double counts = count_plan.seconds(), tokens = token_plan.seconds();
+  const bool rerun = unit.kernels && unit.kernels->recomputes;
+  const int rerun_returns = rerun && !setup.training.impl.checkpoint_early_stop ? 1 : 0;
+  x.forward_seconds = counts + 2 * tokens;
+  x.backward_seconds = 2 * tokens + (rerun ? counts + tokens : 0) + rerun_returns * tokens;
+  x.forward_count = 3;
+  x.backward_count = 2 + (rerun ? 2 : 0) + rerun_returns;
+  const int token_exchanges = 2 + 2 + (rerun ? 1 : 0) + rerun_returns;
+  const int count_exchanges = 1 + (rerun ? 1 : 0);
+  x.bytes = count_exchanges * count_bytes + token_exchanges * token_bytes;
+  x.node_egress_bytes = count_exchanges * count_plan.node_egress_bytes + token_exchanges * token_plan.node_egress_bytes;
+  return x;
+}
 
 ModelParallelTime model_parallel_time(const StepSetup& setup, int u, const TpSiteGemms& gemms) {
   ModelParallelTime out;

@@ -46,7 +46,17 @@ struct TpSiteGemms {
   double at(models::Pass pass, models::TpSite site) const { return seconds[int(pass)][int(site) - 1]; }
 };
 
-// Unit u's TP and CP collectives; zero without either. `gemms` matters under async TP only.
+// Unit u's expert-parallel all-to-alls for one micro-batch (none outside an MoE block, or without
+// expert parallelism): their time the compute stream waits for, their count, their buffers' bytes.
+struct ExpertExchange {
+  double forward_seconds = 0, backward_seconds = 0;
+  int forward_count = 0, backward_count = 0;
+  double bytes = 0;              // nccl-tests' S summed: each all-to-all's send buffer
+  double node_egress_bytes = 0;  // what each node pushed into the fabric for them
+};
+ExpertExchange expert_exchange(const StepSetup& setup, int u);
+
+// Unit u's TP, CP and EP collectives; zero without any. `gemms` matters under async TP only.
 ModelParallelTime model_parallel_time(const StepSetup& setup, int u, const TpSiteGemms& gemms = {});
 
 }  // namespace tagcsim::sim

@@ -3,6 +3,7 @@
 #include "sim/pipeline.hpp"
 
 #include "sim/compute.hpp"
+#include "sim/model_parallel.hpp"
 #include "sim/schedule_program.hpp"
 
 #include <algorithm>
@@ -130,6 +131,19 @@ StepResult summarize(const StepSetup& setup, Schedule schedule, Replay replay) {
       c.count += ph.count;
       c.bytes += ph.plan.bytes * ph.count;
       c.node_egress_bytes += ph.plan.node_egress_bytes * ph.count;
+    }
+  }
+  // Expert parallelism's all-to-alls sit inside the blocks' compute tasks (sim/model_parallel.hpp):
+  // named apart here, per micro-batch times the step's micro-batches.
+  if (setup.expert_parallel_group) {
+    const int micro_batches = setup.training.micro_batches_per_step();
+    auto& a2a = r.collectives["alltoall (expert parallel)"];
+    for (int u = 0; u < int(setup.units.size()); ++u) {
+      const auto x = expert_exchange(setup, u);
+      a2a.count += (x.forward_count + x.backward_count) * micro_batches;
+      a2a.bytes += x.bytes * micro_batches;
+      a2a.node_egress_bytes += x.node_egress_bytes * micro_batches;
+      b.expert_all_to_all_s += (x.forward_seconds + x.backward_seconds) * micro_batches;
     }
   }
   r.step_time_s = end;

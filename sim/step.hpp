@@ -22,6 +22,7 @@ struct Breakdown {
   double host_s = 0;            // host busy issuing kernels and running FSDP's hooks
   double sm_slowdown_s = 0;     // what the compute stream's kernels lost to the SMs NCCL's kernels held
   double pipeline_bubble_s = 0; // pipeline parallelism: the schedule's idle time on the slowest rank (in exposed_comm_s)
+  double expert_all_to_all_s = 0;  // expert parallelism: the compute stream waiting for its all-to-alls (in compute_s)
 };
 
 // Memory per GPU at the step's peak, following the schedule: each buffer is

@@ -122,6 +122,14 @@ TEST_CASE("expert parallel all-to-alls: counts, tokens out and back forward, the
   CHECK(t.forward_launches == 3);
   CHECK(t.backward_launches == 4);
   CHECK(sim::model_parallel_time(setup, 0).forward_seconds == 0);  // the embedding has no experts
+  // The step names them apart: 48 blocks x 7 all-to-alls, inside the compute stream's time.
+  const auto results = scenarios::run(s);
+  const auto& step = results.at(0).step;
+  const auto& totals = step.collectives.at("alltoall (expert parallel)");
+  CHECK(totals.count == 48 * 7);
+  CHECK(totals.bytes == Approx(48 * (2 * 8 * kExperts + 5 * 65536 * kHidden * 2)));
+  CHECK(step.breakdown.expert_all_to_all_s == Approx(48 * (t.forward_seconds + t.backward_seconds)));
+  CHECK(step.breakdown.expert_all_to_all_s < step.breakdown.compute_s);
 }
 
 TEST_CASE("bad input: expert parallelism where it is not modelled, or with nothing to split") {
