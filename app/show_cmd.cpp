@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 namespace tagcsim::app {
@@ -40,28 +41,37 @@ std::string aliases_for(Kind k, const std::string& name) {
 
 std::string gbits(double bytes_per_s) { return fmt::format("{:g} Gb/s", bytes_per_s * 8 / 1e9); }
 
+// The name column as wide as the longest name, so the columns after it line up.
+std::size_t name_width(const std::vector<std::string>& names, std::size_t at_least) {
+  std::size_t w = at_least;
+  for (const auto& n : names) w = std::max(w, n.size());
+  return w;
+}
+
 std::string list(Kind k) {
   std::string out;
   if (k == Kind::Models) {
     out += "model presets (tagcsim show models NAME: every value and its source)\n";
-    out += fmt::format("  {:<18} {:>8} {:>6} {:>6} {:>5} {:>8} {:>13} {:>7} {:>6}  {}\n", "name", "params", "layers",
+    const std::size_t w = name_width(models::preset_names(), 18);
+    out += fmt::format("  {:<{}} {:>8} {:>6} {:>6} {:>5} {:>8} {:>13} {:>7} {:>6}  {}\n", "name", w, "params", "layers",
                        "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "aliases");
     for (const auto& n : models::preset_names()) {
       const auto m = models::preset(n);
       // A mixture of experts: its experts x their width, and the experts a token runs.
       const std::string ffn =
           m.experts > 0 ? fmt::format("{}x{} top{}", m.experts, m.ffn, m.experts_per_token) : fmt::format("{}", m.ffn);
-      out += fmt::format("  {:<18} {:>7.2f}B {:>6} {:>6} {:>5} {:>8} {:>13} {:>7} {:>6}  {}\n", n,
+      out += fmt::format("  {:<{}} {:>7.2f}B {:>6} {:>6} {:>5} {:>8} {:>13} {:>7} {:>6}  {}\n", n, w,
                          double(models::parameter_count(m)) / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, ffn,
                          m.vocab, m.seq_len, aliases_for(k, n));
     }
   } else if (k == Kind::Clusters) {
     out += "cluster presets (tagcsim show clusters NAME: every value and its source; set nodes in a scenario)\n";
-    out += fmt::format("  {:<15} {:>5} {:>9}  {:<16} {:<14} {:<27} {}\n", "name", "nodes", "GPUs/node", "GPU",
+    const std::size_t w = name_width(topologies::preset_names(), 15);
+    out += fmt::format("  {:<{}} {:>5} {:>9}  {:<16} {:<14} {:<27} {}\n", "name", w, "nodes", "GPUs/node", "GPU",
                        "NVLink per GPU", "NICs per node", "aliases");
     for (const auto& n : topologies::preset_names()) {
       const auto c = topologies::preset(n);
-      out += fmt::format("  {:<15} {:>5} {:>9}  {:<16} {:<14} {:<27} {}\n", n, c.nodes, c.gpus_per_node, c.gpu.name,
+      out += fmt::format("  {:<{}} {:>5} {:>9}  {:<16} {:<14} {:<27} {}\n", n, w, c.nodes, c.gpus_per_node, c.gpu.name,
                          fmt::format("{:g} GB/s", c.intra.bandwidth / 1e9),
                          fmt::format("{} x {} = {}", c.nics.count, gbits(c.nics.bandwidth),
                                      gbits(c.nics.count * c.nics.bandwidth)),
@@ -69,11 +79,12 @@ std::string list(Kind k) {
     }
   } else {
     out += "GPU presets (tagcsim show gpus NAME: every value and its source)\n";
-    out += fmt::format("  {:<10} {:<16} {:>13} {:>9} {:>10} {:>9}  {}\n", "name", "GPU", "bf16 TFLOP/s", "memory",
+    const std::size_t w = name_width(topologies::device_names(), 10);
+    out += fmt::format("  {:<{}} {:<16} {:>13} {:>9} {:>10} {:>9}  {}\n", "name", w, "GPU", "bf16 TFLOP/s", "memory",
                        "HBM", "GEMM eff.", "aliases");
     for (const auto& n : topologies::device_names()) {
       const auto d = topologies::device(n);
-      out += fmt::format("  {:<10} {:<16} {:>13g} {:>5.1f} GiB {:>5g} TB/s {:>9g}  {}\n", n, d.name,
+      out += fmt::format("  {:<{}} {:<16} {:>13g} {:>5.1f} GiB {:>5g} TB/s {:>9g}  {}\n", n, w, d.name,
                          d.peak_flops_bf16 / 1e12, d.memory_bytes / 1073741824.0, d.memory_bandwidth / 1e12,
                          d.gemm_efficiency, aliases_for(k, n));
     }
