@@ -145,6 +145,10 @@ int run(const TuneCmdOptions& o) {
   const auto sc = scenarios::load_scenario(o.scenario);
   if (sc.points.empty()) throw InputError(fmt::format("{}: the scenario has no point to tune", o.scenario));
   const auto& pt = sc.points.front();
+  if (pt.setup.expert_parallel_group)
+    throw InputError(fmt::format("{}: tune searches gradient compression, which is not modelled with expert "
+                                 "parallelism (training.expert_parallel)",
+                                 o.scenario));
   std::vector<std::string> notes;
   if (sc.points.size() > 1)
     notes.push_back(fmt::format("the scenario sweeps {} points; tuned the first only", sc.points.size()));

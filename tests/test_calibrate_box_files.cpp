@@ -201,6 +201,10 @@ TEST_CASE("bad input on the command line: no GPU and an unwritable folder exit 2
   CHECK(rc == 2);
   CHECK(out.find("calibrate check runs FSDP's own collectives only; tensor, context and expert parallelism's") !=
         std::string::npos);
+  std::tie(rc, out) = run("tune " + (dir / "ep.yaml").string() + " --max-grad-error 0.1");
+  CHECK(rc == 2);
+  CHECK(out.find("tune searches gradient compression, which is not modelled with expert parallelism") !=
+        std::string::npos);
   std::tie(rc, out) = run("calibrate box --dry-run --gpus 0,1");
   CHECK(rc == 0);
   CHECK(out.find("GPUs: 0,1 (2)") != std::string::npos);
