@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace tagcsim::models {
@@ -136,26 +137,37 @@ std::vector<Piece> layer_pieces(Builder& b, const TransformerConfig& m) {
 std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerConfig& m, WrapPolicy policy,
                                                             const TrainingShape& shape) {
   Builder b(m, shape);
-  const auto layer = layer_pieces(b, m);
   const Recompute block_recompute{true, shape.impl.checkpoint_early_stop, shape.impl.selective_op,
                                   !shape.impl.selective_op_recomputes_attention, 0};
-  // A model with a sliding window has blocks of two kinds; the windowed one's pieces differ in
-  // their attention kernel only.
-  b.set_window(m.sliding_window);
-  const auto windowed_layer = m.sliding_window > 0 ? layer_pieces(b, m) : std::vector<Piece>{};
-  b.set_window(0);
-  // Block i's kind: (windowed attention, re-run under checkpointing); each kind's lists are built
-  // once, when a block first needs them.
-  using Kind = std::pair<bool, bool>;
-  auto kind_of = [&](int i) { return Kind{detail::attention_window(m, i) > 0, checkpointed(shape, i)}; };
-  auto pieces_of = [&](const Kind& k) -> const std::vector<Piece>& { return k.first ? windowed_layer : layer; };
+  // Blocks come in up to four kinds of pieces: with a sliding window or not (their attention kernel
+  // differs), and a mixture of experts' dense blocks (those of a dense model of their width).
+  const TransformerConfig dense = detail::dense_view(m);
+  Builder dense_b(dense, shape);
+  std::map<std::pair<bool, bool>, std::vector<Piece>> pieces;  // (windowed, dense)
+  auto pieces_for = [&](bool windowed, bool is_dense) -> const std::vector<Piece>& {
+    auto& p = pieces[{windowed, is_dense}];
+    if (p.empty()) {
+      Builder& builder = is_dense ? dense_b : b;
+      builder.set_window(windowed ? m.sliding_window : 0);
+      p = layer_pieces(builder, is_dense ? dense : m);
+      builder.set_window(0);
+    }
+    return p;
+  };
+  // Block i's kind: (windowed attention, re-run under checkpointing, dense among experts); each
+  // kind's lists are built once, when a block first needs them.
+  using Kind = std::tuple<bool, bool, bool>;
+  auto kind_of = [&](int i) {
+    return Kind{detail::attention_window(m, i) > 0, checkpointed(shape, i), detail::moe(m) && !detail::moe_layer(m, i)};
+  };
+  auto pieces_of = [&](const Kind& k) -> const std::vector<Piece>& { return pieces_for(std::get<0>(k), std::get<2>(k)); };
   std::vector<std::shared_ptr<const UnitKernels>> out;
 
   std::map<Kind, std::shared_ptr<const UnitKernels>> blocks;
   auto block = [&](int i) {
     const Kind k = kind_of(i);
     auto& list = blocks[k];
-    if (!list) list = k.second ? assemble(pieces_of(k), block_recompute) : assemble(pieces_of(k));
+    if (!list) list = std::get<1>(k) ? assemble(pieces_of(k), block_recompute) : assemble(pieces_of(k));
     return list;
   };
 
@@ -200,7 +212,7 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
   for (int i = 0; i < m.layers; ++i) {
     const Kind k = kind_of(i);
     auto& kind = piece_lists[k];
-    if (kind.empty()) kind = per_piece(pieces_of(k), k.second);
+    if (kind.empty()) kind = per_piece(pieces_of(k), std::get<1>(k));
     out.insert(out.end(), kind.begin(), kind.end());
   }
   if (!m.tied_embeddings) out.push_back(assemble({b.head()}));

@@ -55,8 +55,20 @@ void check(const TransformerConfig& m, const Complain& complain) {
                            m.experts_per_token));
     if (!m.gated_mlp) complain({"gated_mlp", "experts"}, "experts are SwiGLU MLPs here: set gated_mlp: true");
     if (m.bias) complain({"bias", "experts"}, "experts with biases are not modelled: set bias: false (or qkv)");
-  } else if (m.experts_per_token != 0 || m.shared_experts != 0) {
-    complain({m.experts_per_token != 0 ? "experts_per_token" : "shared_experts", "experts"},
+    if (m.dense_layers < 0 || m.moe_every < 1 || m.dense_ffn < 0 || detail::moe_layers(m) == 0)
+      complain({m.dense_layers < 0 || detail::moe_layers(m) == 0 ? "dense_layers" : m.moe_every < 1 ? "moe_every" : "dense_ffn",
+                "experts"},
+               fmt::format("expected dense_layers >= 0, moe_every >= 1 and dense_ffn >= 0 leaving some of the {} blocks "
+                           "with experts; got dense_layers {}, moe_every {}, dense_ffn {}",
+                           m.layers, m.dense_layers, m.moe_every, m.dense_ffn));
+  } else if (m.experts_per_token != 0 || m.shared_experts != 0 || m.dense_layers != 0 || m.moe_every != 1 ||
+             m.dense_ffn != 0) {
+    complain({m.experts_per_token != 0 ? "experts_per_token"
+              : m.shared_experts != 0  ? "shared_experts"
+              : m.dense_layers != 0    ? "dense_layers"
+              : m.moe_every != 1       ? "moe_every"
+                                       : "dense_ffn",
+              "experts"},
              "only a mixture of experts has it: set experts too (0: a dense MLP)");
   }
   if (m.learned_positions != 0 && m.learned_positions < m.seq_len)
@@ -92,7 +104,7 @@ TransformerConfig load_model(const Input& in) {
   in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn",
                   "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias",
                   "sliding_window", "full_attention_every", "post_norms", "logit_softcap", "experts",
-                  "experts_per_token", "shared_experts"});
+                  "experts_per_token", "shared_experts", "dense_layers", "moe_every", "dense_ffn"});
 
   TransformerConfig m;
   const auto preset_key = in.find("preset");
@@ -122,6 +134,9 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("experts")) m.experts = read_int(*v, 0);
   if (auto v = in.find("experts_per_token")) m.experts_per_token = read_int(*v, 0);
   if (auto v = in.find("shared_experts")) m.shared_experts = read_int(*v, 0);
+  if (auto v = in.find("dense_layers")) m.dense_layers = read_int(*v, 0);
+  if (auto v = in.find("moe_every")) m.moe_every = read_int(*v, 1);
+  if (auto v = in.find("dense_ffn")) m.dense_ffn = v->as_int_at_least(1);
   if (auto v = in.find("gated_mlp")) m.gated_mlp = v->as_bool();
   if (auto v = in.find("vocab")) m.vocab = v->as_int_at_least(1);
   if (auto v = in.find("tied_embeddings")) m.tied_embeddings = v->as_bool();
@@ -171,14 +186,17 @@ void validate(const TransformerConfig& m, const std::string& what) {
 
 std::int64_t parameter_count(const TransformerConfig& m) {
   using namespace detail;
-  const std::int64_t per_layer =
-      attention_params(m) + mlp_params(m) + block_norms(m) * norm_params(m) + qk_norm_params(m);
-  return token_embedding_params(m) + position_embedding_params(m) + m.layers * per_layer + norm_params(m) +
+  const std::int64_t per_layer = attention_params(m) + block_norms(m) * norm_params(m) + qk_norm_params(m);
+  const std::int64_t moe = moe_layers(m);  // a mixture of experts' dense blocks have a dense MLP's
+  const std::int64_t mlp = moe * mlp_params(m) + (m.layers - moe) * mlp_params(dense_view(m));
+  return token_embedding_params(m) + position_embedding_params(m) + m.layers * per_layer + mlp + norm_params(m) +
          lm_head_params(m);
 }
 
+int moe_block_count(const TransformerConfig& m) { return detail::moe_layers(m); }
+
 std::int64_t active_parameter_count(const TransformerConfig& m) {
-  return parameter_count(m) - m.layers * (detail::mlp_params(m) - detail::active_mlp_params(m));
+  return parameter_count(m) - detail::moe_layers(m) * (detail::mlp_params(m) - detail::active_mlp_params(m));
 }
 
 double model_flops_per_token(const TransformerConfig& m, int seq_len) {

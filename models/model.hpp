@@ -44,6 +44,13 @@ struct TransformerConfig {
   int experts = 0;
   int experts_per_token = 0;
   int shared_experts = 0;  // SwiGLU experts of ffn every token runs beside its routed ones (DeepSeek, Llama 4)
+  // Dense blocks among a mixture of experts': the first dense_layers blocks (DeepSeek's
+  // first_k_dense_replace, GLM-4.5's) and, when moe_every > 1, every block but each moe_every-th
+  // (Llama 4's interleave_moe_layer_step: blocks moe_every - 1, 2 moe_every - 1, ... are MoE) run a
+  // dense SwiGLU MLP of dense_ffn (0: ffn) instead of the experts.
+  int dense_layers = 0;
+  int moe_every = 1;
+  std::int64_t dense_ffn = 0;
   std::string source;              // where the shape comes from (paper, model card)
 };
 
@@ -68,6 +75,9 @@ void validate(const TransformerConfig& m, const std::string& what);
 
 // Trainable parameters, as the published counts give them.
 std::int64_t parameter_count(const TransformerConfig& m);
+// Of a mixture of experts' blocks, those with the experts (dense_layers and moe_every leave the
+// others a dense MLP of dense_ffn, else ffn); 0 for a dense model.
+int moe_block_count(const TransformerConfig& m);
 // Of them, those one token's matmuls use: all of a dense model's; of a mixture of experts, the
 // router and experts_per_token of each block's experts.
 std::int64_t active_parameter_count(const TransformerConfig& m);

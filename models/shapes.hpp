@@ -4,6 +4,7 @@
 
 #include "models/model.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace tagcsim::models::detail {
@@ -47,6 +48,25 @@ inline std::int64_t attention_params(const TransformerConfig& m) {
 inline bool moe(const TransformerConfig& m) { return m.experts > 0; }
 inline std::int64_t router_params(const TransformerConfig& m) { return std::int64_t(m.hidden) * m.experts; }
 inline std::int64_t expert_params(const TransformerConfig& m) { return 3LL * m.hidden * m.ffn; }
+
+// Whether block `layer` runs the experts (the rest of a mixture of experts' blocks are dense).
+inline bool moe_layer(const TransformerConfig& m, int layer) {
+  return moe(m) && layer >= m.dense_layers && (layer + 1) % std::max(1, m.moe_every) == 0;
+}
+inline int moe_layers(const TransformerConfig& m) {
+  int n = 0;
+  for (int i = 0; i < m.layers; ++i) n += moe_layer(m, i) ? 1 : 0;
+  return n;
+}
+// A mixture of experts' dense blocks, as a dense model of their width (the model itself when dense).
+inline TransformerConfig dense_view(const TransformerConfig& m) {
+  if (!moe(m)) return m;
+  TransformerConfig d = m;
+  d.experts = d.experts_per_token = d.shared_experts = 0;
+  d.ffn = m.dense_ffn > 0 ? m.dense_ffn : m.ffn;
+  d.dense_layers = 0, d.moe_every = 1, d.dense_ffn = 0;
+  return d;
+}
 
 // The shared experts, one SwiGLU MLP of shared_experts x ffn (as DeepSeek's code fuses them).
 inline std::int64_t shared_ffn(const TransformerConfig& m) { return std::int64_t(m.shared_experts) * m.ffn; }

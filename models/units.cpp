@@ -128,14 +128,19 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
   const Ctx c{m,    shape.impl, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, shape.activation_bytes,
               flash, double(repeated_kv ? detail::q_dim(m) : detail::kv_dim(m)), double(shape.tensor_parallel),
               tokens * (shape.impl.autocast_casts ? 4.0 : shape.activation_bytes), double(shape.expert_parallel)};
+  // A mixture of experts' dense blocks are those of a dense model of their width.
+  const TransformerConfig dense = detail::dense_view(m);
+  const Ctx dense_c{dense, c.impl, c.tokens, c.seq, c.elem, c.e, c.flash, c.kv_seen, c.sp, c.stream, c.ep};
+  auto ctx_of = [&](int i) -> const Ctx& { return detail::moe(m) && !detail::moe_layer(m, i) ? dense_c : c; };
   const std::int64_t norm = detail::norm_params(m);
 
   std::vector<std::vector<Piece>> layers;
   std::vector<double> recomputed(m.layers, 0.0);  // a checkpointed block's activations, rebuilt in its backward
   std::vector<double> work(m.layers, 0.0);        // a block's largest set of gradients in flight
   for (int i = 0; i < m.layers; ++i) {
-    auto pieces = layer_pieces(c, i);
-    for (auto& p : pieces) autocast_casts(c, p);
+    const Ctx& lc = ctx_of(i);
+    auto pieces = layer_pieces(lc, i);
+    for (auto& p : pieces) autocast_casts(lc, p);
     for (const auto& p : pieces) work[i] = std::max(work[i], p.work);
     if (shape.activation_checkpointing && shape.impl.selective_op) {
       // torchtitan's op-level policy (_custom_policy in its activation checkpointing): every block
@@ -168,13 +173,14 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
       pieces.front().act = m.hidden * c.stream / c.sp;  // the block input (its sequence shard), kept by the checkpoint
       rerun_block(pieces, shape.impl.checkpoint_early_stop);
     } else if (shape.impl.compiled) {
-      const double h = m.hidden, q = double(detail::q_dim(m)), kv = double(kv_dim(m)), f = double(m.ffn);
-      const double stats = (m.norm == Norm::RMSNorm ? 4.0 : 8.0) * c.tokens;
+      const TransformerConfig& lm = lc.m;  // this block's: a mixture of experts' dense blocks are dense
+      const double h = lm.hidden, q = double(detail::q_dim(lm)), kv = double(kv_dim(lm)), f = double(lm.ffn);
+      const double stats = (lm.norm == Norm::RMSNorm ? 4.0 : 8.0) * c.tokens;
       // The block input and the residual after attention are the stream's; a mixture of experts'
       // MLP keeps its router logits, g and u of each token's experts, and their outputs.
-      const double k = m.experts_per_token;
-      const double mlp = detail::moe(m) ? double(m.experts) + k * (2 * f + h) + 2 * double(detail::shared_ffn(m))
-                                        : (m.gated_mlp ? 2 * f : f);
+      const double k = lm.experts_per_token;
+      const double mlp = detail::moe(lm) ? double(lm.experts) + k * (2 * f + h) + 2 * double(detail::shared_ffn(lm))
+                                         : (lm.gated_mlp ? 2 * f : f);
       double kept = 2 * h * c.stream + ((q + 2 * kv) + q + mlp) * c.elem + 2 * stats + 4.0 * m.heads * c.tokens;
       if (shape.impl.autocast_casts)  // and autocast's 16-bit weight copies, which the matmuls' dgrads read
         for (const auto& p : pieces) kept += c.e * p.gemm / (2 * c.tokens);

@@ -85,10 +85,14 @@ std::string heading(const Scenario& s, const Point& p) {
                      sim::to_string(t.param_dtype), sim::to_string(t.reduce_dtype),
                      t.master_dtype != sim::Dtype::FP32 ? fmt::format(" / state {}", sim::to_string(t.master_dtype)) : "");
   if (const auto& m = st.model; m.experts > 0)
-    out += fmt::format("  mixture of experts: {} experts of {} a block, {} a token{} ({:.2f}B of the {:.2f}B parameters "
+    out += fmt::format("  mixture of experts: {} experts of {} a block, {} a token{}{} ({:.2f}B of the {:.2f}B parameters "
                        "a token uses); {}, routing taken as balanced; not validated (docs/fsdp-semantics.md)\n",
                        m.experts, m.ffn, m.experts_per_token,
                        m.shared_experts > 0 ? fmt::format(" and {} shared", m.shared_experts) : "",
+                       models::moe_block_count(m) < m.layers
+                           ? fmt::format(", in {} of the {} blocks (the others a dense MLP of {})",
+                                         models::moe_block_count(m), m.layers, m.dense_ffn > 0 ? m.dense_ffn : m.ffn)
+                           : "",
                        double(models::active_parameter_count(m)) / 1e9, double(models::parameter_count(m)) / 1e9,
                        t.expert_parallel > 1
                            ? fmt::format("expert parallel over {} GPUs: {} experts each, FSDP-sharded over the {} "

@@ -75,6 +75,9 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
     k.put("experts_per_token", yaml_number(m.experts_per_token), "experts each token runs (top-k routing)");
     if (m.shared_experts > 0)
       k.put("shared_experts", yaml_number(m.shared_experts), "experts every token runs beside its routed ones");
+    if (m.dense_layers > 0) k.put("dense_layers", yaml_number(m.dense_layers), "first blocks with a dense MLP instead");
+    if (m.moe_every > 1) k.put("moe_every", yaml_number(m.moe_every), "every this-many-th block has the experts, the others a dense MLP");
+    if (m.dense_ffn > 0) k.put("dense_ffn", yaml_number(double(m.dense_ffn)), "the dense blocks' MLP width");
   }
   k.put("vocab", yaml_number(double(m.vocab)));
   k.put("tied_embeddings", yaml_flag(m.tied_embeddings));

@@ -5,6 +5,8 @@
 #include "kernel_list_testing.hpp"
 #include "models/kernel_list.hpp"
 #include "models/model.hpp"
+#include "scenarios/report.hpp"
+#include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/model_parallel.hpp"
 #include "sim/schedule_program.hpp"
@@ -159,4 +161,31 @@ TEST_CASE("bad input: expert parallelism where it is not modelled, or with nothi
                                 "tagc.yaml"),
       Contains("tagc.yaml:5: training.expert_parallel: policy 'tagc': gradient compression with expert parallelism"),
       InputError);
+}
+
+TEST_CASE("a mixture of experts' dense blocks exchange no tokens, and the report and the resolved scenario say which") {
+  const auto s = scenarios::parse_scenario(R"(model: {layers: 4, hidden: 1024, heads: 8, ffn: 512, gated_mlp: true,
+  norm: rmsnorm, vocab: 1000, seq_len: 256, experts: 8, experts_per_token: 2, dense_layers: 1, moe_every: 2,
+  dense_ffn: 2048}
+cluster: {preset: dgx-h100-ib400, nodes: 1}
+training: {framework: torchtitan, expert_parallel: 4}
+policies: [fsdp]
+)",
+                                           "dense.yaml");
+  const auto& setup = s.points.at(0).setup;
+  // Units: the embedding, blocks 0-3, [norm, output]; blocks 1 and 3 hold experts.
+  CHECK(sim::model_parallel_time(setup, 1).forward_seconds == 0);
+  CHECK(sim::model_parallel_time(setup, 2).forward_seconds > 0);
+  CHECK(sim::model_parallel_time(setup, 3).forward_seconds == 0);
+  CHECK(setup.units[2].expert_params == 2 * 3 * 1024 * 512);  // 8 experts / 4 GPUs
+  const auto results = scenarios::run(s);
+  CHECK(results.at(0).step.collectives.at("alltoall (expert parallel)").count == 2 * 5);  // 2 blocks, no checkpointing
+  const std::string table = scenarios::format_results(s, results, scenarios::Format::Table);
+  CHECK(table.find("in 2 of the 4 blocks (the others a dense MLP of 2048)") != std::string::npos);
+  const std::string yaml = scenarios::resolved_yaml(s);
+  const auto back = scenarios::parse_scenario(yaml, "resolved.yaml");
+  CHECK(back.points.at(0).setup.model.dense_layers == 1);
+  CHECK(back.points.at(0).setup.model.moe_every == 2);
+  CHECK(back.points.at(0).setup.model.dense_ffn == 2048);
+  CHECK(scenarios::run(back).at(0).step.step_time_s == results.at(0).step.step_time_s);
 }

@@ -562,3 +562,43 @@ TEST_CASE("a mixture of experts with shared experts: every token runs them besid
   CHECK_THROWS_WITH_AS(load("model: {preset: llama2-7b, shared_experts: 1}"),
                        doctest::Contains("t.yaml:1: model.shared_experts: only a mixture of experts has it"), InputError);
 }
+
+TEST_CASE("a mixture of experts with dense blocks: the first dense_layers, then all but every moe_every-th") {
+  // 4 blocks: block 0 dense (dense_layers 1), then blocks 1 and 3 with the experts (moe_every 2:
+  // blocks moe_every - 1, 2 moe_every - 1, ...) and block 2 dense, the dense ones a SwiGLU of 2048.
+  const auto m = load(R"(model: {layers: 4, hidden: 1024, heads: 8, ffn: 512, gated_mlp: true, norm: rmsnorm,
+  vocab: 1000, seq_len: 256, experts: 8, experts_per_token: 2, dense_layers: 1, moe_every: 2, dense_ffn: 2048})");
+  CHECK(moe_block_count(m) == 2);
+  // Per block: attention 4 x 1024^2 and two norms; an MoE block's router 1024 x 8 and 8 experts of
+  // 3 x 1024 x 512; a dense block's 3 x 1024 x 2048.
+  const double attention = 4 * 1024.0 * 1024, moe = 8192 + 8 * 3 * 1024.0 * 512, dense = 3 * 1024.0 * 2048;
+  CHECK(double(parameter_count(m)) == 4 * (attention + 2048) + 2 * moe + 2 * dense + 2 * 1000.0 * 1024 + 1024);
+  CHECK(parameter_count(m) == 56'599'552);
+  CHECK(active_parameter_count(m) == 37'725'184);  // an MoE block's token runs the router and 2 experts
+  TrainingShape shape;
+  shape.micro_batch = 1, shape.seq_len = 256;
+  const auto units = fsdp_units(m, WrapPolicy::Torchtitan, shape);
+  REQUIRE(units.size() == 6);
+  for (int i : {0, 2}) {  // dense: no experts, the MLP's GEMMs 2048 wide
+    CAPTURE(i);
+    const auto& b = units.at(std::size_t(1 + i));
+    CHECK(double(b.params) == attention + 2048 + dense);
+    CHECK(b.expert_params == 0);
+    CHECK(test::find(b.kernels->forward, "mlp.gate").n == 2048);
+  }
+  for (int i : {1, 3}) {
+    CAPTURE(i);
+    const auto& b = units.at(std::size_t(1 + i));
+    CHECK(double(b.params) == attention + 2048 + moe);
+    CHECK(double(b.expert_params) == 8 * 3 * 1024.0 * 512);
+    CHECK(test::find(b.kernels->forward, "mlp.experts.gate (grouped)").groups == 8);
+  }
+  CHECK_THROWS_WITH_AS(load("model: {preset: llama2-7b, dense_layers: 1}"),
+                       doctest::Contains("t.yaml:1: model.dense_layers: only a mixture of experts has it"), InputError);
+  CHECK_THROWS_WITH_AS(load("model: {preset: mixtral-8x7b, dense_layers: 32}"),
+                       doctest::Contains("model.dense_layers: expected dense_layers >= 0, moe_every >= 1 and dense_ffn "
+                                         ">= 0 leaving some of the 32 blocks with experts"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load("model: {preset: mixtral-8x7b, moe_every: 0}"), doctest::Contains("model.moe_every"),
+                       InputError);
+}
