@@ -349,6 +349,7 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
     p.bytes = bytes;
     p.group = g;
     p.latency_seconds = c.collectives.launch_latency;
+    if (op == CollectiveOp::AllToAll) p.algorithm = Algorithm::P2p;
     return p;
   }
   const int n = g.nodes, k = g.gpus_per_node;
