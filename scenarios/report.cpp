@@ -223,18 +223,19 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
                            bytes(c.node_egress_bytes));
       out += "\n";
     }
-    for (const auto& r : results)
-      if (const auto& b = r.step.breakdown; b.expert_all_to_all_s > 0)
-        out += fmt::format("expert parallel all-to-alls, {}: {} of the compute stream's time waiting for them ({:.1f}% "
-                           "of its busy time; sim/model_parallel.hpp)\n",
-                           r.step.policy, seconds(b.expert_all_to_all_s),
-                           100 * b.expert_all_to_all_s / std::max(1e-12, b.compute_s + b.optimizer_s));
-    for (const auto& r : results)
-      if (const auto& b = r.step.breakdown; b.sm_slowdown_s > 0)
-        out += fmt::format("SMs held by NCCL, {}: the compute stream's kernels {} slower while collectives ran beside "
-                           "them ({:.1f}% of its busy time; docs/compute-model.md)\n",
-                           r.step.policy, seconds(b.sm_slowdown_s),
-                           100 * b.sm_slowdown_s / std::max(1e-12, b.compute_s + b.optimizer_s));
+    // Time inside the compute stream's busy time, named with its share of it.
+    auto compute_share = [&](double sim::Breakdown::*part, const char* lead, const char* before, const char* after,
+                             const char* where) {
+      for (const auto& r : results)
+        if (const auto& b = r.step.breakdown; b.*part > 0)
+          out += fmt::format("{}, {}: {}{} {} ({:.1f}% of its busy time; {})\n", lead, r.step.policy, before,
+                             seconds(b.*part), after, 100 * b.*part / std::max(1e-12, b.compute_s + b.optimizer_s),
+                             where);
+    };
+    compute_share(&sim::Breakdown::expert_all_to_all_s, "expert parallel all-to-alls", "",
+                  "of the compute stream's time waiting for them", "sim/model_parallel.hpp");
+    compute_share(&sim::Breakdown::sm_slowdown_s, "SMs held by NCCL", "the compute stream's kernels ",
+                  "slower while collectives ran beside them", "docs/compute-model.md");
     for (const auto& r : results) {
       const auto n = network_of(*r.point, r.step);
       if (n.nic_bytes <= 0) continue;
