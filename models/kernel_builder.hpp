@@ -62,7 +62,7 @@ class Builder {
   KernelPiece out() {  // attention core, out projection, first residual
     KernelPiece p;
     attention(p);
-    linear(p, "attn.out", detail::q_dim(m_), m_.hidden, Bias::Block, false, Sublayer::Attention);
+    linear(p, "attn.out", detail::attn_out_dim(m_), m_.hidden, Bias::Block, false, Sublayer::Attention);
     if (m_.post_norms) norm(p, "post_attention_norm");
     residual(p, "residual 1");
     return p;
@@ -101,6 +101,10 @@ class Builder {
     mem(p.bwd, "mul bwd", 3 * e_ * n, 2);
     mem(p.bwd, "silu bwd", 3 * e_ * n);
   }
+  // --- latent attention's projections, for q, k and v (models/kernel_builder_mla.cpp) ---
+  KernelPiece mla_q();     // ln_1, q (directly or through its normed latent), rotary on q's rotary part
+  KernelPiece mla_kv_a();  // the latent and k's shared rotary part, the latent's norm, rotary
+  KernelPiece mla_kv_b();  // each head's k and v from the latent, K joined with the rotary part
   // --- a mixture of experts' MLP (models/kernel_builder_moe.cpp) ---
   KernelPiece router();           // ln_2, the router, softmax and top-k in fp32, the tokens sorted by expert
   KernelPiece experts_gate_up();  // the experts' gate and up projections, SwiGLU
@@ -395,7 +399,8 @@ class Builder {
 
   // The Linears that read a norm's output (the rest read a 16-bit attention or MLP output).
   static bool reads_norm(const std::string& name) {
-    for (const char* n : {"attn.qkv", "attn.q", "attn.k", "attn.v", "mlp.gate", "mlp.up", "mlp.fc", "lm_head"})
+    for (const char* n : {"attn.qkv", "attn.q", "attn.k", "attn.v", "attn.q_a", "attn.kv_a", "mlp.gate", "mlp.up",
+                          "mlp.fc", "lm_head"})
       if (name == n) return true;
     return false;
   }
@@ -427,7 +432,9 @@ class Builder {
     a.op = "attention";
     a.batch_heads = double(b_) * m_.heads;
     a.seq = s_;
-    a.head_dim = double(detail::head_dim(m_));
+    // Latent attention's V heads are narrower than q's and k's: its QK^T and AV are timed as heads of
+    // their mean width, which does the same FLOPs.
+    a.head_dim = detail::mla(m_) ? (double(detail::head_dim(m_)) + m_.v_head_dim) / 2 : double(detail::head_dim(m_));
     a.kv_heads = m_.kv_heads;
     a.causal = true;
     a.window = window_;

@@ -108,7 +108,9 @@ std::shared_ptr<const UnitKernels> assemble(const std::vector<Piece>& pieces, Re
 // of experts' router and experts in place of the MLP's Linears.
 std::vector<Piece> layer_pieces(Builder& b, const TransformerConfig& m) {
   std::vector<Piece> out;
-  if (detail::llama_layout(m))
+  if (detail::mla(m))
+    out = {b.mla_q(), b.mla_kv_a(), b.mla_kv_b(), b.out()};
+  else if (detail::llama_layout(m))
     out = {b.q(), b.k(), b.v(), b.out()};
   else
     out = {b.qkv_fused(), b.out()};

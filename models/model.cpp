@@ -45,6 +45,25 @@ void check(const TransformerConfig& m, const Complain& complain) {
              "full_attention_every interleaves full-attention blocks among windowed ones: set sliding_window too");
   if (m.heads % m.kv_heads != 0)
     complain({"kv_heads", "heads"}, fmt::format("{} KV heads do not divide {} heads", m.kv_heads, m.heads));
+  at_least("kv_lora_rank", m.kv_lora_rank, 0);
+  at_least("q_lora_rank", m.q_lora_rank, 0);
+  if (m.kv_lora_rank > 0) {  // multi-head latent attention
+    if (m.head_dim <= 0 || m.rope_head_dim < 1 || m.rope_head_dim >= m.head_dim)
+      complain({m.head_dim <= 0 ? "head_dim" : "rope_head_dim", "kv_lora_rank"},
+               fmt::format("latent attention needs head_dim (q's and k's width a head) and a rope_head_dim between 1 "
+                           "and head_dim - 1; got head_dim {}, rope_head_dim {}",
+                           m.head_dim, m.rope_head_dim));
+    if (m.v_head_dim < 1) complain({"v_head_dim", "kv_lora_rank"}, "latent attention needs v_head_dim (V's width a head)");
+    if (m.kv_heads != m.heads)
+      complain({"kv_heads", "kv_lora_rank"}, "latent attention gives every head its own K and V: kv_heads = heads");
+    if (m.qk_norm || m.bias || m.qkv_bias || m.norm != Norm::RMSNorm)
+      complain({m.qk_norm ? "qk_norm" : m.norm != Norm::RMSNorm ? "norm" : "bias", "kv_lora_rank"},
+               "latent attention is modelled as DeepSeek's: RMSNorm, no biases, no q/k norms");
+  } else if (m.q_lora_rank != 0 || m.rope_head_dim != 0 || m.v_head_dim != 0) {
+    complain({m.q_lora_rank != 0 ? "q_lora_rank" : m.rope_head_dim != 0 ? "rope_head_dim" : "v_head_dim",
+              "kv_lora_rank"},
+             "only latent attention has it: set kv_lora_rank too");
+  }
   at_least("experts", m.experts, 0);
   at_least("shared_experts", m.shared_experts, 0);
   if (m.experts > 0) {
@@ -104,7 +123,8 @@ TransformerConfig load_model(const Input& in) {
   in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn",
                   "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias",
                   "sliding_window", "full_attention_every", "post_norms", "logit_softcap", "experts",
-                  "experts_per_token", "shared_experts", "dense_layers", "moe_every", "dense_ffn"});
+                  "experts_per_token", "shared_experts", "dense_layers", "moe_every", "dense_ffn", "kv_lora_rank",
+                  "q_lora_rank", "rope_head_dim", "v_head_dim"});
 
   TransformerConfig m;
   const auto preset_key = in.find("preset");
@@ -134,6 +154,10 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("experts")) m.experts = read_int(*v, 0);
   if (auto v = in.find("experts_per_token")) m.experts_per_token = read_int(*v, 0);
   if (auto v = in.find("shared_experts")) m.shared_experts = read_int(*v, 0);
+  if (auto v = in.find("kv_lora_rank")) m.kv_lora_rank = read_int(*v, 0);
+  if (auto v = in.find("q_lora_rank")) m.q_lora_rank = read_int(*v, 0);
+  if (auto v = in.find("rope_head_dim")) m.rope_head_dim = read_int(*v, 0);
+  if (auto v = in.find("v_head_dim")) m.v_head_dim = read_int(*v, 0);
   if (auto v = in.find("dense_layers")) m.dense_layers = read_int(*v, 0);
   if (auto v = in.find("moe_every")) m.moe_every = read_int(*v, 1);
   if (auto v = in.find("dense_ffn")) m.dense_ffn = v->as_int_at_least(1);
@@ -209,7 +233,8 @@ double model_flops_per_token(const TransformerConfig& m, int seq_len) {
   // A mixture of experts counts the weights a token uses: the router and its experts_per_token experts.
   const double n = static_cast<double>(active_parameter_count(m) - detail::position_embedding_params(m) -
                                        (m.tied_embeddings ? 0 : detail::token_embedding_params(m)));
-  return 6.0 * n + 12.0 * m.layers * static_cast<double>(detail::q_dim(m)) * seq_len;
+  // (12 L q s when V's heads are as wide as q's; MLA's are narrower: 6 L (q + v) s.)
+  return 6.0 * n + 6.0 * m.layers * static_cast<double>(detail::q_dim(m) + detail::attn_out_dim(m)) * seq_len;
 }
 
 const char* to_string(UnitKind k) {

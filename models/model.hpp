@@ -24,6 +24,16 @@ struct TransformerConfig {
   int heads = 0;
   int kv_heads = 0;        // == heads without GQA
   int head_dim = 0;        // per head; 0: hidden / heads (Gemma, Qwen3 and Mistral NeMo set their own)
+  // Multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank > 0): K and V come up from a shared
+  // latent of kv_lora_rank (wkv_a: hidden -> kv_lora_rank + rope_head_dim, an RMSNorm on the latent,
+  // wkv_b: kv_lora_rank -> heads x (head_dim - rope_head_dim + v_head_dim)); q directly (hidden ->
+  // heads x head_dim) or, with q_lora_rank, through a normed latent of its own; rotary on the last
+  // rope_head_dim of each q head and on one shared k part; V heads of v_head_dim, the attention's
+  // output heads x v_head_dim. head_dim is q's and k's width a head (nope + rope); kv_heads = heads.
+  int kv_lora_rank = 0;
+  int q_lora_rank = 0;
+  int rope_head_dim = 0;
+  int v_head_dim = 0;
   bool qk_norm = false;    // RMSNorm on each head of q and k before rotary (Qwen3): weights of head_dim each
   int sliding_window = 0;  // keys a query attends at most, itself included (Mistral 7B v0.1: 4096); 0 = all before it
   int full_attention_every = 0;  // with a window: every K-th block attends fully (Gemma 2: 2, Gemma 3: 6); 0 = none
@@ -58,7 +68,7 @@ struct TransformerConfig {
 // llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, llama3.1-405b,
 // llama3.2-1b, llama3.2-3b, mistral-7b-v0.1, mistral-7b-v0.3, qwen2.5-0.5b ... qwen2.5-72b, qwen3-0.6b ... qwen3-32b,
 // mpt-125m, mpt-350m, mpt-760m, mpt-1b, mpt-3b, mpt-7b, mpt-13b, mpt-30b, mpt-70b; mixtures of experts
-// mixtral-8x7b, qwen3-30b-a3b, qwen3-235b-a22b.
+// mixtral-8x7b, qwen3-30b-a3b, qwen3-235b-a22b, deepseek-v2-lite, deepseek-v3-671b (latent attention).
 std::vector<std::string> preset_names();
 // Other names users type for them ("llama3-8b" for llama3.1-8b); preset() takes them too.
 const Aliases& preset_aliases();

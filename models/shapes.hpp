@@ -39,7 +39,28 @@ inline std::int64_t qkv_linear_params(const TransformerConfig& m, std::int64_t i
   return in * out + (qkv_biased(m) ? out : 0);
 }
 
+// Multi-head latent attention (TransformerConfig::kv_lora_rank).
+inline bool mla(const TransformerConfig& m) { return m.kv_lora_rank > 0; }
+// The attention's output width, the out projection's input: heads x v_head_dim under MLA, else q's.
+inline std::int64_t attn_out_dim(const TransformerConfig& m) {
+  return mla(m) ? std::int64_t(m.heads) * m.v_head_dim : q_dim(m);
+}
+// MLA's down projection (the latent and the shared rotary part of k) and up projection (each head's
+// k without rotary, and its v).
+inline std::int64_t mla_kv_a_dim(const TransformerConfig& m) { return std::int64_t(m.kv_lora_rank) + m.rope_head_dim; }
+inline std::int64_t mla_kv_b_dim(const TransformerConfig& m) {
+  return std::int64_t(m.heads) * (head_dim(m) - m.rope_head_dim + m.v_head_dim);
+}
+// MLA's q: hidden -> heads x head_dim, or through a q_lora_rank latent and its RMSNorm.
+inline std::int64_t mla_q_params(const TransformerConfig& m) {
+  return m.q_lora_rank > 0 ? std::int64_t(m.hidden) * m.q_lora_rank + m.q_lora_rank + std::int64_t(m.q_lora_rank) * q_dim(m)
+                           : std::int64_t(m.hidden) * q_dim(m);
+}
+
 inline std::int64_t attention_params(const TransformerConfig& m) {
+  if (mla(m))  // q, wkv_a, the latent's RMSNorm, wkv_b, out (no biases)
+    return mla_q_params(m) + m.hidden * mla_kv_a_dim(m) + m.kv_lora_rank + m.kv_lora_rank * mla_kv_b_dim(m) +
+           attn_out_dim(m) * m.hidden;
   // Fused or not, q/k/v hold the same weights and biases.
   return qkv_linear_params(m, m.hidden, q_dim(m) + 2 * kv_dim(m)) + linear_params(m, q_dim(m), m.hidden);
 }

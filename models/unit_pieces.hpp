@@ -304,6 +304,10 @@ inline std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
           std::move(down)};
 }
 
+// Multi-head latent attention's projections (models/unit_pieces_mla.cpp): q with ln_1 and rotary,
+// the latent with its norm and k's rotary part, the up projection to each head's k and v.
+std::vector<UnitPiece> mla_projection_pieces(const Ctx& c, int i);
+
 // The pieces of one transformer block, in forward order.
 inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
   const auto& m = c.m;
@@ -313,7 +317,9 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
   const std::string pre = fmt::format("layers.{}.", i);
   std::vector<UnitPiece> out;
 
-  if (detail::llama_layout(m)) {
+  if (detail::mla(m)) {
+    for (auto& p : mla_projection_pieces(c, i)) out.push_back(std::move(p));
+  } else if (detail::llama_layout(m)) {
     auto qp = linear(c, pre + "attn.q", UnitKind::AttentionQKV, i, m.hidden, detail::q_dim(m));
     qp.mem_fwd = 2 * h * c.stream + 2 * q * c.elem;  // ln_1, rotary on q
     qp.mem_bwd = 3 * h * c.stream + 2 * q * c.elem;
@@ -346,8 +352,8 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
     out.push_back(std::move(qkv));
   }
 
-  auto o = linear(c, pre + (detail::llama_layout(m) ? "attn.o" : "attn.c_proj"), UnitKind::AttentionOut, i,
-                  detail::q_dim(m), m.hidden);
+  auto o = linear(c, pre + (detail::llama_layout(m) || detail::mla(m) ? "attn.o" : "attn.c_proj"),
+                  UnitKind::AttentionOut, i, detail::attn_out_dim(m), m.hidden);
   // Flash skips the masked tiles (all outside a sliding window too); the math path computes them all.
   o.core = 4.0 * c.tokens * (c.flash ? causal_keys_per_query(c.seq, attention_window(m, i)) : c.seq) * q;
   o.core_bwd = (c.flash ? 2.5 : 2.0) * o.core;
@@ -361,6 +367,18 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
   // s x s gradients instead), with the block output's gradient.
   o.work = (q + (q + 2 * kvs) + h + (c.flash ? 0 : 2 * as)) * c.elem + (c.flash ? 4 * q * c.tokens : 0);
   o.kernel_out = q * c.elem + 4.0 * m.heads * c.tokens;  // O and the log-sum-exp
+  if (detail::mla(m)) {
+    // Latent attention: K as wide as q, V and the output heads x v_head_dim (vo); QK^T over q's
+    // width, AV over V's: 2 T keys (q + vo) FLOPs.
+    const double vo = double(detail::attn_out_dim(m));
+    o.core = 2.0 * c.tokens * (c.flash ? causal_keys_per_query(c.seq, attention_window(m, i)) : c.seq) * (q + vo);
+    o.core_bwd = (c.flash ? 2.5 : 2.0) * o.core;
+    o.mem_fwd = (2 * q + 2 * vo + (c.flash ? 0 : 6 * as)) * c.elem + 3 * h * c.stream;
+    o.mem_bwd = (4 * q + 4 * vo + (c.flash ? 0 : 7 * as)) * c.elem + 3 * h * c.stream;
+    o.act = (2 * q + 2 * vo + (c.flash ? 0 : as)) * c.elem + 4.0 * m.heads * c.tokens;
+    o.work = (vo + 2 * q + vo + h + (c.flash ? 0 : 2 * as)) * c.elem + (c.flash ? 4 * q * c.tokens : 0);
+    o.kernel_out = vo * c.elem + 4.0 * m.heads * c.tokens;
+  }
   elementwise(o, 2 + (c.flash ? 0 : 3));  // attention core, residual add (scale, mask, softmax)
   if (m.post_norms) post_norm(c, o);
   out.push_back(std::move(o));

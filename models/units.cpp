@@ -78,6 +78,10 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
   if (shape.tensor_parallel > 1 && policy == WrapPolicy::Size)
     throw InputError("training.tensor_parallel: wrap: size cuts blocks into single Linears; tensor parallelism "
                      "needs whole blocks (wrap: block or torchtitan)");
+  if (detail::mla(model) && (shape.tensor_parallel > 1 || shape.context_parallel > 1))
+    throw InputError(fmt::format("training.{}: model '{}''s latent attention (kv_lora_rank) with tensor or context "
+                                 "parallelism is not modelled",
+                                 shape.tensor_parallel > 1 ? "tensor_parallel" : "context_parallel", model.name));
   if (shape.expert_parallel != 1) {
     if (!detail::moe(model))
       throw InputError(fmt::format("training.expert_parallel: model '{}' has no experts to split (model.experts)",
@@ -181,7 +185,11 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
       const double k = lm.experts_per_token;
       const double mlp = detail::moe(lm) ? double(lm.experts) + k * (2 * f + h) + 2 * double(detail::shared_ffn(lm))
                                          : (lm.gated_mlp ? 2 * f : f);
-      double kept = 2 * h * c.stream + ((q + 2 * kv) + q + mlp) * c.elem + 2 * stats + 4.0 * m.heads * c.tokens;
+      // q, k, v and O as the attention kernel reads them; latent attention's K is q wide, its V and O
+      // heads x v_head_dim, and its up projection reads the normed latent (and q's, with q_lora_rank).
+      const double attn = detail::mla(lm) ? 2 * q + 2 * double(detail::attn_out_dim(lm)) + lm.kv_lora_rank + lm.q_lora_rank
+                                          : (q + 2 * kv) + q;
+      double kept = 2 * h * c.stream + (attn + mlp) * c.elem + 2 * stats + 4.0 * m.heads * c.tokens;
       if (shape.impl.autocast_casts)  // and autocast's 16-bit weight copies, which the matmuls' dgrads read
         for (const auto& p : pieces) kept += c.e * p.gemm / (2 * c.tokens);
       double eager = 0;

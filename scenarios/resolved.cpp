@@ -63,6 +63,12 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
   k.put("kv_heads", yaml_number(m.kv_heads), m.kv_heads == m.heads ? "multi-head attention" : "grouped-query attention");
   if (m.head_dim > 0) k.put("head_dim", yaml_number(m.head_dim), "per head (q is heads x head_dim wide)");
   if (m.qk_norm) k.put("qk_norm", yaml_flag(true), "RMSNorm on each head of q and k");
+  if (m.kv_lora_rank > 0) {
+    k.put("kv_lora_rank", yaml_number(m.kv_lora_rank), "latent attention: K and V from a latent this wide");
+    if (m.q_lora_rank > 0) k.put("q_lora_rank", yaml_number(m.q_lora_rank), "q through a latent this wide");
+    k.put("rope_head_dim", yaml_number(m.rope_head_dim), "of each q and k head, the rotary part");
+    k.put("v_head_dim", yaml_number(m.v_head_dim), "V's width a head");
+  }
   if (m.sliding_window > 0) k.put("sliding_window", yaml_number(m.sliding_window), "keys a query attends at most");
   if (m.full_attention_every > 0)
     k.put("full_attention_every", yaml_number(m.full_attention_every), "every K-th block attends fully");

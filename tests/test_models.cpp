@@ -85,6 +85,9 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
       {"mixtral-8x7b", 46'702'792'704},
       {"qwen3-30b-a3b", 30'532'122'624},
       {"qwen3-235b-a22b", 235'093'634'560},
+      // DeepSeek's latent attention and dense first blocks (test_models_mla.cpp by hand).
+      {"deepseek-v2-lite", 15'706'484'224},
+      {"deepseek-v3-671b", 671'026'404'352},
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);
