@@ -78,10 +78,13 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
   if (shape.tensor_parallel > 1 && policy == WrapPolicy::Size)
     throw InputError("training.tensor_parallel: wrap: size cuts blocks into single Linears; tensor parallelism "
                      "needs whole blocks (wrap: block or torchtitan)");
-  if (detail::mla(model) && (shape.tensor_parallel > 1 || shape.context_parallel > 1))
+  if (detail::mla(model) && (shape.tensor_parallel > 1 || shape.context_parallel > 1 || shape.impl.autocast_casts))
     throw InputError(fmt::format("training.{}: model '{}''s latent attention (kv_lora_rank) with tensor or context "
-                                 "parallelism is not modelled",
-                                 shape.tensor_parallel > 1 ? "tensor_parallel" : "context_parallel", model.name));
+                                 "parallelism or autocast is not modelled",
+                                 shape.tensor_parallel > 1    ? "tensor_parallel"
+                                 : shape.context_parallel > 1 ? "context_parallel"
+                                                              : "autocast",
+                                 model.name));
   if (shape.expert_parallel != 1) {
     if (!detail::moe(model))
       throw InputError(fmt::format("training.expert_parallel: model '{}' has no experts to split (model.experts)",

@@ -98,4 +98,11 @@ TEST_CASE("bad input: latent attention's shape, and where it is not modelled") {
   CHECK_THROWS_WITH_AS(fsdp_units(preset("deepseek-v2-lite"), WrapPolicy::Torchtitan, tp),
                        doctest::Contains("latent attention (kv_lora_rank) with tensor or context parallelism"),
                        InputError);
+  TrainingShape autocast;
+  autocast.impl.autocast_casts = true;
+  auto dense = preset("deepseek-v2-lite");
+  dense.experts = dense.experts_per_token = dense.shared_experts = dense.dense_layers = 0;
+  dense.dense_ffn = 0;
+  CHECK_THROWS_WITH_AS(fsdp_units(dense, WrapPolicy::Torchtitan, autocast), doctest::Contains("training.autocast"),
+                       InputError);
 }
