@@ -82,13 +82,13 @@ void check(const TransformerConfig& m, const Complain& complain) {
                            m.layers, m.dense_layers, m.moe_every, m.dense_ffn));
   } else if (m.experts_per_token != 0 || m.shared_experts != 0 || m.dense_layers != 0 || m.moe_every != 1 ||
              m.dense_ffn != 0) {
-    complain({m.experts_per_token != 0 ? "experts_per_token"
-              : m.shared_experts != 0  ? "shared_experts"
-              : m.dense_layers != 0    ? "dense_layers"
-              : m.moe_every != 1       ? "moe_every"
-                                       : "dense_ffn",
-              "experts"},
-             "only a mixture of experts has it: set experts too (0: a dense MLP)");
+    const auto [key, value] = m.experts_per_token != 0 ? std::pair{"experts_per_token", std::int64_t(m.experts_per_token)}
+                              : m.shared_experts != 0  ? std::pair{"shared_experts", std::int64_t(m.shared_experts)}
+                              : m.dense_layers != 0    ? std::pair{"dense_layers", std::int64_t(m.dense_layers)}
+                              : m.moe_every != 1       ? std::pair{"moe_every", std::int64_t(m.moe_every)}
+                                                       : std::pair{"dense_ffn", m.dense_ffn};
+    complain({key, "experts"}, fmt::format("only a mixture of experts has {} ({}): set experts too, or {}: {} for a dense MLP",
+                                           key, value, key, std::string_view(key) == "moe_every" ? "1" : "0"));
   }
   if (m.learned_positions != 0 && m.learned_positions < m.seq_len)
     complain({"seq_len", "learned_positions"},

@@ -522,7 +522,7 @@ TEST_CASE("bad input: a mixture of experts' shape, and what it is not modelled w
   CHECK_THROWS_WITH_AS(load("model: {preset: mixtral-8x7b, experts: 1}"),
                        doctest::Contains("model.experts: a mixture of experts needs 2 or more experts"), InputError);
   CHECK_THROWS_WITH_AS(load("model: {preset: llama2-7b, experts_per_token: 2}"),
-                       doctest::Contains("model.experts_per_token: only a mixture of experts has it"), InputError);
+                       doctest::Contains("model.experts_per_token: only a mixture of experts has experts_per_token"), InputError);
   CHECK_THROWS_WITH_AS(load("model: {preset: gpt2-124m, experts: 8, experts_per_token: 2}"),
                        doctest::Contains("experts are SwiGLU MLPs here"), InputError);
   CHECK_THROWS_WITH_AS(load("model: {preset: mixtral-8x7b, expert: 8}"), doctest::Contains("t.yaml:1"), InputError);
@@ -563,7 +563,7 @@ TEST_CASE("a mixture of experts with shared experts: every token runs them besid
     if (k.kind == KernelKind::Gemm) gemm += k.flops();
   CHECK(gemm == doctest::Approx(2 * 256.0 * (attention + 8192 + 4 * expert)));
   CHECK_THROWS_WITH_AS(load("model: {preset: llama2-7b, shared_experts: 1}"),
-                       doctest::Contains("t.yaml:1: model.shared_experts: only a mixture of experts has it"), InputError);
+                       doctest::Contains("t.yaml:1: model.shared_experts: only a mixture of experts has shared_experts"), InputError);
 }
 
 TEST_CASE("a mixture of experts with dense blocks: the first dense_layers, then all but every moe_every-th") {
@@ -597,7 +597,7 @@ TEST_CASE("a mixture of experts with dense blocks: the first dense_layers, then 
     CHECK(test::find(b.kernels->forward, "mlp.experts.gate (grouped)").groups == 8);
   }
   CHECK_THROWS_WITH_AS(load("model: {preset: llama2-7b, dense_layers: 1}"),
-                       doctest::Contains("t.yaml:1: model.dense_layers: only a mixture of experts has it"), InputError);
+                       doctest::Contains("t.yaml:1: model.dense_layers: only a mixture of experts has dense_layers"), InputError);
   CHECK_THROWS_WITH_AS(load("model: {preset: mixtral-8x7b, dense_layers: 32}"),
                        doctest::Contains("model.dense_layers: expected dense_layers >= 0, moe_every >= 1 and dense_ffn "
                                          ">= 0 leaving some of the 32 blocks with experts"),
