@@ -193,7 +193,8 @@ class Builder {
  private:
   double f() const { return double(m_.ffn); }
   double h() const { return double(m_.hidden); }
-  double q_width() const { return double(detail::q_dim(m_)); }  // q and the attention output
+  double q_width() const { return double(detail::q_dim(m_)); }  // q (and the attention output, but under MLA)
+  double out_width() const { return double(detail::attn_out_dim(m_)); }  // the attention output
 
   void mem(std::vector<Kernel>& to, std::string op, double bytes, int count = 1) {
     for (int i = 0; i < count; ++i) {
@@ -420,72 +421,10 @@ class Builder {
     }
   }
 
-  void attention(KernelPiece& p) {
-    const double kv = double(detail::kv_dim(m_));
-    const bool sdpa = impl_.attention != AttentionKernel::FlashTriton;
-    if (sdpa && m_.kv_heads < m_.heads) {
-      mem(p.fwd, "repeat_kv", 2 * e_ * T_ * (kv + q_width()));
-      mem(p.bwd, "repeat_kv bwd", 2 * e_ * T_ * (kv + q_width()));
-    }
-    Kernel a;
-    a.kind = KernelKind::Attention;
-    a.op = "attention";
-    a.batch_heads = double(b_) * m_.heads;
-    a.seq = s_;
-    // Latent attention's V heads are narrower than q's and k's: its QK^T and AV are timed as heads of
-    // their mean width, which does the same FLOPs.
-    a.head_dim = detail::mla(m_) ? (double(detail::head_dim(m_)) + m_.v_head_dim) / 2 : double(detail::head_dim(m_));
-    a.kv_heads = m_.kv_heads;
-    a.causal = true;
-    a.window = window_;
-    a.query_shards = cp_;
-    const bool unpad = impl_.unpadded_attention;
-    if (unpad) unpad_qkv(p, kv);
-    p.fwd.push_back(a);
-    // Context parallelism runs the attention as cp_ calls against the key chunks and merges each
-    // partial output into an fp32 one (convert_to_f32): read it, the partial and its log-sum-exp,
-    // write it back; backward, each chunk's dQ is added into an fp32 accumulator the same way.
-    for (int i = 1; i < cp_; ++i) {
-      mem(p.fwd, "context parallel merge", (8 + 4 + e_) * T_ * q_width());
-      mem(p.bwd, "context parallel dq accumulate", (8 + e_) * T_ * q_width());
-    }
-    if (unpad) {  // pad_input: zeros, then index_put of the unpadded rows; backward gathers them
-      mem(p.fwd, "pad output zeros", e_ * T_ * q_width());
-      mem(p.fwd, "pad output index_put", 2 * e_ * T_ * q_width());
-      mem(p.bwd, "pad output bwd gather", 2 * e_ * T_ * q_width());
-    } else if (sdpa) {
-      mem(p.fwd, "attention out transpose", 2 * e_ * T_ * q_width());
-      mem(p.bwd, "attention grad transpose", 2 * e_ * T_ * q_width());
-    }
-    if (impl_.attention != AttentionKernel::Math) {
-      // flash_attn_triton.py zeroes its fp32 dQ accumulator (the autotuner's init_to_zero('DQ') hook).
-      if (impl_.attention == AttentionKernel::FlashTriton) mem(p.bwd, "attention bwd dQ zero", 4 * T_ * q_width());
-      mem(p.bwd, "attention bwd dO.O", 2 * e_ * T_ * q_width());
-      mem(p.bwd, "attention bwd dQ cast", (4 + e_) * T_ * q_width());
-    }
-    a.backward = true;
-    a.op = "attention bwd";
-    p.bwd.push_back(a);
-  }
-
-  // flash-attn's unpad_input for q, k and v (bert_padding.py): the mask's row sums, torch.nonzero
-  // (the host reads its size back), the longest row's .item() (read back again), the cumulative
-  // sums and their padding, then a gather of the rows (IndexFirstAxis); backward zeroes the padded
-  // gradient and scatters the rows into it.
-  void unpad_qkv(KernelPiece& p, double kv) {
-    for (const auto& [what, width] : {std::pair{"q", q_width()}, std::pair{"k", kv}, std::pair{"v", kv}}) {
-      const std::string name = std::string("unpad ") + what;
-      mem(p.fwd, name + " mask sum", T_);
-      mem(p.fwd, name + " nonzero", 9 * T_);
-      p.fwd.back().host_sync = true;
-      mem(p.fwd, name + " max", 4.0 * b_);
-      p.fwd.back().host_sync = true;
-      mem(p.fwd, name + " cumsum", 8.0 * b_, 2);
-      mem(p.fwd, name + " gather", 2 * e_ * T_ * width);
-      mem(p.bwd, name + " bwd zeros", e_ * T_ * width);
-      mem(p.bwd, name + " bwd scatter", 2 * e_ * T_ * width);
-    }
-  }
+  // The attention kernel forward and backward with the copies around it (GQA's repeat, the output's
+  // layout, flash-attn's unpadding): models/kernel_builder_attention.cpp.
+  void attention(KernelPiece& p);
+  void unpad_qkv(KernelPiece& p, double kv);
 
   const TransformerConfig& m_;
   Implementation impl_;

@@ -67,6 +67,9 @@ TEST_CASE("latent attention's kernels: q, the latent, the up projection, and V n
   CHECK(find(k.forward, "attn.out").k == 16 * 128);  // V's heads
   CHECK(find(k.forward, "kv_norm pow").bytes == 8 * T * 512);  // the latent's RMSNorm, eager
   CHECK(find(k.forward, "k concat").bytes == 2 * 2 * T * 3072);
+  // The attention's output is heads x v_head_dim: its layout copy moves 2048 wide rows, not q's 3072.
+  CHECK(find(k.forward, "attention out transpose").bytes == 2 * 2 * T * 2048);
+  CHECK(find(k.backward, "attention bwd dO.O").bytes == 2 * 2 * T * 2048);
   // QK^T over 192 and AV over 128: the kernel is timed at their mean, 160, the same FLOPs.
   const auto a = find(k.forward, "attention");
   CHECK(a.head_dim == 160);
