@@ -298,7 +298,7 @@ Candidate all_to_all(const Ctx& x, bool ll_allowed) {
   plan.nvlink_bytes = intra_peers * per_peer;
   plan.node_egress_bytes = x.lanes * x.k * inter_peers * per_peer / f;
   plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / (x.nvl_rate * f) : 0;
-  plan.network_seconds = inter_peers > 0 ? plan.node_egress_bytes * f / (x.net_rate * f) : 0;
+  plan.network_seconds = inter_peers > 0 ? plan.node_egress_bytes / x.net_rate : 0;  // flags included, at line rate
   if (ll) plan.nvlink_seconds = std::max(plan.nvlink_seconds, (intra_peers + inter_peers) * per_peer / x.ll_max);
   const int per_peer_channels = x.n > 1 ? kP2pChannelsPerNetPeer : x.nch;
   const int rounds = int(std::ceil(double(x.R - 1) * std::min(per_peer_channels, x.nch) / x.nch));
