@@ -356,23 +356,21 @@ const std::vector<std::pair<std::string, Maker>>& table() {
       // DeepSeek's latent attention and mixture of experts, as torchtitan's deepseek_v3 configs have them.
       {"deepseek-v2-lite",
        [] {
-         auto m = deepseek("deepseek-v2-lite", 27, 2048, 16, 0, 10944, 1408, 64, 2, 6, 1, 102400,
-                           "DeepSeek-AI 2024 (DeepSeek-V2, DeepSeek-V2-Lite: 15.7B parameters, 2.4B activated); "
-                           "pytorch/torchtitan torchtitan/models/deepseek_v3/__init__.py @0014ac2 _16b (dim 2048, 27 "
-                           "layers, 1 dense of 10944, 16 heads, q direct, kv_lora_rank 512, qk 128 + 64 rotary, v 128, "
-                           "64 experts of 1408, top 6, 2 shared, vocab 102400, untied): 15,706,484,224 parameters, "
-                           "2,661,150,208 a token uses (2.45B without the token embedding)");
-         return m;
+         return deepseek("deepseek-v2-lite", 27, 2048, 16, 0, 10944, 1408, 64, 2, 6, 1, 102400,
+                         "DeepSeek-AI 2024 (DeepSeek-V2, DeepSeek-V2-Lite: 15.7B parameters, 2.4B activated); "
+                         "pytorch/torchtitan torchtitan/models/deepseek_v3/__init__.py @0014ac2 _16b (dim 2048, 27 "
+                         "layers, 1 dense of 10944, 16 heads, q direct, kv_lora_rank 512, qk 128 + 64 rotary, v 128, "
+                         "64 experts of 1408, top 6, 2 shared, vocab 102400, untied): 15,706,484,224 parameters, "
+                         "2,661,150,208 a token uses (2.45B without the token embedding)");
        }},
       {"deepseek-v3-671b",
        [] {
-         auto m = deepseek("deepseek-v3-671b", 61, 7168, 128, 1536, 18432, 2048, 256, 1, 8, 3, 129280,
-                           "DeepSeek-AI 2024 (DeepSeek-V3 technical report: 671B parameters, 37B activated; the "
-                           "multi-token prediction module left out); pytorch/torchtitan torchtitan/models/deepseek_v3/"
-                           "__init__.py @0014ac2 _671b (dim 7168, 61 layers, 3 dense of 18432, 128 heads, q_lora_rank "
-                           "1536, kv_lora_rank 512, qk 128 + 64 rotary, v 128, 256 experts of 2048, top 8, 1 shared, "
-                           "vocab 129280, untied): 671,026,404,352 parameters, 37,552,282,624 a token uses");
-         return m;
+         return deepseek("deepseek-v3-671b", 61, 7168, 128, 1536, 18432, 2048, 256, 1, 8, 3, 129280,
+                         "DeepSeek-AI 2024 (DeepSeek-V3 technical report: 671B parameters, 37B activated; the "
+                         "multi-token prediction module left out); pytorch/torchtitan torchtitan/models/deepseek_v3/"
+                         "__init__.py @0014ac2 _671b (dim 7168, 61 layers, 3 dense of 18432, 128 heads, q_lora_rank "
+                         "1536, kv_lora_rank 512, qk 128 + 64 rotary, v 128, 256 experts of 2048, top 8, 1 shared, "
+                         "vocab 129280, untied): 671,026,404,352 parameters, 37,552,282,624 a token uses");
        }},
       // The model cards round these to 0.49B, 1.54B, 3.09B, 7.61B, 14.7B, 72.7B; 32B's says 32.5B.
       {"qwen2.5-0.5b", [] { return qwen25("0.5B", 24, 896, 14, 2, 4864, 151936, true, "494,032,768"); }},
