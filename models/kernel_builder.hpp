@@ -15,6 +15,11 @@ namespace tagcsim::models::detail {
 // in the order they run.
 struct KernelPiece {
   std::vector<Kernel> fwd, bwd;
+  // As its block's last piece under checkpoint early stop, how many of its forward kernels the
+  // re-run still needs: none for a dense MLP's down projection (only the residual add reads its
+  // output); a mixture of experts weighs its experts' outputs by their scores after the experts,
+  // and that product's backward reads them, so the re-run goes through it (kernel_builder_moe.cpp).
+  std::size_t early_stop_forward = 0;
 };
 
 class Builder {
@@ -209,6 +214,7 @@ class Builder {
   void grouped_gemm(std::vector<Kernel>& to, std::string op, double m, double n, double k) {
     gemm(to, std::move(op), m, n, k);
     to.back().groups = local_experts();
+    to.back().grouped = true;
   }
   void gemm(std::vector<Kernel>& to, std::string op, double m, double n, double k, bool fp8 = false) {
     Kernel g;

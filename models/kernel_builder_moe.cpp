@@ -64,6 +64,7 @@ KernelPiece Builder::experts_down() {
     mem(p.bwd, "unpermute received tokens bwd", 2 * e_ * Tk * h());
   }
   mem(p.fwd, "routing scores mul", 3 * e_ * Tk * h());
+  p.early_stop_forward = p.fwd.size();  // the product's backward reads the experts' outputs
   mem(p.fwd, "unpermute zero", e_ * T_ * h());
   mem(p.fwd, "unpermute scatter_add", (e_ * Tk + 2 * e_ * T_) * h());
   mem(p.bwd, "unpermute bwd gather", 2 * e_ * Tk * h());

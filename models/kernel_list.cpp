@@ -60,39 +60,62 @@ void tag(std::vector<Kernel>& list, Pass pass) {
 
 // What torchtitan's op-level selective checkpointing keeps from a block's forward instead of
 // re-running it (_save_list and _custom_policy in torchtitan/parallelisms/parallelize_llama.py
-// @9dec370): every matmul's output but every second one's (the 1st, 3rd, ... of the block are
-// kept: one Linear per piece, so the pieces at even positions), the SDPA flash kernel's, and
-// aten.abs / aten.max (float8's amax reductions). The rest of the forward runs again: the other
-// matmuls, norms, rotary, activations, residuals, float8 casts. A float8 Linear's matmul is
-// aten._scaled_mm, which the list never names (nor does it count as an mm): every one re-runs.
-bool kept_by_selective_op(const Kernel& k, std::size_t piece_in_block, bool keeps_attention) {
+// @9dec370; for a mixture of experts, _get_save_ops and _apply_op_sac in
+// torchtitan/distributed/activation_checkpoint.py @0014ac2): every aten.mm's output but every
+// second one's (the 1st, 3rd, ... the block counts), the SDPA flash kernel's, aten.abs / aten.max
+// (float8's amax reductions) and aten.topk (the router's choice). The router gate's mm is re-run
+// and not counted (per_op_sac_force_recompute_mm_shapes_by_fqns: ["moe.router.gate"]); a float8
+// Linear's aten._scaled_mm and the experts' torch._grouped_mm are not aten.mm, never counted,
+// always re-run. The rest of the forward runs again: norms, rotary, activations, residuals, float8
+// casts, the token permutation. Under expert parallelism the policy keeps the token counts'
+// all-to-all and the host's copy of them, not the token rows' exchanges (sim/model_parallel.cpp).
+bool counted_mm(const Kernel& k) { return k.kind == KernelKind::Gemm && !k.fp8 && !k.grouped && k.op != "mlp.router"; }
+
+bool kept_by_selective_op(const Kernel& k, int mm_ordinal, bool keeps_attention) {
   if (k.kind == KernelKind::Attention) return keeps_attention;
-  if (k.kind == KernelKind::Gemm) return !k.fp8 && piece_in_block % 2 == 0;
-  return k.op.find(" fp8 amax ") != std::string::npos;
+  if (k.kind == KernelKind::Gemm) return counted_mm(k) && mm_ordinal % 2 == 1;
+  return k.op.find(" fp8 amax ") != std::string::npos || k.op == "router topk";
+}
+
+int counted_mms(const Piece& p) {
+  return int(std::count_if(p.fwd.begin(), p.fwd.end(), counted_mm));
 }
 
 // How a unit's backward re-runs its forward under activation checkpointing.
 struct Recompute {
   bool on = false;
-  bool early_stop = false;   // not the block's last piece (checkpoint_early_stop)
-  bool by_op = false;        // torchtitan's selective_op: not what kept_by_selective_op keeps
+  // The unit's last piece is its block's last, and the re-run stops once the backward has every
+  // tensor it saved back (checkpoint_early_stop): only that piece's early_stop_forward kernels run.
+  bool early_stop = false;
+  bool by_op = false;           // torchtitan's selective_op: not what kept_by_selective_op keeps
   bool keeps_attention = true;  // ... and its save list names the attention kernel's op
-  std::size_t first = 0;     // the position in its block of the unit's first piece
+  int mms_before = 0;           // the aten.mm the policy counted in the block before the unit's first piece
 };
 
 // One unit's lists from its pieces: forward in order, backward in reverse piece order, and
-// under checkpointing the forward again at the start of backward; with early stop, without the
-// last piece (the down projection: nothing the backward needs comes after its saved input).
+// under checkpointing the forward again at the start of backward; with early stop, without what
+// follows the last tensor the backward saved (a dense block's down projection).
 std::shared_ptr<const UnitKernels> assemble(const std::vector<Piece>& pieces, Recompute recompute = {}) {
   auto u = std::make_shared<UnitKernels>();
   for (const auto& p : pieces) u->forward.insert(u->forward.end(), p.fwd.begin(), p.fwd.end());
   tag(u->forward, Pass::Forward);
   if (recompute.on) {
-    const std::size_t rerun = pieces.size() - (recompute.early_stop && !pieces.empty() ? 1 : 0);
-    for (std::size_t i = 0; i < rerun; ++i)
-      for (const auto& k : pieces[i].fwd)
-        if (!recompute.by_op || !kept_by_selective_op(k, recompute.first + i, recompute.keeps_attention))
-          u->backward.push_back(k);
+    int mm = recompute.mms_before;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      const auto& fwd = pieces[i].fwd;
+      const bool stops = recompute.early_stop && i + 1 == pieces.size();
+      const std::size_t n = stops ? std::min(pieces[i].early_stop_forward, fwd.size()) : fwd.size();
+      for (std::size_t j = 0; j < n; ++j) {
+        Kernel k = fwd[j];
+        if (counted_mm(k)) ++mm;
+        if (recompute.by_op) {
+          if (kept_by_selective_op(k, mm, recompute.keeps_attention)) continue;
+          // The policy keeps every CUDA-to-CPU copy: the token counts are not read back again.
+          k.host_sync = false;
+        }
+        u->backward.push_back(std::move(k));
+      }
+    }
     tag(u->backward, Pass::Recompute);
     u->recomputes = true;
   }
@@ -201,12 +224,14 @@ std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerCo
   using Lists = std::vector<std::shared_ptr<const UnitKernels>>;
   auto per_piece = [&](const std::vector<Piece>& pieces, bool rerun) {
     Lists lists;
+    int mms_before = 0;
     for (std::size_t i = 0; i < pieces.size(); ++i) {
       // Each Linear's unit re-runs its own piece; with early stop the down projection's is not re-run.
       const bool last = i + 1 == pieces.size();
       lists.push_back(rerun ? assemble({pieces[i]}, {!(block_recompute.early_stop && last), false, block_recompute.by_op,
-                                                     block_recompute.keeps_attention, i})
+                                                     block_recompute.keeps_attention, mms_before})
                             : assemble({pieces[i]}));
+      mms_before += counted_mms(pieces[i]);
     }
     return lists;
   };

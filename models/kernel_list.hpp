@@ -33,6 +33,9 @@ struct Kernel {
   // launch, their rows stacked into m (or, for the weight gradients, their outputs): the device
   // profile times it as that dense GEMM at its measured grouped rate.
   int groups = 1;
+  // Launched as torch._grouped_mm (even over one expert's rows): not the aten.mm that torchtitan's
+  // op-level checkpointing counts and keeps (models/kernel_list.cpp, kept_by_selective_op).
+  bool grouped = false;
   // Tensor parallelism: the block collective the GEMM sits beside, reading the all-gathered
   // sequence (or its gathered output gradient) or writing the partial sums reduce-scattered to the
   // sequence shards. Async TP fuses the two, one chunk of m / tp rows per GPU (sim/model_parallel.hpp).

@@ -131,8 +131,19 @@ struct UnitPiece {
   double mem_fwd = 0, mem_bwd = 0, act = 0;  // bytes
   double transient = 0;                      // bytes held during the backward only
   double work = 0;                           // gradients in flight while its backward runs (bytes)
-  double mm_out = 0;                         // its matmul's output (bytes), what selective_op may save
-  double kernel_out = 0;                     // the attention kernel's outputs (bytes), saved by selective_op
+  // Its matmuls in forward order as torchtitan's op-level checkpointing (selective_op) sees them:
+  // FLOPs, output bytes, and whether the policy counts it as an aten.mm (it keeps every second one's
+  // output, the 1st, 3rd, ...) or re-runs it wherever it stands (the router gate, forced; the
+  // experts' _grouped_mm, not in its save list). kernel_list.cpp, kernel for kernel, re-runs every
+  // float8 _scaled_mm too; here a float8 Linear's output is kept like its bf16 one's, as the
+  // published peak memory of torchtitan's float8 rows under this policy says (S32, S60, S62).
+  struct MatMul {
+    double flops = 0, out = 0;
+    bool counted = true;
+  };
+  std::vector<MatMul> mms;
+  double kernel_out = 0;  // the attention kernel's outputs (bytes), saved by selective_op
+  double op_saved = 0;    // other outputs selective_op keeps (bytes): the router's top-k
   int kf = 0, kb = 0;                        // kernels, forward and backward (without recompute)
   // The forward work its backward runs again, inside a checkpointed block (summed when pieces merge
   // into one unit: under checkpoint early stop a block re-runs all its pieces but the last).
@@ -140,13 +151,13 @@ struct UnitPiece {
   int re_k = 0;
   void rerun() { re_gemm = gemm, re_core = core, re_mem = mem_fwd, re_k = kf; }
   // torchtitan's selective_op keeps the attention kernel's output (where its save list names the
-  // kernel's op) and every second matmul's (the pieces at even positions of a block hold those):
-  // their re-run is not paid.
-  void keep_for_selective_op(std::size_t position, bool keeps_attention) {
+  // kernel's op) and those of the matmuls it keeps (kept: their FLOPs and count): their re-run is
+  // not paid.
+  void keep_for_selective_op(double kept_gemm, int kept, bool keeps_attention) {
     if (re_k == 0) return;
-    re_k -= (keeps_attention && core > 0 ? 1 : 0) + (position % 2 == 0 && gemm > 0 ? 1 : 0);
+    re_k -= (keeps_attention && core > 0 ? 1 : 0) + kept;
     if (keeps_attention) re_core = 0;
-    if (position % 2 == 0) re_gemm = 0;
+    re_gemm = kept_gemm >= re_gemm ? 0 : re_gemm - kept_gemm;
   }
 
   UnitPiece& operator+=(const UnitPiece& o) {
@@ -206,7 +217,7 @@ inline UnitPiece linear(const Ctx& c, std::string name, UnitKind kind, int layer
   p.u.params = kind == UnitKind::AttentionQKV ? detail::qkv_linear_params(c.m, in, out) : linear_params(c.m, in, out);
   (kind == UnitKind::MlpUp || kind == UnitKind::MlpDown ? p.u.mlp_params : p.u.attention_params) = p.u.params;
   p.gemm = 2.0 * c.tokens * static_cast<double>(in) * static_cast<double>(out);
-  p.mm_out = static_cast<double>(out) * c.elem;
+  p.mms = {{p.gemm, static_cast<double>(out) * c.elem}};
   p.kf = 1, p.kb = 2;
   return p;
 }
@@ -263,6 +274,8 @@ inline std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   router.mem_bwd = 3 * h * c.stream + c.tokens * E * (4 + 12 + 4 + e) + 12 * Tk + (2 * Tk * e + 2 * c.tokens * e) * h;
   router.act = c.norm_saved() + 4 * c.tokens * E + 12 * Tk;
   router.kf = 1 + 1 + 6, router.kb = 2 + 6;  // ln_2, GEMM, cast/softmax/topk/counts/argsort/permute
+  router.mms = {{router.gemm, c.tokens * E * e, false}};  // the gate: re-run by selective_op, not counted
+  router.op_saved = 12 * Tk;                              // ... which keeps the top-k scores and ids
   if (c.ep > 1) {  // the tokens received from the all-to-all gathered into local-expert order, and back
     router.mem_fwd += 2 * h * tke, router.mem_bwd += 2 * h * tke;
     router.kf += 1, router.kb += 1;
@@ -277,6 +290,7 @@ inline std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   up.act = h * tke + 3 * f * tke;  // permuted input, g, silu(g), u
   up.work = (h + 3 * f) * tke;
   up.kf = 2 + 2, up.kb = 4 + 3;
+  up.mms = {{up.gemm / 2, f * tke, false}, {up.gemm / 2, f * tke, false}};  // torch._grouped_mm: re-run
   UnitPiece down = named(pre + "mlp.experts.down", UnitKind::MlpDown, i);
   down.u.params = down.u.mlp_params = down.u.expert_params = 1LL * local * m.hidden * m.ffn;
   down.gemm = 2.0 * Tk * f * h;
@@ -284,6 +298,7 @@ inline std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   down.mem_bwd = 7 * h * tke + 3 * h * c.stream;
   down.act = f * tke + h * tke + 4 * Tk;  // the product, the experts' output, the scores
   down.kf = 1 + 4, down.kb = 2 + 4;
+  down.mms = {{down.gemm, h * tke, false}};
   if (c.ep > 1) {  // the experts' output scattered back to the order the all-to-all returns it in
     down.mem_fwd += 2 * h * tke, down.mem_bwd += 2 * h * tke;
     down.kf += 1, down.kb += 1;

@@ -15,7 +15,9 @@ std::vector<UnitPiece> mla_projection_pieces(const Ctx& c, int i) {
   UnitPiece qp = named(pre + "attn.q", UnitKind::AttentionQKV, i);
   qp.u.params = qp.u.attention_params = mla_q_params(m);
   qp.gemm = 2.0 * c.tokens * (q_lora > 0 ? h * q_lora + q_lora * q : h * q);
-  qp.mm_out = q * c.elem;
+  qp.mms = q_lora > 0 ? std::vector<UnitPiece::MatMul>{{2.0 * c.tokens * h * q_lora, q_lora * c.elem},
+                                                       {2.0 * c.tokens * q_lora * q, q * c.elem}}
+                      : std::vector<UnitPiece::MatMul>{{qp.gemm, q * c.elem}};
   qp.mem_fwd = 2 * h * c.stream + 2 * heads * rope * c.elem;  // ln_1, rotary on q's rotary part
   qp.mem_bwd = 3 * h * c.stream + 2 * heads * rope * c.elem;
   qp.act = c.norm_saved();  // ln_1: the projections' input
@@ -30,7 +32,7 @@ std::vector<UnitPiece> mla_projection_pieces(const Ctx& c, int i) {
   UnitPiece kv_a = named(pre + "attn.kv_a", UnitKind::AttentionQKV, i);
   kv_a.u.params = kv_a.u.attention_params = std::int64_t(m.hidden) * mla_kv_a_dim(m) + m.kv_lora_rank;
   kv_a.gemm = 2.0 * c.tokens * h * double(mla_kv_a_dim(m));
-  kv_a.mm_out = double(mla_kv_a_dim(m)) * c.elem;
+  kv_a.mms = {{kv_a.gemm, double(mla_kv_a_dim(m)) * c.elem}};
   kv_a.mem_fwd = 2 * kv_lora * c.elem + 2 * rope * c.elem;  // the norm, rotary
   kv_a.mem_bwd = 3 * kv_lora * c.elem + 2 * rope * c.elem;
   kv_a.act = c.rms_norm_saved(kv_lora);  // the norm's input and output, the up projection's input
@@ -40,7 +42,7 @@ std::vector<UnitPiece> mla_projection_pieces(const Ctx& c, int i) {
   UnitPiece kv_b = named(pre + "attn.kv_b", UnitKind::AttentionQKV, i);
   kv_b.u.params = kv_b.u.attention_params = std::int64_t(m.kv_lora_rank) * mla_kv_b_dim(m);
   kv_b.gemm = 2.0 * c.tokens * kv_lora * double(mla_kv_b_dim(m));
-  kv_b.mm_out = double(mla_kv_b_dim(m)) * c.elem;
+  kv_b.mms = {{kv_b.gemm, double(mla_kv_b_dim(m)) * c.elem}};
   kv_b.mem_fwd = kv_b.mem_bwd = 2 * q * c.elem;  // the concatenation into K
   kv_b.kf = 1 + 1, kv_b.kb = 2 + 1;
   return {std::move(qp), std::move(kv_a), std::move(kv_b)};

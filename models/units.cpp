@@ -38,6 +38,15 @@ void rerun_block(std::vector<Piece>& pieces, bool early_stop) {
   for (std::size_t j = 0; j + (early_stop ? 1 : 0) < pieces.size(); ++j) pieces[j].rerun();
 }
 
+// Whether checkpoint early stop spares a block's last piece its re-run: a dense MLP's down
+// projection, whose output only the residual add reads. A mixture of experts weighs its experts'
+// outputs by their scores after the down projection (torchtitan's score_before_experts false, as
+// Qwen3 and DeepSeek-V3 set it; Mixtral's reference code likewise), and that product's backward
+// reads them: the re-run goes through the down projection (kernel_builder.hpp, early_stop_forward).
+bool early_stop_skips_last(const TrainingShape& shape, const TransformerConfig& block) {
+  return shape.impl.checkpoint_early_stop && !detail::moe(block);
+}
+
 FsdpUnit finish(Piece p) {
   FsdpUnit u = std::move(p.u);
   u.forward_flops = p.gemm + p.core;
@@ -105,8 +114,6 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
     if (shape.context_parallel > 1) refuse("context_parallel", "context parallelism");
     if (shape.impl.float8_linears) refuse("float8", "float8 Linears (grouped GEMMs in float8)");
     if (shape.impl.autocast_casts) refuse("autocast", "autocast over fp32 parameters");
-    if (shape.activation_checkpointing && shape.impl.selective_op)
-      refuse("activation_checkpointing", "op-level selective checkpointing (selective_op)");
   }
   const TransformerConfig m = tensor_parallel_shard(model, shape.tensor_parallel);
   const int seq = shape.seq_len > 0 ? shape.seq_len : m.seq_len;
@@ -159,26 +166,36 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
       // checkpointing stores every MUST_SAVE output.
       const bool keeps_attention = !shape.impl.selective_op_recomputes_attention;
       double full = 0, saved = m.hidden * c.stream / c.sp;
-      int mm = 0;
-      for (auto& p : pieces) {
-        const bool unread = shape.impl.compiled && &p == &pieces.back();
+      int counted = 0, mm = 0;
+      for (const auto& p : pieces)
+        for (const auto& x : p.mms) counted += x.counted;
+      std::vector<std::pair<double, int>> kept(pieces.size());  // each piece's kept matmuls: FLOPs, count
+      for (std::size_t j = 0; j < pieces.size(); ++j) {
+        auto& p = pieces[j];
         full += p.act;
-        saved += (mm++ % 2 == 0 && !unread ? p.mm_out : 0) + (keeps_attention ? p.kernel_out : 0);
+        for (const auto& x : p.mms) {
+          if (!x.counted || ++mm % 2 == 0) continue;
+          kept[j].first += x.flops, ++kept[j].second;
+          const bool unread = shape.impl.compiled && mm == counted;
+          if (!unread) saved += x.out;
+        }
+        saved += (keeps_attention ? p.kernel_out : 0) + p.op_saved;
         p.act = 0;
       }
       pieces.front().act = saved;
       recomputed[i] = std::max(0.0, full - saved);
-      // The backward re-runs what it did not keep: the even-numbered matmuls and the element-wise
-      // work around them, and the attention kernel only where it was not kept (kernel_list.cpp,
-      // kept_by_selective_op).
+      // The backward re-runs what it did not keep: the even-numbered matmuls, the router gate and
+      // the experts' grouped GEMMs, the element-wise work around them, and the attention kernel only
+      // where it was not kept (kernel_list.cpp, kept_by_selective_op).
       if (checkpointed(shape, i)) {
-        rerun_block(pieces, shape.impl.checkpoint_early_stop);
-        for (std::size_t j = 0; j < pieces.size(); ++j) pieces[j].keep_for_selective_op(j, keeps_attention);
+        rerun_block(pieces, early_stop_skips_last(shape, lc.m));
+        for (std::size_t j = 0; j < pieces.size(); ++j)
+          pieces[j].keep_for_selective_op(kept[j].first, kept[j].second, keeps_attention);
       }
     } else if (checkpointed(shape, i)) {
       for (auto& p : pieces) recomputed[i] += p.act, p.act = 0;
       pieces.front().act = m.hidden * c.stream / c.sp;  // the block input (its sequence shard), kept by the checkpoint
-      rerun_block(pieces, shape.impl.checkpoint_early_stop);
+      rerun_block(pieces, early_stop_skips_last(shape, lc.m));
     } else if (shape.impl.compiled) {
       const TransformerConfig& lm = lc.m;  // this block's: a mixture of experts' dense blocks are dense
       const double h = lm.hidden, q = double(detail::q_dim(lm)), kv = double(kv_dim(lm)), f = double(lm.ffn);

@@ -141,8 +141,14 @@ void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms
 // Expert parallelism (torchtitan's ExpertParallel, _token_dispatch and _token_combine): each MoE
 // block's forward exchanges its tokens' expert counts (E int64s), sends each permuted token row to
 // its expert's GPU and brings the outputs back, three all-to-alls over the EP group; the backward
-// sends the two gradients the other way. A checkpointed block re-runs the first two (with
-// checkpoint early stop the re-run ends before the down projection, and so before the return).
+// sends the two gradients the other way. A checkpointed block re-runs the two token exchanges, early
+// stop or not: the scores weigh the experts' outputs after the return, and that product's backward
+// reads them (models/units.cpp, early_stop_skips_last). Under full checkpointing it exchanges the
+// counts again too; torchtitan's op-level policy keeps the counts' all-to-all (a plain
+// all_to_all_single, in its save list since torchtitan#1672) and the host's copy of them. The token
+// rows go through all_to_all_single_autograd, and that PR's own run shows them not kept: its peak
+// rose 4.5 GiB (70.02 -> 74.53 GiB, DeepSeek-V3 16B at 8 x 4096 tokens), where keeping both
+// exchanges' rows would add 2 x 805 MB in each of 26 MoE blocks.
 // Routing is taken as balanced: each GPU sends and receives T k rows of h elements.
 void add_expert_parallel(const StepSetup& setup, int u, ModelParallelTime& out) {
   const ExpertExchange x = expert_exchange(setup, u);
@@ -164,13 +170,13 @@ ExpertExchange expert_exchange(const StepSetup& setup, int u) {
   const auto token_plan = plan_collective(setup.cluster, CollectiveOp::AllToAll, token_bytes, g);
   const double counts = count_plan.seconds(), tokens = token_plan.seconds();
   const bool rerun = unit.kernels && unit.kernels->recomputes;
-  const int rerun_returns = rerun && !setup.training.impl.checkpoint_early_stop ? 1 : 0;
+  const int rerun_counts = rerun && !setup.training.impl.selective_op ? 1 : 0;
   x.forward_seconds = counts + 2 * tokens;
-  x.backward_seconds = 2 * tokens + (rerun ? counts + tokens : 0) + rerun_returns * tokens;
+  x.backward_seconds = 2 * tokens + (rerun ? 2 * tokens : 0) + rerun_counts * counts;
   x.forward_count = 3;
-  x.backward_count = 2 + (rerun ? 2 : 0) + rerun_returns;
-  const int token_exchanges = 2 + 2 + (rerun ? 1 : 0) + rerun_returns;
-  const int count_exchanges = 1 + (rerun ? 1 : 0);
+  x.backward_count = 2 + (rerun ? 2 : 0) + rerun_counts;
+  const int token_exchanges = 2 + 2 + (rerun ? 2 : 0);
+  const int count_exchanges = 1 + rerun_counts;
   x.bytes = count_exchanges * count_bytes + token_exchanges * token_bytes;
   x.node_egress_bytes = count_exchanges * count_plan.node_egress_bytes + token_exchanges * token_plan.node_egress_bytes;
   return x;

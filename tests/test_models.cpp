@@ -533,10 +533,6 @@ TEST_CASE("bad input: a mixture of experts' shape, and what it is not modelled w
                        doctest::Contains("training.tensor_parallel: tensor parallelism with a mixture of experts"),
                        InputError);
   CHECK_THROWS_WITH_AS(fsdp_units(m, WrapPolicy::Size, TrainingShape{}), doctest::Contains("training.wrap"), InputError);
-  TrainingShape sac;
-  sac.activation_checkpointing = true, sac.impl.selective_op = true;
-  CHECK_THROWS_WITH_AS(fsdp_units(m, WrapPolicy::Block, sac), doctest::Contains("training.activation_checkpointing"),
-                       InputError);
 }
 
 TEST_CASE("a mixture of experts with shared experts: every token runs them beside its routed ones") {
