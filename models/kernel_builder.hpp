@@ -28,7 +28,7 @@ class Builder {
       : m_(m), impl_(shape.impl), s_(shape.seq_len > 0 ? shape.seq_len : m.seq_len), cp_(shape.context_parallel),
         b_(shape.micro_batch), T_(double(shape.micro_batch) * s_ / cp_), e_(shape.activation_bytes),
         r_(shape.impl.autocast_casts ? 4 : e_), Tsp_(T_ / shape.tensor_parallel), tp_(shape.tensor_parallel),
-        ep_(shape.expert_parallel) {}
+        ep_(shape.expert_parallel), rows_(shape.expert_rows(T_, m.experts_per_token)) {}
 
   // The sliding window the next blocks' attention keeps to (0: none); the math path computes the
   // whole score matrix and masks it, so only the flash-style kernels skip what is outside it.
@@ -443,6 +443,7 @@ class Builder {
   double Tsp_;  // the tokens of one sequence shard under tensor parallelism: the norms' and residuals'
   int tp_;      // tensor parallelism's degree
   int ep_;      // expert parallelism's degree: this GPU runs experts / ep_ of them
+  double rows_;  // the rows this GPU's experts run (TrainingShape::expert_rows)
   double local_experts() const { return double(m_.experts / ep_); }
 };
 

@@ -14,9 +14,9 @@ namespace tagcsim::models::detail {
 // same FLOPs, at the profile's measured grouped rate (Kernel::groups; sim/kernel_profile.hpp).
 // Under expert parallelism over ep GPUs (torchtitan's ExpertParallel) the permuted tokens go to
 // their experts' GPUs in an all-to-all and come back in another (sim/model_parallel.cpp): each GPU
-// runs its E / ep experts over the T k rows it receives, balanced, after gathering them into its
-// experts' order (generate_permute_indices), and scatters their outputs back before the return
-// all-to-all. The host reads the token counts back to size the all-to-alls (`.tolist()` of the
+// runs its E / ep experts over the rows it receives (T k balanced, the busiest GPU's share with
+// training.expert_imbalance: rows_), after gathering them into its experts' order
+// (generate_permute_indices), and scatters their outputs back before the return all-to-all. The host reads the token counts back to size the all-to-alls (`.tolist()` of the
 // splits): it issues nothing more until the GPU has caught up.
 KernelPiece Builder::router() {
   KernelPiece p;
@@ -31,8 +31,8 @@ KernelPiece Builder::router() {
   mem(p.fwd, "routing argsort", 24 * Tk);
   mem(p.fwd, "permute tokens", 2 * e_ * Tk * h());
   if (ep_ > 1) {
-    mem(p.fwd, "permute received tokens", 2 * e_ * Tk * h());
-    mem(p.bwd, "permute received tokens bwd", 2 * e_ * Tk * h());
+    mem(p.fwd, "permute received tokens", 2 * e_ * rows_ * h());
+    mem(p.bwd, "permute received tokens bwd", 2 * e_ * rows_ * h());
   }
   // Backward: the permuted rows' gradients scattered onto the tokens (zeroed first), the scores'.
   mem(p.bwd, "permute tokens bwd zero", e_ * T_ * h());
@@ -46,22 +46,22 @@ KernelPiece Builder::router() {
 }
 KernelPiece Builder::experts_gate_up() {
   KernelPiece p;
-  const double E = local_experts(), Tk = T_ * m_.experts_per_token;
+  const double E = local_experts(), R = rows_;
   for (const std::string w : {"mlp.experts.gate", "mlp.experts.up"}) {
-    grouped_gemm(p.fwd, w + " (grouped)", Tk, f(), h());
-    grouped_gemm(p.bwd, w + " dgrad (grouped)", Tk, h(), f());
-    grouped_gemm(p.bwd, w + " wgrad (grouped)", E * f(), h(), Tk / E);
+    grouped_gemm(p.fwd, w + " (grouped)", R, f(), h());
+    grouped_gemm(p.bwd, w + " dgrad (grouped)", R, h(), f());
+    grouped_gemm(p.bwd, w + " wgrad (grouped)", E * f(), h(), R / E);
   }
-  swiglu(p, Tk);
+  swiglu(p, R);
   return p;
 }
 KernelPiece Builder::experts_down() {
   KernelPiece p;
-  const double E = local_experts(), Tk = T_ * m_.experts_per_token;
-  grouped_gemm(p.fwd, "mlp.experts.down (grouped)", Tk, h(), f());
+  const double E = local_experts(), Tk = T_ * m_.experts_per_token, R = rows_;
+  grouped_gemm(p.fwd, "mlp.experts.down (grouped)", R, h(), f());
   if (ep_ > 1) {
-    mem(p.fwd, "unpermute received tokens", 2 * e_ * Tk * h());
-    mem(p.bwd, "unpermute received tokens bwd", 2 * e_ * Tk * h());
+    mem(p.fwd, "unpermute received tokens", 2 * e_ * R * h());
+    mem(p.bwd, "unpermute received tokens bwd", 2 * e_ * R * h());
   }
   mem(p.fwd, "routing scores mul", 3 * e_ * Tk * h());
   p.early_stop_forward = p.fwd.size();  // the product's backward reads the experts' outputs
@@ -70,8 +70,8 @@ KernelPiece Builder::experts_down() {
   mem(p.bwd, "unpermute bwd gather", 2 * e_ * Tk * h());
   mem(p.bwd, "routing scores mul bwd", 3 * e_ * Tk * h());
   mem(p.bwd, "routing scores grad", 2 * e_ * Tk * h());
-  grouped_gemm(p.bwd, "mlp.experts.down dgrad (grouped)", Tk, f(), h());
-  grouped_gemm(p.bwd, "mlp.experts.down wgrad (grouped)", E * h(), f(), Tk / E);
+  grouped_gemm(p.bwd, "mlp.experts.down dgrad (grouped)", R, f(), h());
+  grouped_gemm(p.bwd, "mlp.experts.down wgrad (grouped)", E * h(), f(), R / E);
   residual(p, "residual 2");
   return p;
 }

@@ -206,6 +206,14 @@ struct TrainingShape {
   // experts' routed experts split among them, E / ep each; every GPU keeps its own tokens, which
   // travel to their experts' GPUs and back in all-to-alls (sim/model_parallel.hpp).
   int expert_parallel = 1;
+  // Under expert parallelism, the rows the busiest GPU's experts receive over the balanced share,
+  // T x experts_per_token (1: balanced routing). Every GPU waits for it at each all-to-all, so its
+  // grouped GEMMs, the permutations around them and what it keeps set the step.
+  double expert_imbalance = 1;
+  // The rows this GPU's experts run a micro-batch: T k, or the busiest GPU's under expert parallelism.
+  double expert_rows(double tokens, int experts_per_token) const {
+    return tokens * experts_per_token * (expert_parallel > 1 ? expert_imbalance : 1.0);
+  }
 };
 
 // One GPU's share of the model under tensor parallelism over t GPUs: heads, KV heads, FFN and

@@ -191,6 +191,7 @@ struct Ctx {
   // autocast over fp32 parameters (the fp32 embedding output promotes every residual add).
   double stream = 0;
   double ep = 1;  // expert parallelism: this GPU holds experts / ep of each block's routed experts
+  double expert_rows = 0;  // the rows its experts run (TrainingShape::expert_rows)
 
   bool fp32_stream() const { return stream != elem; }
   // What a norm keeps for backward over the micro-batch (the head comment's table); an RMSNorm
@@ -266,6 +267,7 @@ inline std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   const auto& m = c.m;
   const double h = m.hidden, f = double(m.ffn), E = m.experts, Tk = c.tokens * m.experts_per_token;
   const double e = c.e, tke = Tk * e;  // bytes of one Tk-row element
+  const double re = c.expert_rows * e;  // ... of one row element this GPU's experts run
   const std::string pre = fmt::format("layers.{}.", i);
   UnitPiece router = named(pre + "mlp.router", UnitKind::MlpUp, i);
   router.u.params = router.u.mlp_params = detail::router_params(m);
@@ -277,30 +279,30 @@ inline std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   router.mms = {{router.gemm, c.tokens * E * e, false}};  // the gate: re-run by selective_op, not counted
   router.op_saved = 12 * Tk;                              // ... which keeps the top-k scores and ids
   if (c.ep > 1) {  // the tokens received from the all-to-all gathered into local-expert order, and back
-    router.mem_fwd += 2 * h * tke, router.mem_bwd += 2 * h * tke;
+    router.mem_fwd += 2 * h * re, router.mem_bwd += 2 * h * re;
     router.kf += 1, router.kb += 1;
   }
   UnitPiece up = named(pre + "mlp.experts.gate_up", UnitKind::MlpUp, i);
   // This GPU's experts: all E, or E / ep under expert parallelism (the same Tk rows reach them).
   const std::int64_t local = m.experts / std::int64_t(c.ep);
   up.u.params = up.u.mlp_params = up.u.expert_params = 2LL * local * m.hidden * m.ffn;
-  up.gemm = 2.0 * Tk * h * 2 * f;
-  up.mem_fwd = 5 * f * tke;  // silu, mul
-  up.mem_bwd = 9 * f * tke;
-  up.act = h * tke + 3 * f * tke;  // permuted input, g, silu(g), u
-  up.work = (h + 3 * f) * tke;
+  up.gemm = 2.0 * Tk * h * 2 * f;  // the model's FLOPs (MFU): the busiest GPU's extra rows are others' fewer
+  up.mem_fwd = 5 * f * re;  // silu, mul
+  up.mem_bwd = 9 * f * re;
+  up.act = h * re + 3 * f * re;  // permuted input, g, silu(g), u
+  up.work = (h + 3 * f) * re;
   up.kf = 2 + 2, up.kb = 4 + 3;
-  up.mms = {{up.gemm / 2, f * tke, false}, {up.gemm / 2, f * tke, false}};  // torch._grouped_mm: re-run
+  up.mms = {{up.gemm / 2, f * re, false}, {up.gemm / 2, f * re, false}};  // torch._grouped_mm: re-run
   UnitPiece down = named(pre + "mlp.experts.down", UnitKind::MlpDown, i);
   down.u.params = down.u.mlp_params = down.u.expert_params = 1LL * local * m.hidden * m.ffn;
   down.gemm = 2.0 * Tk * f * h;
   down.mem_fwd = 4 * h * tke + 2 * h * c.elem + 3 * h * c.stream;  // scores' product, scatter back, residual
   down.mem_bwd = 7 * h * tke + 3 * h * c.stream;
-  down.act = f * tke + h * tke + 4 * Tk;  // the product, the experts' output, the scores
+  down.act = f * re + h * tke + 4 * Tk;  // the product, the experts' output (back home), the scores
   down.kf = 1 + 4, down.kb = 2 + 4;
-  down.mms = {{down.gemm, h * tke, false}};
+  down.mms = {{down.gemm, h * re, false}};
   if (c.ep > 1) {  // the experts' output scattered back to the order the all-to-all returns it in
-    down.mem_fwd += 2 * h * tke, down.mem_bwd += 2 * h * tke;
+    down.mem_fwd += 2 * h * re, down.mem_bwd += 2 * h * re;
     down.kf += 1, down.kb += 1;
   }
   if (m.shared_experts == 0) return {std::move(router), std::move(up), std::move(down)};

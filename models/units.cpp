@@ -141,10 +141,11 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
   const bool repeated_kv = shape.impl.attention != AttentionKernel::FlashTriton && m.kv_heads < m.heads;
   const Ctx c{m,    shape.impl, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, shape.activation_bytes,
               flash, double(repeated_kv ? detail::q_dim(m) : detail::kv_dim(m)), double(shape.tensor_parallel),
-              tokens * (shape.impl.autocast_casts ? 4.0 : shape.activation_bytes), double(shape.expert_parallel)};
+              tokens * (shape.impl.autocast_casts ? 4.0 : shape.activation_bytes), double(shape.expert_parallel),
+              shape.expert_rows(tokens, m.experts_per_token)};
   // A mixture of experts' dense blocks are those of a dense model of their width.
   const TransformerConfig dense = detail::dense_view(m);
-  const Ctx dense_c{dense, c.impl, c.tokens, c.seq, c.elem, c.e, c.flash, c.kv_seen, c.sp, c.stream, c.ep};
+  const Ctx dense_c{dense, c.impl, c.tokens, c.seq, c.elem, c.e, c.flash, c.kv_seen, c.sp, c.stream, c.ep, 0};
   auto ctx_of = [&](int i) -> const Ctx& { return detail::moe(m) && !detail::moe_layer(m, i) ? dense_c : c; };
   const std::int64_t norm = detail::norm_params(m);
 
@@ -201,9 +202,10 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
       const double h = lm.hidden, q = double(detail::q_dim(lm)), kv = double(kv_dim(lm)), f = double(lm.ffn);
       const double stats = (lm.norm == Norm::RMSNorm ? 4.0 : 8.0) * c.tokens;
       // The block input and the residual after attention are the stream's; a mixture of experts'
-      // MLP keeps its router logits, g and u of each token's experts, and their outputs.
-      const double k = lm.experts_per_token;
-      const double mlp = detail::moe(lm) ? double(lm.experts) + k * (2 * f + h) + 2 * double(detail::shared_ffn(lm))
+      // MLP keeps its router logits, g and u of the rows its experts run, and each token's experts'
+      // outputs.
+      const double k = lm.experts_per_token, rows = c.expert_rows / c.tokens;
+      const double mlp = detail::moe(lm) ? double(lm.experts) + rows * 2 * f + k * h + 2 * double(detail::shared_ffn(lm))
                                          : (lm.gated_mlp ? 2 * f : f);
       // q, k, v and O as the attention kernel reads them; latent attention's K is q wide, its V and O
       // heads x v_head_dim, and its up projection reads the normed latent (and q's, with q_lora_rank).

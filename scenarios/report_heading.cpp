@@ -86,7 +86,7 @@ std::string heading(const Scenario& s, const Point& p) {
                      t.master_dtype != sim::Dtype::FP32 ? fmt::format(" / state {}", sim::to_string(t.master_dtype)) : "");
   if (const auto& m = st.model; m.experts > 0)
     out += fmt::format("  mixture of experts: {} experts of {} a block, {} a token{}{} ({:.2f}B of the {:.2f}B parameters "
-                       "a token uses); {}, routing taken as balanced; not validated (docs/fsdp-semantics.md)\n",
+                       "a token uses); {}, {}; not validated (docs/fsdp-semantics.md)\n",
                        m.experts, m.ffn, m.experts_per_token,
                        m.shared_experts > 0 ? fmt::format(" and {} shared", m.shared_experts) : "",
                        models::moe_block_count(m) < m.layers
@@ -100,7 +100,12 @@ std::string heading(const Scenario& s, const Point& p) {
                                          "all-to-alls, the host reading the token counts back in every block",
                                          t.expert_parallel, m.experts / t.expert_parallel,
                                          st.expert_shard_size())
-                           : "FSDP gathers every expert with its block (no expert parallelism)");
+                           : "FSDP gathers every expert with its block (no expert parallelism)",
+                       t.expert_parallel > 1 && t.expert_imbalance > 1
+                           ? fmt::format("routing uneven: the busiest GPU's experts run {:g}x the balanced rows, and "
+                                         "every all-to-all waits for it (training.expert_imbalance)",
+                                         t.expert_imbalance)
+                           : "routing taken as balanced");
   if (t.tensor_parallel > 1)
     out += fmt::format("  tensor parallel over {} GPUs of a node (sequence parallel, {}), {}: each "
                        "micro-batch split among them\n",

@@ -115,6 +115,8 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
     k.put("context_parallel", yaml_number(t.context_parallel), "GPUs of a node splitting each sequence");
   if (t.expert_parallel > 1)
     k.put("expert_parallel", yaml_number(t.expert_parallel), "consecutive GPUs splitting each block's routed experts");
+  if (t.expert_parallel > 1 && t.expert_imbalance > 1)
+    k.put("expert_imbalance", yaml_number(t.expert_imbalance), "the busiest GPU's routed rows over the balanced share");
   if (t.pipeline_parallel > 1) {
     k.put("pipeline_parallel", yaml_number(t.pipeline_parallel), "pipeline ranks, each on nodes / this many nodes");
     k.put("pipeline_schedule", sim::to_string(t.pipeline_schedule));

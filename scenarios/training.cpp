@@ -21,7 +21,8 @@ const std::vector<std::string> kTrainingKeys = {
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "unpadded_attention", "compile", "compile_loss", "cross_entropy", "logit_metrics", "float8",
-    "float8_all_gather", "tensor_parallel", "tp_plan", "async_tp", "context_parallel", "expert_parallel", "pipeline_parallel",
+    "float8_all_gather", "tensor_parallel", "tp_plan", "async_tp", "context_parallel", "expert_parallel",
+    "expert_imbalance",  "pipeline_parallel",
     "pipeline_schedule", "pipeline_microbatches", "stages_per_rank"};
 
 sim::Dtype load_dtype(const Input& in) {
@@ -53,8 +54,21 @@ void load_autocast(const Input& in, sim::Training& t) {
 // is the model's check (models::fsdp_units).
 void load_expert_parallel(const Input& in, sim::Training& t) {
   const auto v = in.find("expert_parallel");
-  if (!v) return;
-  t.expert_parallel = v->as_int_between(1, 1 << 16);
+  const auto imbalance = in.find("expert_imbalance");
+  if (v) t.expert_parallel = v->as_int_between(1, 1 << 16);
+  if (imbalance) {
+    // Without expert parallelism every GPU runs every expert on its own tokens: T k rows whatever
+    // the routing. With it, the busiest GPU receives at most every GPU's rows.
+    if (t.expert_parallel == 1)
+      imbalance->fail("only with expert_parallel > 1: without it every GPU runs all the experts on its own tokens, "
+                      "whatever the routing");
+    const double r = imbalance->as_double();
+    if (!(r >= 1 && r <= t.expert_parallel))
+      imbalance->fail(fmt::format("expected the busiest GPU's routed rows over the balanced share, from 1 (balanced) "
+                                  "to expert_parallel ({}: every row to one GPU), got {}",
+                                  t.expert_parallel, r));
+    t.expert_imbalance = r;
+  }
   if (t.expert_parallel == 1) return;
   if (t.api != sim::Api::Fsdp2) v->fail("expert parallelism is modelled with fully_shard (fsdp: 2, or framework: torchtitan)");
   if (t.sharding == sim::Sharding::HybridShard) v->fail("expert parallelism with hybrid_shard is not modelled (use full_shard)");

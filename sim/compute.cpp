@@ -256,12 +256,15 @@ double optimizer_seconds(double shard_params, const Training& training, const to
 double kernel_flops_per_token(const StepSetup& setup) {
   // Under tensor or context parallelism a unit's kernels are one GPU's share of its group's micro-batch.
   const double tokens = double(setup.training.micro_batch) * setup.seq_len() / setup.training.model_parallel();
+  // The kernels are the busiest GPU's; its experts' extra rows (training.expert_imbalance) are the
+  // other GPUs' fewer, so the utilization counts the average GPU's grouped GEMMs.
+  const double experts_share = setup.training.expert_parallel > 1 ? 1 / setup.training.expert_imbalance : 1.0;
   double flops = 0;
   for (const auto& u : setup.units) {
     if (!u.kernels) return models::model_flops_per_token(setup.model, setup.seq_len());
     for (const auto* list : {&u.kernels->forward, &u.kernels->backward})
       for (const auto& k : *list)
-        if (k.pass != models::Pass::Recompute) flops += k.flops();
+        if (k.pass != models::Pass::Recompute) flops += k.flops() * (k.grouped ? experts_share : 1.0);
   }
   return tokens > 0 ? flops / tokens : 0;
 }

@@ -149,7 +149,9 @@ void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms
 // rows go through all_to_all_single_autograd, and that PR's own run shows them not kept: its peak
 // rose 4.5 GiB (70.02 -> 74.53 GiB, DeepSeek-V3 16B at 8 x 4096 tokens), where keeping both
 // exchanges' rows would add 2 x 805 MB in each of 26 MoE blocks.
-// Routing is taken as balanced: each GPU sends and receives T k rows of h elements.
+// Each GPU sends T k rows of h elements; balanced, it receives as many. With
+// training.expert_imbalance r the busiest GPU receives r T k rows, and every exchange waits for it:
+// each token all-to-all is timed as one of r T k rows a GPU.
 void add_expert_parallel(const StepSetup& setup, int u, ModelParallelTime& out) {
   const ExpertExchange x = expert_exchange(setup, u);
   out.forward_seconds += x.forward_seconds, out.backward_seconds += x.backward_seconds;
@@ -165,7 +167,8 @@ ExpertExchange expert_exchange(const StepSetup& setup, int u) {
   const auto& m = setup.model;
   const Group& g = *setup.expert_parallel_group;
   const double rows = double(setup.training.micro_batch) * setup.seq_len() * m.experts_per_token;
-  const double count_bytes = 8.0 * m.experts, token_bytes = rows * m.hidden * bytes_of(setup.training.compute_dtype());
+  const double count_bytes = 8.0 * m.experts,
+               token_bytes = rows * setup.training.expert_imbalance * m.hidden * bytes_of(setup.training.compute_dtype());
   const auto count_plan = plan_collective(setup.cluster, CollectiveOp::AllToAll, count_bytes, g);
   const auto token_plan = plan_collective(setup.cluster, CollectiveOp::AllToAll, token_bytes, g);
   const double counts = count_plan.seconds(), tokens = token_plan.seconds();

@@ -100,6 +100,7 @@ StepSetup make_setup(const models::TransformerConfig& model, const topologies::C
   shape.tensor_parallel = training.tensor_parallel;
   shape.context_parallel = training.context_parallel;
   shape.expert_parallel = training.expert_parallel;
+  shape.expert_imbalance = training.expert_imbalance;
   const int gpn = cluster.gpus_per_node;
   const int tp = training.tensor_parallel, cp = training.context_parallel;
   if (gpn % tp != 0)

@@ -64,6 +64,8 @@ struct Training {
   // experts, FSDP-sharded over the GPUs holding the same ones, and its tokens reach their experts in
   // all-to-alls. FSDP2 with torchtitan's layout only.
   int expert_parallel = 1;
+  // The busiest GPU's routed rows over the balanced share, under expert parallelism (1: balanced).
+  double expert_imbalance = 1;
   // GPUs that share one micro-batch: tensor_parallel x context_parallel.
   int model_parallel() const { return tensor_parallel * context_parallel; }
   // Pipeline parallelism across nodes (torch.distributed.pipelining, torchtitan's

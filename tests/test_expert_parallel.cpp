@@ -190,3 +190,50 @@ policies: [fsdp]
   CHECK(back.points.at(0).setup.model.dense_ffn == 2048);
   CHECK(scenarios::run(back).at(0).step.step_time_s == results.at(0).step.step_time_s);
 }
+
+TEST_CASE("expert_imbalance: the busiest GPU's experts run 1.5x the rows, and every token all-to-all waits for it") {
+  // Qwen3-30B-A3B, EP 8, 2 x 4096 tokens: balanced, each GPU's 16 experts run the 65,536 rows it
+  // receives; at 1.5 the busiest GPU runs 98,304 (6,144 an expert), and each token all-to-all is
+  // timed as one of 98,304 rows of 2048 bf16 a GPU.
+  const auto s = scenario("  activation_checkpointing: true\n  expert_parallel: 8\n  expert_imbalance: 1.5\n");
+  const auto& setup = s.points.at(0).setup;
+  const auto& k = *setup.units.at(1).kernels;
+  CHECK(find(k.forward, "mlp.experts.gate (grouped)").m == 98304);
+  CHECK(find(k.backward, "mlp.experts.down wgrad (grouped)").k == 98304 / 16);
+  CHECK(find(k.forward, "permute received tokens").bytes == 2 * 2 * 98304.0 * kHidden);
+  CHECK(find(k.forward, "permute tokens").bytes == 2 * 2 * 65536.0 * kHidden);  // what it sends stays T k
+  const auto& g = *setup.expert_parallel_group;
+  auto a2a = [&](double bytes) {
+    return sim::plan_collective(setup.cluster, sim::CollectiveOp::AllToAll, bytes, g).seconds();
+  };
+  const auto t = sim::model_parallel_time(setup, 1);
+  CHECK(t.forward_seconds == Approx(a2a(8 * kExperts) + 2 * a2a(98304 * kHidden * 2)));
+  // The busiest GPU keeps the extra 32,768 rows' permuted input, g, silu(g), u and product (under
+  // full checkpointing only while its block re-runs: the activations it holds are the block input).
+  const auto balanced = scenario("  expert_parallel: 8\n").points.at(0).setup.units.at(1);
+  const auto uneven = scenario("  expert_parallel: 8\n  expert_imbalance: 1.5\n").points.at(0).setup.units.at(1);
+  CHECK(uneven.activation_bytes - balanced.activation_bytes == Approx(32768 * (kHidden + 4 * kFfn) * 2));
+  // The report says so, and the resolved scenario keeps it.
+  const auto results = scenarios::run(s);
+  const std::string table = scenarios::format_results(s, results, scenarios::Format::Table);
+  CHECK(table.find("the busiest GPU's experts run 1.5x the balanced rows") != std::string::npos);
+  const auto back = scenarios::parse_scenario(scenarios::resolved_yaml(s), "resolved.yaml");
+  CHECK(back.points.at(0).setup.training.expert_imbalance == 1.5);
+  CHECK(scenarios::run(back).at(0).step.step_time_s == results.at(0).step.step_time_s);
+  // MFU counts the model's work, the average GPU's: it falls with the throughput.
+  const auto even = scenarios::run(scenario("  activation_checkpointing: true\n  expert_parallel: 8\n")).at(0).step;
+  const auto& step = results.at(0).step;
+  CHECK(step.tokens_per_s_per_gpu < even.tokens_per_s_per_gpu);
+  CHECK(step.mfu / even.mfu == Approx(step.tokens_per_s_per_gpu / even.tokens_per_s_per_gpu));
+}
+
+TEST_CASE("bad input: expert_imbalance without expert parallelism, below 1 or past every row to one GPU") {
+  CHECK_THROWS_WITH_AS(scenario("  expert_imbalance: 1.2\n"),
+                       Contains("ep.yaml:7: training.expert_imbalance: only with expert_parallel > 1"), InputError);
+  CHECK_THROWS_WITH_AS(scenario("  expert_parallel: 8\n  expert_imbalance: 0.9\n"),
+                       Contains("training.expert_imbalance: expected the busiest GPU's routed rows over the balanced "
+                                "share, from 1 (balanced) to expert_parallel (8: every row to one GPU), got 0.9"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(scenario("  expert_parallel: 8\n  expert_imbalance: 9\n"),
+                       Contains("to expert_parallel (8"), InputError);
+}
