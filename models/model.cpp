@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <functional>
 #include <initializer_list>
 #include <string_view>
@@ -111,6 +112,15 @@ int read_int(const Input& in, std::int64_t min) {
   return static_cast<int>(v);
 }
 
+// `hf_config: PATH`, relative to the file that names it.
+TransformerConfig read_hf_config(const Input& v) {
+  std::filesystem::path path(v.as_string());
+  if (path.is_relative() && std::filesystem::exists(v.file())) path = std::filesystem::path(v.file()).parent_path() / path;
+  if (!std::filesystem::is_regular_file(path))
+    v.fail(fmt::format("no such Hugging Face config '{}' (looked for {})", v.as_string(), path.string()));
+  return model_from_hf_config(Input::load_file(path.lexically_normal().string()));
+}
+
 }  // namespace
 
 TransformerConfig load_model(const Input& in) {
@@ -120,15 +130,19 @@ TransformerConfig load_model(const Input& in) {
     return m;
   }
   if (!in.is_map()) in.fail("expected a preset name or a map with the model's shape (or 'preset' plus overrides)");
-  in.expect_keys({"preset", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn",
+  in.expect_keys({"preset", "hf_config", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn",
                   "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias",
                   "sliding_window", "full_attention_every", "post_norms", "logit_softcap", "experts",
                   "experts_per_token", "shared_experts", "dense_layers", "moe_every", "dense_ffn", "kv_lora_rank",
                   "q_lora_rank", "rope_head_dim", "v_head_dim"});
 
   TransformerConfig m;
-  const auto preset_key = in.find("preset");
-  if (preset_key) {
+  auto preset_key = in.find("preset");
+  if (const auto hf = in.find("hf_config")) {
+    if (preset_key) hf->fail("a model comes from a preset or from a Hugging Face config, not both");
+    m = read_hf_config(*hf);
+    preset_key = hf;  // overrides and checks as for a preset: the config is the base
+  } else if (preset_key) {
     m = read_preset(*preset_key);
   } else {
     // A shape from scratch: the numbers without a sensible default are required.
@@ -186,7 +200,7 @@ TransformerConfig load_model(const Input& in) {
   }
   if (preset_key && !in.has("source")) {
     for (const auto& key : in.keys())
-      if (key != "preset" && key != "name") {
+      if (key != "preset" && key != "hf_config" && key != "name") {
         m.source += fmt::format("; changed at {}", in.where());
         break;
       }

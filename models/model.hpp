@@ -77,9 +77,13 @@ TransformerConfig preset(const std::string& name);
 
 // `model:` in a scenario: either a preset name (scalar), or a map
 //   { preset: llama2-7b, seq_len: 2048 }   (preset plus overrides), or
+//   { hf_config: path/config.json, ... }   (a Hugging Face config, relative to the scenario, plus overrides), or
 //   { layers: .., hidden: .., heads: .., ... } (full description).
 // Validates (e.g. heads divide hidden, kv_heads divide heads) with file:line errors.
 TransformerConfig load_model(const Input& in);
+// A shape from a Hugging Face config.json's contents, by its model_type (models/hf_config.cpp);
+// InputError naming the file, line and key for an architecture or a field it does not model.
+TransformerConfig model_from_hf_config(const Input& config);
 // Same checks for a config built in code; throws InputError with `what` as the prefix.
 void validate(const TransformerConfig& m, const std::string& what);
 

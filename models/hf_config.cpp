@@ -1,0 +1,175 @@
+// A model's shape from its Hugging Face config.json (`model: {hf_config: PATH}`): the file a user
+// already has for the model they train, read by its model_type. Each architecture's fields map to
+// TransformerConfig as its transformers modelling code uses them; what tagcsim cannot time as the
+// code runs it (biases on every projection, Qwen2's per-layer windows, a MoE layer frequency) is
+// refused with the file, the line and the key. Fields that do not change the step (rope_theta,
+// rope_scaling, dropout at 0, initializer ranges, token ids) are not read.
+#include "models/model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace tagcsim::models {
+namespace {
+
+const std::vector<std::string> kModelTypes = {"gpt2",      "llama",     "mistral",     "mixtral",     "qwen2",
+                                              "qwen3",     "qwen3_moe", "olmo2",       "gemma2",      "gemma3_text",
+                                              "gemma3",    "deepseek_v2", "deepseek_v3"};
+
+int int_of(const Input& v, int min) {
+  const auto n = v.as_int_at_least(min);
+  if (n > 1'000'000'000) v.fail(fmt::format("expected an integer <= 1000000000, got {}", n));
+  return int(n);
+}
+int required(const Input& c, std::string_view key, int min = 1) { return int_of(c[key], min); }
+int optional(const Input& c, std::string_view key, int fallback, int min = 0) {
+  const auto v = c.find(key);
+  return v && !v->is_null() ? int_of(*v, min) : fallback;
+}
+bool flag(const Input& c, std::string_view key, bool fallback) {
+  const auto v = c.find(key);
+  return v && !v->is_null() ? v->as_bool() : fallback;
+}
+void refuse_if(const Input& c, std::string_view key, const std::string& why) {
+  if (flag(c, key, false)) c[key].fail(why);
+}
+
+// The fields every decoder of Llama's layout shares: RMSNorm, a gated MLP, rotary positions.
+TransformerConfig llama_layout(const Input& c, const std::string& type) {
+  TransformerConfig m;
+  m.layers = required(c, "num_hidden_layers");
+  m.hidden = required(c, "hidden_size");
+  m.heads = required(c, "num_attention_heads");
+  m.kv_heads = optional(c, "num_key_value_heads", m.heads, 1);
+  const int head_dim = optional(c, "head_dim", 0, 1);
+  if (head_dim != 0 && head_dim * m.heads != m.hidden) m.head_dim = head_dim;
+  m.ffn = c["intermediate_size"].as_int_at_least(1);
+  m.gated_mlp = true;
+  m.vocab = c["vocab_size"].as_int_at_least(1);
+  m.tied_embeddings = flag(c, "tie_word_embeddings", type.rfind("gemma", 0) == 0);
+  m.norm = Norm::RMSNorm;
+  refuse_if(c, "mlp_bias", "biases on the MLP's Linears are not modelled");
+  if (type != "qwen2")
+    refuse_if(c, "attention_bias",
+              "biases on every attention projection are not modelled (the model's bias: qkv covers q, k and v, "
+              "as Qwen2's)");
+  // Training runs at the pretraining context, not the longest the positions reach.
+  m.seq_len = std::min(optional(c, "max_position_embeddings", 4096, 1), 4096);
+  return m;
+}
+
+void sliding_window(const Input& c, TransformerConfig& m) {
+  if (const auto v = c.find("sliding_window"); v && !v->is_null()) m.sliding_window = int_of(*v, 1);
+}
+
+TransformerConfig gpt2(const Input& c) {
+  TransformerConfig m;
+  m.layers = required(c, "n_layer");
+  m.hidden = required(c, "n_embd");
+  m.heads = required(c, "n_head");
+  m.kv_heads = m.heads;
+  m.ffn = optional(c, "n_inner", 4 * m.hidden, 1);
+  m.vocab = c["vocab_size"].as_int_at_least(1);
+  m.learned_positions = required(c, "n_positions");
+  m.seq_len = m.learned_positions;
+  m.tied_embeddings = flag(c, "tie_word_embeddings", true);
+  m.norm = Norm::LayerNorm;
+  m.bias = true;
+  return m;
+}
+
+// Qwen3's MoE: every decoder_sparse_step-th block's MLP a mixture of experts of
+// moe_intermediate_size; mlp_only_layers dense (modelled when they are the first blocks).
+void qwen3_moe(const Input& c, TransformerConfig& m) {
+  m.dense_ffn = m.ffn;
+  m.ffn = c["moe_intermediate_size"].as_int_at_least(1);
+  m.experts = required(c, "num_experts", 2);
+  m.experts_per_token = required(c, "num_experts_per_tok");
+  m.moe_every = optional(c, "decoder_sparse_step", 1, 1);
+  if (const auto dense = c.find("mlp_only_layers"); dense && !dense->is_null() && dense->size() > 0) {
+    for (std::size_t i = 0; i < dense->size(); ++i)
+      if (dense->at(i).as_int() != std::int64_t(i))
+        dense->fail("dense blocks other than the first ones are not modelled (the model's dense_layers: the first k)");
+    m.dense_layers = int(dense->size());
+  }
+  if (m.dense_layers == 0 && m.moe_every == 1) m.dense_ffn = 0;
+}
+
+// DeepSeek-V2/V3: latent attention, the first first_k_dense_replace blocks dense, the rest routed
+// and shared experts of moe_intermediate_size. Grouped routing (n_group, topk_group) and V3's
+// multi-token prediction module are not modelled.
+void deepseek(const Input& c, TransformerConfig& m) {
+  m.kv_lora_rank = required(c, "kv_lora_rank");
+  m.q_lora_rank = optional(c, "q_lora_rank", 0);
+  m.rope_head_dim = required(c, "qk_rope_head_dim");
+  m.head_dim = required(c, "qk_nope_head_dim") + m.rope_head_dim;
+  m.v_head_dim = required(c, "v_head_dim");
+  m.kv_heads = m.heads;
+  m.dense_ffn = m.ffn;
+  m.ffn = c["moe_intermediate_size"].as_int_at_least(1);
+  m.experts = required(c, "n_routed_experts", 2);
+  m.experts_per_token = required(c, "num_experts_per_tok");
+  m.shared_experts = optional(c, "n_shared_experts", 0);
+  m.dense_layers = optional(c, "first_k_dense_replace", 0);
+  if (optional(c, "moe_layer_freq", 1, 1) != 1)
+    c["moe_layer_freq"].fail("a mixture of experts in every k-th block after the dense ones is not modelled (1)");
+}
+
+// Gemma 2 and 3: local (sliding window) blocks among global ones, norms after the attention and
+// the MLP too; Gemma 2 caps its logits, Gemma 3 norms q and k.
+void gemma(const Input& c, const std::string& type, TransformerConfig& m) {
+  sliding_window(c, m);
+  m.post_norms = true;
+  if (type == "gemma2") {
+    m.full_attention_every = 2;
+    m.logit_softcap = c.find("final_logit_softcapping") && !c["final_logit_softcapping"].is_null();
+    return;
+  }
+  m.qk_norm = true;
+  m.full_attention_every = optional(c, "sliding_window_pattern", 6, 1);
+}
+
+}  // namespace
+
+TransformerConfig model_from_hf_config(const Input& file_root) {
+  // Gemma 3's multimodal config holds its language model under text_config.
+  const Input c = file_root.has("text_config") ? file_root["text_config"] : file_root;
+  const auto type_key = c.find("model_type") ? c["model_type"] : file_root["model_type"];
+  std::string type = type_key.as_string();
+  if (std::find(kModelTypes.begin(), kModelTypes.end(), type) == kModelTypes.end()) {
+    std::string known;
+    for (const auto& t : kModelTypes) known += (known.empty() ? "" : ", ") + t;
+    type_key.fail(fmt::format("'{}' is not an architecture tagcsim reads ({}); give the model's shape instead "
+                              "(docs/scenarios.md, model)",
+                              type, known));
+  }
+  TransformerConfig m = type == "gpt2" ? gpt2(c) : llama_layout(c, type);
+  if (type == "mistral" || type == "mixtral") sliding_window(c, m);
+  if (type == "qwen2") {
+    m.qkv_bias = true;
+    refuse_if(c, "use_sliding_window", "Qwen2's sliding window on the layers past max_window_layers is not modelled");
+  }
+  if (type == "qwen3" || type == "qwen3_moe" || type == "olmo2") m.qk_norm = true;
+  if (type == "mixtral") {
+    m.experts = required(c, "num_local_experts", 2);
+    m.experts_per_token = required(c, "num_experts_per_tok");
+  }
+  if (type == "qwen3_moe") qwen3_moe(c, m);
+  if (type == "deepseek_v2" || type == "deepseek_v3") deepseek(c, m);
+  if (type.rfind("gemma", 0) == 0) gemma(c, type == "gemma2" ? type : "gemma3", m);
+
+  const auto named = file_root.find("_name_or_path");
+  m.name = named && !named->is_null() && !named->as_string().empty()
+               ? named->as_string()
+               : std::filesystem::path(file_root.file()).parent_path().filename().string();
+  if (m.name.empty()) m.name = std::filesystem::path(file_root.file()).stem().string();
+  m.source = fmt::format("Hugging Face config {} (model_type {}); the sequence {} unless seq_len is given", file_root.file(),
+                         type, m.seq_len);
+  return m;
+}
+
+}  // namespace tagcsim::models

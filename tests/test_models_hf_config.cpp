@@ -1,0 +1,170 @@
+// `model: {hf_config: PATH}`: a model's shape from its Hugging Face config.json. Each case writes
+// the fields a model's published config.json gives (only those tagcsim reads, and a few it must
+// ignore) and checks the shape against the preset built from the same model card: the same
+// parameter count, to the parameter, and the same step time.
+#include "models/model.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/step.hpp"
+
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+using namespace tagcsim;
+using doctest::Contains;
+
+namespace {
+
+struct Dir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("tagcsim-hf-" + std::to_string(::getpid()));
+  Dir() { std::filesystem::create_directories(path); }
+  ~Dir() { std::filesystem::remove_all(path); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::filesystem::create_directories((path / name).parent_path());
+    std::ofstream(path / name) << text;
+    return (path / name).string();
+  }
+};
+
+models::TransformerConfig from_json(const Dir& d, const std::string& json) {
+  return models::model_from_hf_config(Input::load_file(d.write("m/config.json", json)));
+}
+
+}  // namespace
+
+TEST_CASE("hf_config: Llama 3.1 8B, Mistral 7B v0.1, Qwen2.5 0.5B and GPT-2 come out as their presets") {
+  Dir d;
+  const auto llama = from_json(d, R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+    "max_position_embeddings": 131072, "tie_word_embeddings": false, "attention_bias": false, "mlp_bias": false,
+    "hidden_act": "silu", "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+    "rope_scaling": {"factor": 8.0, "rope_type": "llama3"}})");
+  CHECK(models::parameter_count(llama) == 8'030'261'248);
+  CHECK(models::parameter_count(llama) == models::parameter_count(models::preset("llama3.1-8b")));
+  CHECK(llama.seq_len == 4096);  // the pretraining context, not the 131,072 positions RoPE reaches
+  CHECK(llama.norm == models::Norm::RMSNorm);
+  CHECK(llama.head_dim == 0);  // hidden / heads
+
+  const auto mistral = from_json(d, R"({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+    "max_position_embeddings": 32768, "sliding_window": 4096, "tie_word_embeddings": false})");
+  CHECK(mistral.sliding_window == 4096);
+  CHECK(models::parameter_count(mistral) == models::parameter_count(models::preset("mistral-7b-v0.1")));
+
+  const auto qwen = from_json(d, R"({"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
+    "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
+    "max_position_embeddings": 32768, "tie_word_embeddings": true, "use_sliding_window": false,
+    "sliding_window": 32768, "max_window_layers": 21})");
+  CHECK(qwen.qkv_bias);
+  CHECK(qwen.sliding_window == 0);  // use_sliding_window: false
+  CHECK(models::parameter_count(qwen) == 494'032'768);
+
+  const auto gpt2 = from_json(d, R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
+    "n_positions": 1024, "n_inner": null, "vocab_size": 50257, "activation_function": "gelu_new"})");
+  CHECK(models::parameter_count(gpt2) == models::parameter_count(models::preset("gpt2-124m")));
+  CHECK(gpt2.learned_positions == 1024);
+  CHECK(gpt2.tied_embeddings);
+}
+
+TEST_CASE("hf_config: mixtures of experts and latent attention, Qwen3-30B-A3B and DeepSeek-V3") {
+  Dir d;
+  const auto qwen = from_json(d, R"({"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+    "moe_intermediate_size": 768, "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+    "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
+    "mlp_only_layers": [], "norm_topk_prob": true, "vocab_size": 151936, "max_position_embeddings": 40960,
+    "tie_word_embeddings": false})");
+  CHECK(qwen.qk_norm);
+  CHECK(qwen.head_dim == 128);
+  CHECK(models::parameter_count(qwen) == 30'532'122'624);
+  CHECK(models::active_parameter_count(qwen) == models::active_parameter_count(models::preset("qwen3-30b-a3b")));
+
+  // DeepSeek-V3: q and k heads of 128 + 64 rotary, the first 3 blocks dense (18432), then 256
+  // routed experts of 2048 (8 a token) and 1 shared; its multi-token prediction module not counted.
+  const auto v3 = from_json(d, R"({"model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+    "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_attention_heads": 128,
+    "num_key_value_heads": 128, "n_shared_experts": 1, "n_routed_experts": 256, "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536,
+    "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "n_group": 8, "topk_group": 4,
+    "num_nextn_predict_layers": 1, "vocab_size": 129280, "max_position_embeddings": 163840,
+    "tie_word_embeddings": false})");
+  CHECK(models::parameter_count(v3) == 671'026'404'352);
+  CHECK(v3.dense_layers == 3);
+  CHECK(v3.dense_ffn == 18432);
+  // V2-Lite: no q latent (q_lora_rank null), 64 experts of 1408 (6 a token) and 2 shared.
+  const auto lite = from_json(d, R"({"model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
+    "moe_intermediate_size": 1408, "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "n_shared_experts": 2, "n_routed_experts": 64, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+    "kv_lora_rank": 512, "q_lora_rank": null, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+    "vocab_size": 102400, "tie_word_embeddings": false})");
+  CHECK(models::parameter_count(lite) == models::parameter_count(models::preset("deepseek-v2-lite")));
+}
+
+TEST_CASE("hf_config: Gemma 2 2B, and Gemma 3's language model under text_config") {
+  Dir d;
+  const auto g2 = from_json(d, R"({"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+    "vocab_size": 256000, "sliding_window": 4096, "final_logit_softcapping": 30.0,
+    "attn_logit_softcapping": 50.0, "query_pre_attn_scalar": 256, "max_position_embeddings": 8192})");
+  CHECK(models::parameter_count(g2) == 2'614'341'888);
+  CHECK(g2.logit_softcap);
+  CHECK(g2.full_attention_every == 2);
+  // Gemma 3 4B's config counts 262,208 tokens, 64 more than the preset's keras-hub count: 64 x 2560 more.
+  const auto g3 = from_json(d, R"({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text",
+    "hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8,
+    "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208, "sliding_window": 1024,
+    "sliding_window_pattern": 6, "max_position_embeddings": 131072}, "vision_config": {"hidden_size": 1152}})");
+  CHECK(models::parameter_count(g3) == models::parameter_count(models::preset("gemma3-4b")) + 64 * 2560);
+  CHECK(g3.qk_norm);
+  CHECK(g3.full_attention_every == 6);
+  CHECK(g3.sliding_window == 1024);
+}
+
+TEST_CASE("hf_config in a scenario: relative to the scenario file, overridable, the preset's step time") {
+  Dir d;
+  d.write("cfg/llama/config.json", R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+    "max_position_embeddings": 131072, "tie_word_embeddings": false, "_name_or_path": "meta-llama/Llama-3.1-8B"})");
+  const std::string rest = "cluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {framework: torchtitan, seq_len: "
+                           "8192}\npolicies: [fsdp]\n";
+  const auto from_file = scenarios::load_scenario(
+      d.write("s/hf.yaml", "model: {hf_config: ../cfg/llama/config.json, seq_len: 8192}\n" + rest));
+  const auto from_preset = scenarios::load_scenario(d.write("s/preset.yaml", "model: llama3.1-8b\n" + rest));
+  CHECK(from_file.points.at(0).setup.model.name == "meta-llama/Llama-3.1-8B");
+  CHECK(sim::simulate_fsdp(from_file.points.at(0).setup).step_time_s ==
+        sim::simulate_fsdp(from_preset.points.at(0).setup).step_time_s);
+  // An override applies on top of the config, as on a preset.
+  const auto wider = scenarios::load_scenario(
+      d.write("s/wider.yaml", "model: {hf_config: ../cfg/llama/config.json, layers: 16}\n" + rest));
+  CHECK(wider.points.at(0).setup.model.layers == 16);
+}
+
+TEST_CASE("bad input: hf_config's file, architecture and fields, with file and line") {
+  Dir d;
+  const std::string rest = "cluster: dgx-h100-ib400\npolicies: [fsdp]\n";
+  CHECK_THROWS_WITH_AS(scenarios::load_scenario(d.write("a.yaml", "model: {hf_config: nowhere.json}\n" + rest)),
+                       Contains("a.yaml:1: model.hf_config: no such Hugging Face config 'nowhere.json'"), InputError);
+  d.write("phi/config.json", "{\"model_type\": \"phi3\",\n \"hidden_size\": 3072}\n");
+  CHECK_THROWS_WITH_AS(scenarios::load_scenario(d.write("b.yaml", "model: {hf_config: phi/config.json}\n" + rest)),
+                       Contains("phi/config.json:1: model_type: 'phi3' is not an architecture tagcsim reads (gpt2, "
+                                "llama"),
+                       InputError);
+  d.write("biased/config.json", "{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 128,\n"
+                                " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 100,\n"
+                                " \"attention_bias\": true}\n");
+  CHECK_THROWS_WITH_AS(scenarios::load_scenario(d.write("c.yaml", "model: {hf_config: biased/config.json}\n" + rest)),
+                       Contains("biased/config.json:3: attention_bias: biases on every attention projection are not "
+                                "modelled"),
+                       InputError);
+  d.write("short/config.json", "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}\n");
+  CHECK_THROWS_WITH_AS(scenarios::load_scenario(d.write("e.yaml", "model: {hf_config: short/config.json}\n" + rest)),
+                       Contains("short/config.json:1"), InputError);
+  CHECK_THROWS_WITH_AS(
+      scenarios::load_scenario(d.write("f.yaml", "model: {preset: llama3.1-8b, hf_config: short/config.json}\n" + rest)),
+      Contains("f.yaml:1: model.hf_config: a model comes from a preset or from a Hugging Face config, not both"),
+      InputError);
+}
