@@ -69,6 +69,17 @@ TEST_CASE("hf_config: Llama 3.1 8B, Mistral 7B v0.1, Qwen2.5 0.5B and GPT-2 come
   CHECK(models::parameter_count(gpt2) == models::parameter_count(models::preset("gpt2-124m")));
   CHECK(gpt2.learned_positions == 1024);
   CHECK(gpt2.tied_embeddings);
+
+  const auto olmo = from_json(d, R"({"model_type": "olmo2", "hidden_size": 4096, "intermediate_size": 11008,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 100352,
+    "max_position_embeddings": 4096, "tie_word_embeddings": false})");
+  CHECK(olmo.qk_norm);
+  CHECK(models::parameter_count(olmo) == models::parameter_count(models::preset("olmo2-7b")));
+  const auto mixtral = from_json(d, R"({"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+    "num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": null, "max_position_embeddings": 32768})");
+  CHECK(mixtral.sliding_window == 0);
+  CHECK(models::parameter_count(mixtral) == models::parameter_count(models::preset("mixtral-8x7b")));
 }
 
 TEST_CASE("hf_config: mixtures of experts and latent attention, Qwen3-30B-A3B and DeepSeek-V3") {
