@@ -141,6 +141,15 @@ int run(const std::vector<std::string>& args) {
     fmt::print("{}", list(*kind));
     return 0;
   }
+  if (const std::string& what = args.back(); (!kind || *kind == Kind::Models) && what.size() > 5 &&
+                                              what.substr(what.size() - 5) == ".json") {
+    // A Hugging Face config.json: the shape tagcsim reads from it, as YAML a scenario takes.
+    const auto m = models::model_from_hf_config(Input::load_file(what));
+    fmt::print("# model from the Hugging Face config {}; in a scenario: model: {{hf_config: {}}} (a path relative "
+               "to the scenario), or this map\n{}",
+               what, what, scenarios::model_yaml(m));
+    return 0;
+  }
   const std::vector<Kind> kinds = kind ? std::vector<Kind>{*kind}
                                        : std::vector<Kind>{Kind::Models, Kind::Clusters, Kind::Gpus};
   const auto [k, name] = find_preset(kinds, args.back());
@@ -154,7 +163,9 @@ void add_show_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<std::vector<std::string>>();
   auto* cmd = app.add_subcommand("show", "List the model, cluster and GPU presets, or print one with every value, "
                                          "its unit and its source");
-  cmd->add_option("what", *args, "[models|clusters|gpus] [NAME]; a NAME alone is looked up in every kind");
+  cmd->add_option("what", *args,
+                  "[models|clusters|gpus] [NAME]; a NAME alone is looked up in every kind; a Hugging Face "
+                  "config.json path prints the model it describes");
   cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
 

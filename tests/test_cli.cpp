@@ -304,6 +304,17 @@ TEST_CASE("cli: show lists presets and prints one with every value, its unit and
   const auto bad = tagcsim("show Llama3.1-8B");
   CHECK(one_error_line(bad));
   CHECK(bad.output.find("did you mean 'llama3.1-8b'?") != std::string::npos);
+  // A Hugging Face config.json: the model it describes, as YAML a scenario takes.
+  const auto config = write_temp("config.json", R"({"model_type": "qwen3", "hidden_size": 1024,
+    "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+    "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": true, "max_position_embeddings": 40960})");
+  const auto hf = tagcsim("show models " + config);
+  CHECK(hf.code == 0);
+  CHECK(hf.output.find("# 0.596B parameters") != std::string::npos);  // Qwen3 0.6B: 596,049,920
+  CHECK(hf.output.find("qk_norm: true") != std::string::npos);
+  const auto unknown = tagcsim("show " + write_temp("other.json", "{\"model_type\": \"bert\"}\n"));
+  CHECK(one_error_line(unknown));
+  CHECK(unknown.output.find("model_type: 'bert' is not an architecture tagcsim reads") != std::string::npos);
 }
 
 TEST_CASE("cli: aliases resolve: llama3-8b, p4de, dgx-h100") {
