@@ -16,9 +16,9 @@
 namespace tagcsim::models {
 namespace {
 
-const std::vector<std::string> kModelTypes = {"gpt2",      "llama",     "mistral",     "mixtral",     "qwen2",
-                                              "qwen3",     "qwen3_moe", "olmo2",       "gemma2",      "gemma3_text",
-                                              "gemma3",    "deepseek_v2", "deepseek_v3"};
+const std::vector<std::string> kModelTypes = {"gpt2",   "llama",       "mistral",     "mixtral",     "phi3",
+                                              "qwen2",  "qwen3",       "qwen3_moe",   "olmo2",       "gemma2",
+                                              "gemma3", "gemma3_text", "deepseek_v2", "deepseek_v3"};
 
 int int_of(const Input& v, int min) {
   const auto n = v.as_int_at_least(min);
@@ -147,8 +147,10 @@ TransformerConfig model_from_hf_config(const Input& file_root) {
                               "(docs/scenarios.md, model)",
                               type, known));
   }
+  // Phi-3 fuses q, k, v into one Linear and gate, up into another: the same FLOPs and parameters as
+  // Llama's separate projections, which is how they are timed (a few launches more).
   TransformerConfig m = type == "gpt2" ? gpt2(c) : llama_layout(c, type);
-  if (type == "mistral" || type == "mixtral") sliding_window(c, m);
+  if (type == "mistral" || type == "mixtral" || type == "phi3") sliding_window(c, m);
   if (type == "qwen2") {
     m.qkv_bias = true;
     refuse_if(c, "use_sliding_window", "Qwen2's sliding window on the layers past max_window_layers is not modelled");

@@ -80,6 +80,12 @@ TEST_CASE("hf_config: Llama 3.1 8B, Mistral 7B v0.1, Qwen2.5 0.5B and GPT-2 come
     "num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": null, "max_position_embeddings": 32768})");
   CHECK(mixtral.sliding_window == 0);
   CHECK(models::parameter_count(mixtral) == models::parameter_count(models::preset("mixtral-8x7b")));
+  // Phi-3 mini (4k): its fused qkv_proj and gate_up_proj hold what Llama's separate ones do.
+  const auto phi3 = from_json(d, R"({"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064,
+    "max_position_embeddings": 4096, "sliding_window": 2047, "tie_word_embeddings": false})");
+  CHECK(models::parameter_count(phi3) == 3'821'079'552);
+  CHECK(phi3.sliding_window == 2047);
 }
 
 TEST_CASE("hf_config: mixtures of experts and latent attention, Qwen3-30B-A3B and DeepSeek-V3") {
@@ -159,9 +165,9 @@ TEST_CASE("bad input: hf_config's file, architecture and fields, with file and l
   const std::string rest = "cluster: dgx-h100-ib400\npolicies: [fsdp]\n";
   CHECK_THROWS_WITH_AS(scenarios::load_scenario(d.write("a.yaml", "model: {hf_config: nowhere.json}\n" + rest)),
                        Contains("a.yaml:1: model.hf_config: no such Hugging Face config 'nowhere.json'"), InputError);
-  d.write("phi/config.json", "{\"model_type\": \"phi3\",\n \"hidden_size\": 3072}\n");
-  CHECK_THROWS_WITH_AS(scenarios::load_scenario(d.write("b.yaml", "model: {hf_config: phi/config.json}\n" + rest)),
-                       Contains("phi/config.json:1: model_type: 'phi3' is not an architecture tagcsim reads (gpt2, "
+  d.write("falcon/config.json", "{\"model_type\": \"falcon\",\n \"hidden_size\": 3072}\n");
+  CHECK_THROWS_WITH_AS(scenarios::load_scenario(d.write("b.yaml", "model: {hf_config: falcon/config.json}\n" + rest)),
+                       Contains("falcon/config.json:1: model_type: 'falcon' is not an architecture tagcsim reads (gpt2, "
                                 "llama"),
                        InputError);
   d.write("biased/config.json", "{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 128,\n"
