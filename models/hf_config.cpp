@@ -115,6 +115,7 @@ void deepseek(const Input& c, TransformerConfig& m) {
   m.experts_per_token = required(c, "num_experts_per_tok");
   m.shared_experts = optional(c, "n_shared_experts", 0);
   m.dense_layers = optional(c, "first_k_dense_replace", 0);
+  if (m.dense_layers == 0) m.dense_ffn = 0;  // no dense block to size
   if (optional(c, "moe_layer_freq", 1, 1) != 1)
     c["moe_layer_freq"].fail("a mixture of experts in every k-th block after the dense ones is not modelled (1)");
 }
