@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <span>
 #include <sstream>
@@ -163,6 +164,12 @@ int Input::line() const {
     for (const auto& kv : node_)
       if (kv.second.Mark().line >= 0) return kv.second.Mark().line + 1;
   return parent_line_;
+}
+
+std::string Input::beside(const std::string& name) const {
+  std::filesystem::path path(name);
+  if (path.is_relative() && std::filesystem::exists(file())) path = std::filesystem::path(file()).parent_path() / path;
+  return path.string();
 }
 
 std::string Input::where() const {

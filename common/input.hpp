@@ -94,6 +94,9 @@ class Input {
   int line() const;             // 1-based; 0 when unknown
   const std::string& path() const { return path_; }  // "cluster.nic.bandwidth"
   std::string where() const;    // "file:line: path"
+  // A path written in this file, as seen from it: a relative one is taken beside the file (when the
+  // file is one on disk, not a string parsed in code).
+  std::string beside(const std::string& name) const;
   [[noreturn]] void fail(const std::string& what) const;
   const YAML::Node& raw() const { return node_; }
 

@@ -114,8 +114,7 @@ int read_int(const Input& in, std::int64_t min) {
 
 // `hf_config: PATH`, relative to the file that names it.
 TransformerConfig read_hf_config(const Input& v) {
-  std::filesystem::path path(v.as_string());
-  if (path.is_relative() && std::filesystem::exists(v.file())) path = std::filesystem::path(v.file()).parent_path() / path;
+  const std::filesystem::path path = v.beside(v.as_string());
   if (!std::filesystem::is_regular_file(path))
     v.fail(fmt::format("no such Hugging Face config '{}' (looked for {})", v.as_string(), path.string()));
   return model_from_hf_config(Input::load_file(path.lexically_normal().string()));

@@ -26,14 +26,6 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-// A relative path written in a YAML file, as seen from the file that names it.
-std::filesystem::path beside(const Input& v, const std::string& name) {
-  std::filesystem::path path(name);
-  if (path.is_relative() && std::filesystem::exists(v.file()))
-    path = std::filesystem::path(v.file()).parent_path() / path;
-  return path;
-}
-
 // `gpu.profile`: a shipped profile's name, or a path. A relative path is taken beside the file
 // that names it when the profile is there (a box's cluster file names the profile written next to
 // it), else as given.
@@ -41,7 +33,7 @@ std::string profile_ref(const Input& v) {
   const std::string ref = v.as_string();
   const bool is_path = ref.find('/') != std::string::npos || (ref.size() > 5 && ref.substr(ref.size() - 5) == ".yaml");
   if (!is_path) return ref;
-  const auto there = beside(v, ref);
+  const std::filesystem::path there = v.beside(ref);
   return std::filesystem::exists(there) ? there.lexically_normal().string() : ref;
 }
 
@@ -242,7 +234,7 @@ DeviceProfile Reader::device(const Input& in, const DeviceProfile& base, bool ha
 Cluster load_cluster_file(const Input& v) {
   static thread_local int depth = 0;
   const std::string name = v.as_string();
-  const auto path = beside(v, name);
+  const std::filesystem::path path = v.beside(name);
   if (!std::filesystem::exists(path))
     v.fail(fmt::format("no such cluster file '{}' (looked for {})", name, path.string()));
   if (depth >= 8) v.fail("cluster files name each other more than 8 deep (a cycle?)");

@@ -107,7 +107,7 @@ Transport load_transport(const Input& in) {
   std::string path = name;
   // A relative path is relative to the file that names it.
   if (name.size() > 5 && name.substr(name.size() - 5) == ".yaml" && !std::filesystem::path(name).is_absolute())
-    path = (std::filesystem::path(in.file()).parent_path() / name).string();
+    path = in.beside(name);
   else if (name.find('/') == std::string::npos) {
     auto names = transport_names();
     if (std::find(names.begin(), names.end(), name) == names.end())
