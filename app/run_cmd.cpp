@@ -130,7 +130,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--plot", o->plot,
                   "Draw a metric and the speedup along the first sweep axis into FILE.png, .svg or .pdf (gnuplot)");
   cmd->add_option("--plot-metric", o->plot_metric,
-                  "What --plot draws: step-time (default), tokens-per-gpu, cluster-tokens, scaling-efficiency, mfu");
+                  "What --plot draws: step-time (default), tokens-per-gpu, cluster-tokens, scaling-efficiency, mfu, "
+                  "time-to-train (days; budget.tokens), cost-per-million-tokens (budget.gpu_hour_price)");
   cmd->add_flag("--kernels", o->kernels,
                 "Print every kernel of one micro-batch per unit kind, with its shape and profiled time, instead of "
                 "running (a sweep: its first point)");

@@ -37,11 +37,15 @@ MetricInfo info(PlotMetric m) {
     case PlotMetric::ScalingEfficiency:
       return {"scaling-efficiency", "scaling efficiency", "tokens/s per GPU / the same at the first point"};
     case PlotMetric::Mfu: return {"mfu", "model FLOPs utilization", "MFU (%)"};
+    case PlotMetric::TimeToTrain: return {"time-to-train", "time to train the budget's tokens", "days"};
+    case PlotMetric::CostPerMillionTokens:
+      return {"cost-per-million-tokens", "cost of a million tokens", "cost per 10^6 tokens"};
   }
   return {"step-time", "step time", "step time (s)"};
 }
-constexpr PlotMetric kMetrics[] = {PlotMetric::StepTime, PlotMetric::TokensPerGpu, PlotMetric::ClusterTokens,
-                                   PlotMetric::ScalingEfficiency, PlotMetric::Mfu};
+constexpr PlotMetric kMetrics[] = {PlotMetric::StepTime,          PlotMetric::TokensPerGpu, PlotMetric::ClusterTokens,
+                                   PlotMetric::ScalingEfficiency, PlotMetric::Mfu,          PlotMetric::TimeToTrain,
+                                   PlotMetric::CostPerMillionTokens};
 
 // Colour-blind-safe (Okabe-Ito), one per series, the same in both panels.
 // (Its black is replaced by purple: black circles mark the points that do not fit.)
@@ -77,6 +81,16 @@ std::string gnuplot_script(const Scenario& s, const std::vector<Result>& results
   check_plot_path(out_path);
   if (s.sweep_axes.empty())
     throw InputError(fmt::format("{}: --plot needs a 'sweep:' to draw a curve along", s.file));
+  // A budget metric needs what it is computed from at every point.
+  for (const auto& p : s.points) {
+    if (metric == PlotMetric::TimeToTrain && p.budget.tokens <= 0)
+      throw InputError(fmt::format("{}: --plot-metric time-to-train needs the run's tokens: budget: {{tokens: 2T}}",
+                                   s.file));
+    if (metric == PlotMetric::CostPerMillionTokens && p.budget.gpu_hour_price <= 0)
+      throw InputError(fmt::format("{}: --plot-metric cost-per-million-tokens needs a price: budget: "
+                                   "{{gpu_hour_price: 2.49 USD}}",
+                                   s.file));
+  }
   const auto& x_keys = s.sweep_axes.front();  // a zip's keys share the x axis
   auto coordinate = [](const Point& p, const std::string& key) {
     for (const auto& [k, v] : p.coordinates)
@@ -102,6 +116,9 @@ std::string gnuplot_script(const Scenario& s, const std::vector<Result>& results
     if (metric == PlotMetric::ClusterTokens) y = st.tokens_per_s_per_gpu * st.gpus;
     if (metric == PlotMetric::Mfu) y = 100 * st.mfu;
     if (metric == PlotMetric::ScalingEfficiency) y = st.tokens_per_s_per_gpu;  // divided by the first, below
+    const auto run = run_cost(r.point->budget, st.tokens_per_s_per_gpu, st.gpus);
+    if (metric == PlotMetric::TimeToTrain) y = run.time_s.value_or(0) / 86400;
+    if (metric == PlotMetric::CostPerMillionTokens) y = run.cost_per_million_tokens.value_or(0);
     const std::size_t xn = std::size_t(xi - xs.begin());
     values[name].push_back({xn, y, flagged});
     // fsdp itself too (1, the reference line), so that both panels have the same legend.
@@ -160,7 +177,11 @@ std::string gnuplot_script(const Scenario& s, const std::vector<Result>& results
     return out + plots + "\n" + inline_data;
   };
   const auto mi = info(metric);
-  g += block(values, mi.ylabel, mi.title);
+  g += block(values,
+             metric == PlotMetric::CostPerMillionTokens
+                 ? fmt::format("{} per 10^6 tokens", s.points.front().budget.currency)
+                 : std::string(mi.ylabel),
+             mi.title);
   if (!speedups.empty()) g += block(speedups, "speedup over fsdp", "speedup over plain FSDP");
   g += "unset multiplot\n";
   return g;

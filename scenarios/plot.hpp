@@ -9,8 +9,9 @@
 
 namespace tagcsim::scenarios {
 
-enum class PlotMetric { StepTime, TokensPerGpu, ClusterTokens, ScalingEfficiency, Mfu };
-// "step-time", "tokens-per-gpu", "cluster-tokens", "scaling-efficiency", "mfu"; InputError otherwise.
+enum class PlotMetric { StepTime, TokensPerGpu, ClusterTokens, ScalingEfficiency, Mfu, TimeToTrain, CostPerMillionTokens };
+// "step-time", "tokens-per-gpu", "cluster-tokens", "scaling-efficiency", "mfu", "time-to-train" (days, needs
+// budget.tokens), "cost-per-million-tokens" (needs budget.gpu_hour_price); InputError otherwise.
 PlotMetric parse_plot_metric(const std::string& text);
 // InputError unless the file name ends in .png, .svg or .pdf (checked before anything runs).
 void check_plot_path(const std::string& out_path);

@@ -165,6 +165,43 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   return out;
 }
 
+// The budget's columns, each shown when some point of the scenario gives what it needs.
+struct BudgetColumns {
+  bool time = false, price = false, cost = false;
+};
+BudgetColumns budget_columns(const Scenario& s) {
+  BudgetColumns c;
+  for (const auto& p : s.points) {
+    c.time |= p.budget.tokens > 0;
+    c.price |= p.budget.gpu_hour_price > 0;
+    c.cost |= p.budget.tokens > 0 && p.budget.gpu_hour_price > 0;
+  }
+  return c;
+}
+
+// How the budget's columns are computed, with the run's size and price when every point shares them.
+std::string budget_line(const Scenario& s) {
+  const auto c = budget_columns(s);
+  if (!c.time && !c.price) return "";
+  const Budget& b = s.points.front().budget;
+  auto shared = [&](auto same) { return std::all_of(s.points.begin(), s.points.end(), same); };
+  std::vector<std::string> given, parts;
+  if (b.tokens > 0 && shared([&](const Point& p) { return p.budget.tokens == b.tokens; }))
+    given.push_back(fmt::format("a run of {} tokens", tokens_text(b.tokens)));
+  if (b.gpu_hour_price > 0 && shared([&](const Point& p) {
+        return p.budget.gpu_hour_price == b.gpu_hour_price && p.budget.currency == b.currency;
+      }))
+    given.push_back(fmt::format("{} a GPU-hour", money_text(b.gpu_hour_price, b.currency)));
+  if (c.time) parts.push_back("time to train = the run's tokens / (tokens/s/GPU x GPUs)");
+  if (c.price) parts.push_back("cost/M tokens = GPU-hour price x GPUs / (tokens/s of all GPUs x 3600) x 10^6");
+  if (c.cost) parts.push_back("run cost = time to train x GPUs x GPU-hour price");
+  std::string out = "\nbudget: ";
+  for (std::size_t i = 0; i < given.size(); ++i) out += (i ? " at " : "") + given[i];
+  if (!given.empty()) out += "; ";
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+  return out + " (rows marked ! do not fit in memory or train on noise)";
+}
+
 std::string format_table(const Scenario& s, const std::vector<Result>& results) {
   std::string out;
   if (!s.description.empty()) out += s.description + "\n";
@@ -172,6 +209,10 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
   std::vector<std::string> head;
   for (const auto& k : s.sweep_keys) head.push_back(k);
   for (const auto& h : table_columns()) head.push_back(h);
+  const auto budget = budget_columns(s);
+  if (budget.time) head.push_back("time to train");
+  if (budget.price) head.push_back("cost/M tokens");
+  if (budget.cost) head.push_back("run cost");
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : results) {
     std::vector<std::string> row;
@@ -194,6 +235,13 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
     row.push_back(seconds(st.breakdown.optimizer_s));
     row.push_back(st.expected_grad_error > 0 ? fmt::format("{:.2g}{}", st.expected_grad_error, noise ? " !" : "")
                                              : "0");
+    const auto run = run_cost(r.point->budget, st.tokens_per_s_per_gpu, st.gpus);
+    const std::string mark = st.memory.fits() && !noise ? "" : " !";
+    auto cell = [&](const std::optional<double>& v, auto text) { return v ? text(*v) + mark : std::string("-"); };
+    const auto money = [&](double v) { return money_text(v, r.point->budget.currency); };
+    if (budget.time) row.push_back(cell(run.time_s, duration_text));
+    if (budget.price) row.push_back(cell(run.cost_per_million_tokens, money));
+    if (budget.cost) row.push_back(cell(run.cost, money));
     rows.push_back(std::move(row));
   }
   std::vector<std::size_t> width(head.size());
@@ -260,12 +308,15 @@ std::string format_table(const Scenario& s, const std::vector<Result>& results) 
                        "parentheses, not usable (try a lower ratio or sparsity, or `tagcsim tune "
                        "--max-grad-error 0.1`)\n",
                        worst ? "" : "\n", noisiest->step.expected_grad_error);
+  if (const auto line = budget_line(s); !line.empty()) out += line + "\n";
   for (const auto& n : notes_of(s, results)) out += "note: " + n + "\n";
   return out;
 }
 
 
 std::string num(double v) { return json_number(v); }
+std::string optional_num(bool given, double v) { return given ? num(v) : "null"; }
+std::string optional_num(const std::optional<double>& v) { return v ? num(*v) : "null"; }
 
 // A CSV cell: quoted when it holds a comma or a quote (a label such as tagc[index=4bit-sum,ratio=4]).
 std::string csv_field(const std::string& v) {
@@ -305,6 +356,8 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
                            num(c.node_egress_bytes));
     const double sp = speedup(results, r);
     const auto net = network_of(*r.point, st);
+    const Budget& budget = r.point->budget;
+    const auto run = run_cost(budget, st.tokens_per_s_per_gpu, st.gpus);
     out += fmt::format(
         "{}\n    {{\n      \"point\": {{{}}},\n      \"policy\": {},\n      \"policy_kind\": {},\n"
         "      \"gpus\": {},\n      \"slowest_gpu_speed\": {},\n"
@@ -321,7 +374,9 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         "      \"network\": {{\"nic_bytes_per_node\": {}, \"nic_utilization\": {}, \"leaf_uplink_bytes\": {}, "
         "\"leaf_uplink_utilization\": {}}},\n"
         "      \"expected_grad_error\": {},\n      \"gradient_is_noise\": {},\n"
-        "      \"grad_error_basis\": {}\n"
+        "      \"grad_error_basis\": {},\n"
+        "      \"training_run\": {{\"tokens\": {}, \"gpu_hour_price\": {}, \"currency\": {}, \"time_s\": {}, "
+        "\"gpu_hours\": {}, \"cost_per_million_tokens\": {}, \"cost\": {}}}\n"
         "    }}",
         i ? "," : "", point, json_string(st.policy),
         json_string(r.policy ? sim::to_string(r.policy->kind) : st.policy), st.gpus,
@@ -334,7 +389,10 @@ std::string format_json(const Scenario& s, const std::vector<Result>& results) {
         num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s), num(b.fsdp_copy_s), num(b.host_s),
         num(b.sm_slowdown_s), num(b.pipeline_bubble_s), num(b.expert_all_to_all_s), colls,
         num(net.nic_bytes), num(net.nic_util), num(net.leaf_up_bytes), num(net.leaf_up_util),
-        num(st.expected_grad_error), gradient_is_noise(r) ? "true" : "false", json_string(st.grad_error_basis));
+        num(st.expected_grad_error), gradient_is_noise(r) ? "true" : "false", json_string(st.grad_error_basis),
+        optional_num(budget.tokens > 0, budget.tokens), optional_num(budget.gpu_hour_price > 0, budget.gpu_hour_price),
+        budget.currency.empty() ? "null" : json_string(budget.currency), optional_num(run.time_s),
+        optional_num(run.gpu_hours), optional_num(run.cost_per_million_tokens), optional_num(run.cost));
   }
   std::string notes;
   for (const auto& n : notes_of(s, results)) notes += fmt::format("{}\n    {}", notes.empty() ? "" : ",", json_string(n));
@@ -347,18 +405,22 @@ std::string format_csv(const Scenario& s, const std::vector<Result>& results) {
   for (const auto& k : s.sweep_keys) out += csv_field(k) + ",";
   out += "policy,policy_kind,gpus,step_time_s,speedup_vs_fsdp,tokens_per_s_per_gpu,mfu,mfu_megatron,peak_memory_gib,"
          "fits_in_memory,compute_s,model_compute_s,compression_kernels_s,exposed_comm_s,allgather_s,"
-         "reduce_scatter_s,optimizer_s,expected_grad_error,gradient_is_noise\n";
+         "reduce_scatter_s,optimizer_s,expected_grad_error,gradient_is_noise,train_time_s,gpu_hours,"
+         "cost_per_million_tokens,run_cost\n";
   for (const auto& r : results) {
     for (const auto& kv : r.point->coordinates) out += csv_field(kv.second) + ",";
     const auto& st = r.step;
     const auto& b = st.breakdown;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(st.policy),
+    const auto run = run_cost(r.point->budget, st.tokens_per_s_per_gpu, st.gpus);
+    auto cell = [](const std::optional<double>& v) { return v ? num(*v) : std::string(); };
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(st.policy),
                        r.policy ? sim::to_string(r.policy->kind) : "", st.gpus, num(st.step_time_s),
                        num(speedup(results, r)), num(st.tokens_per_s_per_gpu), num(st.mfu), num(st.mfu_megatron),
                        num(st.memory.peak_bytes() / kGiB), st.memory.fits() ? 1 : 0, num(b.compute_s),
                        num(model_compute_s(b)), num(b.compression_kernels_s), num(b.exposed_comm_s),
                        num(b.allgather_s), num(b.reduce_scatter_s), num(b.optimizer_s), num(st.expected_grad_error),
-                       gradient_is_noise(r) ? 1 : 0);
+                       gradient_is_noise(r) ? 1 : 0, cell(run.time_s), cell(run.gpu_hours),
+                       cell(run.cost_per_million_tokens), cell(run.cost));
   }
   return out;
 }

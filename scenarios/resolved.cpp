@@ -237,6 +237,7 @@ std::string resolved_yaml(const Scenario& s) {
   } else {
     out += policies_yaml(p.policies);
   }
+  out += budget_yaml(p.budget);
   if (doc["sweep"]) {
     YAML::Emitter e;
     e << YAML::BeginMap << YAML::Key << "sweep" << YAML::Value << doc["sweep"] << YAML::EndMap;

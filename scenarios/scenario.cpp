@@ -15,7 +15,7 @@ namespace tagcsim::scenarios {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name",     "description", "model",       "cluster", "training",
-                                           "policies", "policy",      "compression", "sweep"};
+                                           "policies", "policy",      "compression", "budget",  "sweep"};
 
 // The keys of each block, to tell a user whose key slipped out of its block where it belongs.
 // (The blocks' loaders own the real lists; a key missing here only loses that hint.)
@@ -29,6 +29,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& block_keys(
         "stragglers"}},
       {"training", training_keys()},
       {"compression", {"ratio", "sparsity", "index", "sparsify", "select", "overlap", "process_group"}},
+      {"budget", {"tokens", "gpu_hour_price"}},
   };
   return blocks;
 }
@@ -94,15 +95,15 @@ void check_sweep_key(const Input& doc, const std::string& key, const Input& at) 
   const auto parts = split_path(key);
   if (parts.empty() || std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }))
     at.fail("expected a key path such as cluster.nodes");
-  static const std::vector<std::string> parts_swept = {"model", "cluster", "training", "compression", "policies",
-                                                       "policy"};
+  static const std::vector<std::string> parts_swept = {"model",    "cluster", "training", "compression",
+                                                       "policies", "policy",  "budget"};
   if (std::find(parts_swept.begin(), parts_swept.end(), parts[0]) == parts_swept.end()) {
     std::string hint;
     for (const auto& [block, keys] : block_keys())
       if (hint.empty() && std::find(keys.begin(), keys.end(), parts[0]) != keys.end())
         hint = fmt::format(" (did you mean '{}.{}'?)", block, key);
     if (hint.empty()) hint = did_you_mean(parts[0], parts_swept);
-    at.fail(fmt::format("a sweep key starts with model, cluster, training, compression or policies{}", hint));
+    at.fail(fmt::format("a sweep key starts with model, cluster, training, compression, policies or budget{}", hint));
   }
   if (parts.size() > 1 && (parts[0] == "model" || parts[0] == "cluster") && !doc.has(parts[0]))
     at.fail(fmt::format("the scenario has no '{}:' for this key to change; add one (e.g. '{}')", parts[0],
@@ -189,6 +190,7 @@ Point load_point(const Input& doc) {
     (at ? *at : doc["cluster"]).fail(e.what());
   }
   p.policies = load_policies(doc);
+  if (auto b = doc.find("budget")) p.budget = load_budget(*b);
   // A compression policy reduces each unit over one group; under expert parallelism a block's
   // routed experts reduce over another, which no policy describes yet.
   if (p.setup.expert_parallel_group)

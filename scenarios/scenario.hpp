@@ -15,6 +15,7 @@
 // docs/scenarios.md lists every key.
 #pragma once
 
+#include "scenarios/budget.hpp"
 #include "sim/policy.hpp"
 #include "sim/step.hpp"
 
@@ -31,6 +32,7 @@ struct Point {
   std::vector<sim::Policy> policies;
   std::vector<std::string> warnings;
   int global_batch = 0;  // training.global_batch as given (sequences per step), 0 when not given
+  Budget budget;         // the scenario's `budget:` (a whole run's tokens and a GPU-hour's price), if any
 };
 
 struct Scenario {

@@ -195,8 +195,8 @@ TEST_CASE("bad input: a key that slipped out of its block, a sweep with nothing 
                        "(e.g. 'cluster: dgx-h100-ib400')",
                        InputError);
   CHECK_THROWS_WITH_AS(parse("sweep:\n  nodes: [2, 4]\n"),
-                       "t.yaml:8: sweep.nodes: a sweep key starts with model, cluster, training, compression or "
-                       "policies (did you mean 'cluster.nodes'?)",
+                       "t.yaml:8: sweep.nodes: a sweep key starts with model, cluster, training, compression, "
+                       "policies or budget (did you mean 'cluster.nodes'?)",
                        InputError);
 }
 
