@@ -209,6 +209,14 @@ Point load_point(const Input& doc) {
     auto w = sim::check_policy(pol, p.setup.shard_group.ranks(), doc.file(), smallest);
     p.warnings.insert(p.warnings.end(), w.begin(), w.end());
   }
+  // A PCIe card put in an NVSwitch node (a DGX preset with its GPU swapped) would all-gather at NVLink
+  // rates no PCIe server has.
+  if (c.gpu.pcie_card && c.intra.kind == "nvswitch" && c.gpus_per_node > 2)
+    p.warnings.push_back(fmt::format(
+        "{} is a PCIe card (NVLink, if any, only through a bridge to one other card), but {}'s {} GPUs a node sit on "
+        "an NVSwitch at {:g} GB/s each: for a PCIe server set cluster.intra_node: {{kind: pcie, bandwidth: ...}} "
+        "(PCIe 4.0 x16: 31.5 GB/s a direction, PCIe 5.0 x16: 63 GB/s)",
+        c.gpu.name, c.name, c.gpus_per_node, c.intra.bandwidth / 1e9));
   // `nics.bandwidth` is per NIC: overriding it alone on a multi-NIC preset multiplies it.
   if (auto cl = doc.find("cluster"); cl && cl->is_map() && cl->has("preset") && cl->has("nics")) {
     const Input nics = (*cl)["nics"];

@@ -306,13 +306,15 @@ PROFILES = {
              "rates do not depend on the HBM size); memory-bound kernels use the 40GB part's STREAM bandwidth. "
              "Azure points: CUDA 12.5, driver 550.90.07, PyTorch 2.4.1 (K15)."),
         A100_PEAK, A100_GEMM, A100_ATTN,
-        memory_model(gbps("membw-a100-40-gpubenches-stream-scale-occ100"), "membw-a100-40-gpubenches-stream-scale-occ100")),
+        memory_model(gbps("membw-a100-40-gpubenches-stream-scale-occ100"), "membw-a100-40-gpubenches-stream-scale-occ100"),
+        also=["A100-PCIe-40GB"]),
     "device-a100-80gb": profile(
         "device-a100-80gb", "A100-SXM4-80GB", "ampere",
         meta("NVIDIA A100-SXM4-80GB", 108, "1410 MHz SM boost, 1593 MHz HBM2e (datasheet)", ASSEMBLED,
              "Azure points: CUDA 12.5, driver 550.90.07, PyTorch 2.4.1 (K15)."),
         A100_PEAK, A100_GEMM, A100_ATTN,
-        memory_model(gbps("membw-a100-80-gpubenches-stream-scale-occ100"), "membw-a100-80-gpubenches-stream-scale-occ100")),
+        memory_model(gbps("membw-a100-80-gpubenches-stream-scale-occ100"), "membw-a100-80-gpubenches-stream-scale-occ100"),
+        also=["A100-PCIe-80GB"]),
     "device-h100-sxm": profile(
         "device-h100-sxm", "H100-SXM5-80GB", "hopper",
         meta("NVIDIA H100 80GB HBM3 (SXM5, 700 W)", 132, "1980 MHz SM boost, 2619 MHz HBM3 (datasheet)", ASSEMBLED,
@@ -321,7 +323,7 @@ PROFILES = {
              "No H100 STREAM in the sources beside BabelStream (K16)."),
         H100_PEAK, H100_GEMM + H100_FP8_GEMM, H100_ATTN,
         memory_model(gbps("membw-h100-azure-babelstream-mul"), "membw-h100-azure-babelstream-mul"),
-        also=["H800-SXM5-80GB"], grouped=H100_GROUPED),
+        also=["H800-SXM5-80GB", "H100-PCIe-80GB", "H100-NVL-94GB"], grouped=H100_GROUPED),
     "device-h200-sxm": profile(
         "device-h200-sxm", "H200-SXM-141GB", "hopper",
         meta("NVIDIA H200 141GB (SXM)", 132, "1980 MHz SM boost (datasheet)", ASSEMBLED,

@@ -240,6 +240,46 @@ TEST_CASE("a device a profile also serves runs at its own fit, else at the measu
   sim::clear_fitted_overrides();
 }
 
+TEST_CASE("PCIe cards run their SXM part's profile at their datasheet peak and HBM, at its fit") {
+  // H100 PCIe: bf16 756.5 TFLOP/s and 2.0 TB/s against the SXM5's 989.4 and 3.35; H100 NVL 835.5 and
+  // 3.9; A100 PCIe 80GB the SXM4's 312 and 1,935 against 2,039 GB/s.
+  const auto sxm = topologies::device("h100-sxm"), pcie = topologies::device("h100-pcie"),
+             nvl = topologies::device("h100-nvl"), a100 = topologies::device("a100-80gb"),
+             a100_pcie = topologies::device("a100-pcie");
+  const auto *on_sxm = sim::device_kernel_profile(sxm), *on_pcie = sim::device_kernel_profile(pcie),
+             *on_nvl = sim::device_kernel_profile(nvl);
+  REQUIRE(on_pcie->name == "device-h100-sxm");
+  CHECK(on_pcie->gemm_seconds(8192, 8192, 8192) == Approx(on_sxm->gemm_seconds(8192, 8192, 8192) * 989.4 / 756.5));
+  CHECK(on_nvl->gemm_seconds(8192, 8192, 8192) == Approx(on_sxm->gemm_seconds(8192, 8192, 8192) * 989.4 / 835.5));
+  const double floor = on_sxm->min_kernel_seconds;
+  CHECK(on_pcie->memory_seconds(1e9) - floor == Approx((on_sxm->memory_seconds(1e9) - floor) * 3.35 / 2.0));
+  CHECK(on_nvl->memory_seconds(1e9) - floor == Approx((on_sxm->memory_seconds(1e9) - floor) * 3.35 / 3.9));
+  CHECK(on_pcie->fitted.tensor_scale == Approx(on_sxm->fitted.tensor_scale));  // no rows of its own
+  CHECK(on_pcie->fitted.borrowed == "H100-SXM5-80GB, whose kernel profile it shares");
+  const auto *on_a100 = sim::device_kernel_profile(a100), *on_a100_pcie = sim::device_kernel_profile(a100_pcie);
+  CHECK(on_a100_pcie->gemm_seconds(8192, 8192, 8192) == Approx(on_a100->gemm_seconds(8192, 8192, 8192)));
+  const double a100_floor = on_a100->min_kernel_seconds;
+  CHECK(on_a100_pcie->memory_seconds(1e9) - a100_floor ==
+        Approx((on_a100->memory_seconds(1e9) - a100_floor) * 2.039 / 1.935));
+  CHECK(pcie.pcie_card);
+  CHECK(nvl.pcie_card);
+  CHECK_FALSE(sxm.pcie_card);
+  CHECK(pcie.sm == 90);
+  CHECK(a100_pcie.sm == 80);
+}
+
+TEST_CASE("a PCIe card in an NVSwitch node is warned about, and not in a PCIe one") {
+  const std::string base = "model: llama2-7b\ntraining: {micro_batch: 1, seq_len: 4096}\n";
+  const auto swapped =
+      scenarios::parse_scenario(base + "cluster: {preset: dgx-h100-ib400, nodes: 1, gpu: h100-pcie}\n", "p.yaml");
+  REQUIRE(swapped.points[0].warnings.size() == 1);
+  CHECK(swapped.points[0].warnings[0].find("H100-PCIe-80GB is a PCIe card") == 0);
+  const auto pcie = scenarios::parse_scenario(
+      base + "cluster: {preset: dgx-h100-ib400, nodes: 1, gpu: h100-pcie, intra_node: {kind: pcie, bandwidth: 63 GB/s}}\n",
+      "p.yaml");
+  CHECK(pcie.points[0].warnings.empty());
+}
+
 TEST_CASE("MFU two ways: causal attention as the kernel runs it, and Megatron's 6N + 12 L h s") {
   const auto s = scenarios::parse_scenario(
       "model: llama2-7b\ncluster: {preset: dgx-a100-ib200, nodes: 1}\ntraining: {micro_batch: 1, seq_len: 4096}\n"

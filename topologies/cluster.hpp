@@ -32,6 +32,9 @@ struct DeviceProfile {
   std::string profile;
   std::string source;
   int sm = 80;                       // compute capability x 10 (A100 80, H100 90): picks NCCL's per-generation tables
+  // A PCIe card (A100 PCIe, H100 PCIe and NVL, L4): its NVLink, if any, is a bridge to one other card,
+  // so a node of more than two sits on PCIe, not on an NVSwitch (the scenario warns otherwise).
+  bool pcie_card = false;
 };
 
 // The fabric inside one node. `bandwidth` is per GPU, per direction.

@@ -33,8 +33,9 @@ constexpr const char* kStream =
 
 using DeviceTable = std::vector<std::pair<std::string, DeviceProfile>>;
 
+// Compute capability and form factor, from the preset's name.
 DeviceTable with_sm(DeviceTable table) {
-  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100/H200/H800/GH200 9.0, B200/GB200 10.0, V100 7.0, L4 8.9.
+  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100 (SXM5, PCIe, NVL)/H200/H800/GH200 9.0, B200/GB200 10.0, V100 7.0, L4 8.9.
   for (auto& [name, d] : table) {
     auto starts = [&name = name](const char* prefix) { return name.rfind(prefix, 0) == 0; };
     d.sm = starts("h1") || starts("h2") || starts("h8") || starts("gh2") ? 90
@@ -42,6 +43,7 @@ DeviceTable with_sm(DeviceTable table) {
            : starts("v100")                                              ? 70
            : name == "l4"                                                ? 89
                                                                          : 80;
+    d.pcie_card = name.find("pcie") != std::string::npos || name == "h100-nvl" || name == "l4";
   }
   return table;
 }
@@ -72,6 +74,31 @@ const DeviceTable& device_table() {
                     "fms-fsdp / torchtitan throughput (the best bf16 matmul reaches 0.869 = 271.2 / 312, {}; "
                     "gemm-a100-sxm-mamf-bf16). memory_efficiency 0.834 = 1.70 / 2.039 TB/s ({}).",
                     kCapacity, kMamf, kStream)}},
+      {"a100-pcie-40gb",
+       {"A100-PCIe-40GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 39.5 * GiB, 1.555 * TB, 0.675, 0.834, "device-a100-40gb",
+        fmt::format("NVIDIA A100 datasheet (PCIe 40GB): the SXM4 part's GA100 (108 SMs) and rates, bf16 312 TFLOP/s "
+                    "dense, TF32 156, FP32 19.5, 40 GB HBM2 at 1,555 GB/s, at 250 W; NVLink only through a bridge "
+                    "to one other card, PCIe 4.0 x16 to the rest. 39.5 GiB as the SXM4 40GB part (the same memory; "
+                    "nvidia-smi shows 40960 MiB on both). Kernels are timed from the A100 40GB profile "
+                    "(device-a100-40gb also serves it: no PCIe A100 kernel profile is published), at the "
+                    "A100-SXM4-40GB's fitted scale (no PCIe A100 FSDP row has been fitted). Checked, not applied: "
+                    "mamf-finder's best bf16 matmul on A100 PCIe, 252.9 TFLOP/s, is 0.933x the SXM4's 271.2 ({}; "
+                    "gemm-a100-pcie-mamf-bf16): the card sustains lower clocks under tensor-core load than the "
+                    "400 W SXM4, which the SXM4's scale does not give it, so read its matmul time as up to 7% short. "
+                    "For the roofline only: gemm_efficiency and memory_efficiency as A100 SXM4's.",
+                    kMamf)}},
+      {"a100-pcie-80gb",
+       {"A100-PCIe-80GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 79.25 * GiB, 1.935 * TB, 0.675, 0.834, "device-a100-80gb",
+        fmt::format("NVIDIA A100 datasheet (PCIe 80GB): the SXM4 part's GA100 (108 SMs) and rates, bf16 312 TFLOP/s "
+                    "dense, TF32 156, FP32 19.5, 80 GB HBM2e at 1,935 GB/s, at 300 W; NVLink only through a bridge "
+                    "to one other card, PCIe 4.0 x16 to the rest. 79.25 GiB as the SXM4 80GB part (the same memory; "
+                    "nvidia-smi shows 81920 MiB on both). Kernels are timed from the A100 80GB profile "
+                    "(device-a100-80gb also serves it), its memory-bound kernels at 1,935 / 2,039 of the SXM4's "
+                    "rate, at the A100-SXM4-80GB's fitted scale (no PCIe A100 FSDP row has been fitted). Checked, not "
+                    "applied: mamf-finder's best bf16 matmul on A100 PCIe, 252.9 TFLOP/s, is 0.933x the SXM4's 271.2 "
+                    "({}; gemm-a100-pcie-mamf-bf16): read its matmul time as up to 7% short. For the roofline only: "
+                    "gemm_efficiency and memory_efficiency as A100 SXM4's.",
+                    kMamf)}},
       {"h100-sxm",
        {"H100-SXM5-80GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 79.11 * GiB, 3.35 * TB, 0.455, 0.887, "device-h100-sxm",
         fmt::format("NVIDIA H100 datasheet (SXM5): bf16 989.4 TFLOP/s dense, TF32 494.7, FP32 66.9, "
@@ -95,6 +122,29 @@ const DeviceTable& device_table() {
                     "profile (device-h100-sxm also serves H800: no H800 kernel measurement is published), at "
                     "the H100's fitted scale (the same die and power; no H800 FSDP row has been fitted). {}",
                     kCapacity)}},
+      {"h100-pcie",
+       {"H100-PCIe-80GB", 756.5 * TFLOPS, 51 * TFLOPS, 378 * TFLOPS, 79.11 * GiB, 2.0 * TB, 0.455, 0.887, "device-h100-sxm",
+        "NVIDIA H100 datasheet (PCIe): bf16 1,513 TFLOP/s with sparsity = 756.5 dense, TF32 756 sparse = 378 dense, "
+        "FP32 51; 80 GB HBM2e at 2.0 TB/s; 114 SMs (the SXM5 has 132), 300-350 W; NVLink only through a bridge to "
+        "one other card (600 GB/s both directions), PCIe 5.0 x16 (128 GB/s both directions) to the rest. 79.11 GiB "
+        "as H100 SXM5 80GB (nvidia-smi shows 81559 MiB on both, published nvidia-smi outputs of H100 PCIe). "
+        "Kernels are timed from the H100 SXM profile (device-h100-sxm also serves it: no H100 PCIe kernel "
+        "measurement is in our sources), its tensor-core kernels at 756.5 / 989.4 of the SXM5's rate (the wave "
+        "count still of 132 SMs) and its memory-bound kernels at 2.0 / 3.35, at the H100 SXM5's fitted scale (no "
+        "H100 PCIe FSDP row has been fitted; a 350 W card may sustain less of its datasheet peak than the 500-700 W "
+        "SXM5s the scale was fitted on). For the roofline only: gemm_efficiency and memory_efficiency as H100 "
+        "SXM's."}},
+      {"h100-nvl",
+       {"H100-NVL-94GB", 835.5 * TFLOPS, 60 * TFLOPS, 417.5 * TFLOPS, 93.05 * GiB, 3.9 * TB, 0.455, 0.887, "device-h100-sxm",
+        "NVIDIA H100 datasheet (H100 NVL): bf16 1,671 TFLOP/s with sparsity = 835.5 dense, TF32 835 sparse = 417.5 "
+        "dense, FP32 60; 94 GB HBM3 at 3.9 TB/s; 132 SMs at a lower clock than the SXM5's, 350-400 W "
+        "(configurable); a PCIe card bridged by NVLink to one other (600 GB/s both directions), PCIe 5.0 x16 to the "
+        "rest. 93.05 GiB: nvidia-smi's 95830 MiB (published nvidia-smi outputs of H100 NVL) less the 550 MiB the "
+        "driver keeps on H100 80GB (81559 MiB shown, 79.11 GiB given to a process), assumed the same; no H100 NVL "
+        "out-of-memory message in our sources. Kernels are timed from the H100 SXM profile (device-h100-sxm also "
+        "serves it), its tensor-core kernels at 835.5 / 989.4 of the SXM5's rate and its memory-bound kernels at "
+        "3.9 / 3.35, at the H100 SXM5's fitted scale (no H100 NVL FSDP row has been fitted). For the roofline only: "
+        "gemm_efficiency and memory_efficiency as H100 SXM's."}},
       {"h200-sxm",
        {"H200-SXM-141GB", 989.4 * TFLOPS, 66.9 * TFLOPS, 494.7 * TFLOPS, 139.80 * GiB, 4.8 * TB, 0.455, 0.887, "device-h200-sxm",
         fmt::format("NVIDIA H200 datasheet (SXM): same compute as H100 SXM (bf16 989.4 TFLOP/s dense, "
@@ -172,7 +222,8 @@ const Aliases& device_aliases() {
   static const Aliases aliases = {{"a100", "a100-80gb"}, {"a100-40g", "a100-40gb"}, {"a100-80g", "a100-80gb"},
                                   {"h100", "h100-sxm"},  {"h100-sxm5", "h100-sxm"}, {"h200", "h200-sxm"},
                                   {"b200-sxm", "b200"}, {"gh200-96gb", "gh200"},
-                                  {"v100", "v100-32gb"}};
+                                  {"v100", "v100-32gb"}, {"a100-pcie", "a100-pcie-80gb"},
+                                  {"h100-pcie-80gb", "h100-pcie"}, {"h100-nvl-94gb", "h100-nvl"}};
   return aliases;
 }
 
