@@ -196,6 +196,11 @@ void not_counted(const Input& e, ValidationRow& r) {
     r.counted = false;
     r.note = nc->as_string();
   }
+  // Counted, but no fit moves a device's scale with it (`not_fitted`).
+  if (auto nf = e.find("not_fitted")) {
+    r.fitted = false;
+    r.not_fitted_note = nf->as_string();
+  }
 }
 
 ValidationRow foundry_row(const Input& e, const std::string& file) {

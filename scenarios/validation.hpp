@@ -31,6 +31,10 @@ struct ValidationRow {
   double params = 0;        // the scenario model's parameter count
   bool counted = true;      // false: listed, kept out of the fit and the statistics (`note` says why)
   std::string note;         // why not counted
+  // false: counted in the statistics, kept out of every fit (`not_fitted_note` says why): a row whose
+  // error would otherwise move a device's scale to absorb a mechanism it tests (a mixture of experts).
+  bool fitted = true;
+  std::string not_fitted_note;
   std::string scenario_file;  // where the scenario comes from (a file, or the data entry)
   std::string scenario;       // its YAML text
   std::string family;         // the device family of its GPU's kernel profile

@@ -41,7 +41,7 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
   std::vector<std::string> devices;
   std::vector<std::size_t> idx;
   for (auto i : train)
-    if (rows[i].counted && rows[i].family != "roofline" && !rows[i].device.empty()) {
+    if (rows[i].counted && rows[i].fitted && rows[i].family != "roofline" && !rows[i].device.empty()) {
       idx.push_back(i);
       if (std::find(devices.begin(), devices.end(), rows[i].device) == devices.end())
         devices.push_back(rows[i].device);

@@ -47,18 +47,23 @@ void attach_held_out(ValidationRun& run) {
   for (auto& [key, p] : run.fitted) {
     const bool device = sim::is_device_fit_key(key);
     const std::string name = sim::fit_key_label(key);
-    std::vector<std::pair<double, std::string>> errors;
+    // The rows the fit answers for, and apart those it keeps out (what they test beyond the device's
+    // rate, e.g. a mixture of experts: the quote a run prints should not mix the two).
+    std::vector<std::pair<double, std::string>> errors, kept_out;
     std::set<std::string> sources;
     for (std::size_t i = 0; i < run.rows.size(); ++i) {
       const auto& r = run.rows[i];
       if (!r.counted || !run.results[i].has_held_out || (device ? r.device : r.family) != name) continue;
-      errors.emplace_back(run.results[i].held_out.error(r.measured_tps), r.id);
-      sources.insert(r.source);
+      (r.fitted ? errors : kept_out).emplace_back(run.results[i].held_out.error(r.measured_tps), r.id);
+      if (r.fitted) sources.insert(r.source);
     }
     if (errors.empty()) continue;
     const Stats s = stats(errors);
     p.held_out = fmt::format("{} rows of {} source{}, each source held out of the fit: median {:.1f}%, p90 {:.1f}% off",
                              s.n, sources.size(), sources.size() == 1 ? "" : "s", 100 * s.median_abs, 100 * s.p90_abs);
+    if (!kept_out.empty())
+      p.held_out += fmt::format("; {} more counted, kept out of the fit: median {:.1f}% off", kept_out.size(),
+                                100 * stats(kept_out).median_abs);
   }
 }
 
@@ -193,7 +198,11 @@ std::string format_validation(const ValidationRun& run) {
                               : " - | - |";
     out += fmt::format("| {}{} | {} | {} | {} | {} | {:.0f} | {:.0f} | {} |{} {} | {:.3f} | {:.3f} | {:.1f} of {:.1f} "
                        "GiB{} |\n",
-                       r.id, r.counted ? "" : " (not counted: " + r.note + ")", r.source, r.model, r.gpus, r.seq,
+                       r.id,
+                       !r.counted  ? " (not counted: " + r.note + ")"
+                       : !r.fitted ? " (not fitted: " + r.not_fitted_note + ")"
+                                   : "",
+                       r.source, r.model, r.gpus, r.seq,
                        r.measured_tps, p.tps, pct(p.error(r.measured_tps)), held,
                        r.published_mfu > 0 ? fmt::format("{:.3f}", r.published_mfu) : "-", p.mfu, p.mfu_megatron,
                        p.peak_gib, p.capacity_gib, p.memory_mark());

@@ -188,6 +188,14 @@ B200_ATTN = (attention_curves("attn-b200-fa2issue1589", {"K28"}, {"fa2": "flash2
              attention_curves("attn-b200-tritonbench171", {"K29"}, {"fa2": "flash2"}))
 for c in B200_ATTN:  # K29 starts at 128 tokens, where launches, not the kernel, set the time (as the other GPUs' 512)
     c["points"] = [p for p in c["points"] if p["seq"] >= 512]
+# PyTorch's SDPA runs cuDNN's kernel on Blackwell where it is asked first (torchtitan does); no B200 cuDNN curve is
+# published as text, so FlashAttention-4's forward (K27) stands in for it, its backward at the profile's bwd/fwd ratio.
+B200_ATTN += attention_curves("attn-b200-fa4c2642", {"K27"}, {"fa4": "cudnn"}, notes={"cudnn": (
+    "FlashAttention-4 (flash_attn/cute, SM100) forward stands in for cuDNN's SDPA kernel: Dao-AILab/flash-attention"
+    "#2605 times both forward on one Blackwell GPU (head dim 64, causal): at 4k-16k tokens cuDNN's rate is within "
+    "-10% to +7% of FA4's (the PR's two runs), at 1k-2k 5-35% above it; no B200 cuDNN curve is published as text. Backward: the profile's bwd/fwd ratio; "
+    "#2280 measures FA4's at 0.852 (hd128, causal, 8k tokens, 2-CTA backward 1,208.6 against forward 1,418.1 "
+    "TFLOP/s on an SM100 GPU), the ratio here 0.856")})
 BWD_FWD = {
     "ratio": round(0.5 * (tflops("attn-h100-k04-fa2-bwd-hd64-s4096") / tflops("attn-h100-k03-fa2-fwd-noncausal-hd64-s4096") +
                           tflops("attn-h100-k04-fa2-bwd-hd128-s4096") / tflops("attn-h100-k03-fa2-fwd-noncausal-hd128-s4096")), 3),

@@ -268,6 +268,21 @@ TEST_CASE("PCIe cards run their SXM part's profile at their datasheet peak and H
   CHECK(a100_pcie.sm == 80);
 }
 
+TEST_CASE("the B200 profile times cuDNN's attention at FlashAttention-4's published forward, FlashAttention-2 at its own") {
+  // K27: FA4's causal forward at head dim 128 on B200, 1,604.1 TFLOP/s at 8192 tokens and 1,124.6 at
+  // 2048; its backward at the profile's bwd/fwd ratio, 0.856. FlashAttention-2's own B200 curves stay.
+  const auto& p = sim::kernel_profile("device-b200");
+  using K = models::AttentionKernel;
+  CHECK(p.attention_tflops(K::Cudnn, false, 8192, 128, true) == Approx(1604.1));
+  CHECK(p.attention_tflops(K::Cudnn, false, 2048, 128, true) == Approx(1124.6));
+  CHECK(p.attention_tflops(K::Cudnn, true, 8192, 128, true) == Approx(0.856 * 1604.1));
+  CHECK(p.attention.bwd_fwd_rate_ratio == Approx(0.856));
+  CHECK(p.attention_tflops(K::Flash2, false, 8192, 128, false) == Approx(361.591));
+  // 4.4x FlashAttention-2's forward at 8k, where torchtitan#1196's cuDNN of May 2025 measured about 2x.
+  CHECK(p.attention_tflops(K::Cudnn, false, 8192, 128, true) / p.attention_tflops(K::Flash2, false, 8192, 128, false) ==
+        Approx(4.436).epsilon(0.001));
+}
+
 TEST_CASE("a PCIe card in an NVSwitch node is warned about, and not in a PCIe one") {
   const std::string base = "model: llama2-7b\ntraining: {micro_batch: 1, seq_len: 4096}\n";
   const auto swapped =

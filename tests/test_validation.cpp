@@ -48,8 +48,9 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // fms-fsdp and torchtitan 31, torchtitan's 2D (FSDP + TP) 5 + 8 (its June 2025 async TP
   // benchmark), 3D (FSDP + TP + PP) 3 and FSDP + CP 3, torchao's H100 2 and B200 2, H200 2, LLM
   // Foundry's A100 40GB table 78, A100 80GB 61, H100 large-scale 18, H100 8-64 GPUs 52; KempnerForge's
-  // H200 benchmark 14; AWS's torchtitan on p5 2; OLMo-core's H100 table 10; our own H200 measurements 9.
-  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9);
+  // H200 benchmark 14; AWS's torchtitan on p5 2; OLMo-core's H100 table 10; our own H200 measurements 9;
+  // Lambda's Qwen3-30B-A3B on B200 3; torchtitan#1196's Llama 3 8B on B200 2.
+  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -62,10 +63,11 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   }
   // float8 rows too; not the 52 H100 rows whose attention kernel has no H100 measurement, nor the three
   // context-parallel rows, nor our two host-bound small-model rows, nor KempnerForge's eight that cross
-  // nodes whose NIC count is not published.
-  CHECK(counted == 210 + 6 + 7 + 2 + 10);
+  // nodes whose NIC count is not published, nor torchao's two power-limited B200 rows; Lambda's three and
+  // torchtitan#1196's two are.
+  CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
-                                         "S62", "S63", "S66", "S67", "S68", "S70"});
+                                         "S62", "S63", "S66", "S67", "S68", "S70", "S72", "S73"});
   // KempnerForge (S67): the table's tok/s over its GPUs; one node's rows counted, the others listed.
   CHECK(row("fsdp-kf-7b-h200-4gpu-tp4").measured_tps == Approx(25135.0 / 4).epsilon(1e-4));
   CHECK(row("fsdp-kf-7b-h200-4gpu-tp4").counted);
@@ -365,7 +367,7 @@ TEST_CASE("the report holds the model against one MFU per device family, held ou
 
 TEST_CASE("a family without a fit is reported apart: the held-out summary of the families with one") {
   // Blackwell has one source, so its scale is not fitted; the summary adds the rows of fitted families.
-  std::vector<scenarios::ValidationRow> r = {row("fsdp-tt-llama3-8b-b200-8gpu-compile"),
+  std::vector<scenarios::ValidationRow> r = {row("fsdp-tt1196-llama3-8b-b200-flash"),
                                              row("fsdp-tt-13b-llama2-a100-64gpu-bs2-none"),
                                              row("fsdp-tt-llama3-70b-a100-64gpu-full-ac")};
   CHECK(sim::fitted_parameters("blackwell").basis.empty());
@@ -374,6 +376,28 @@ TEST_CASE("a family without a fit is reported apart: the held-out summary of the
   const auto text = scenarios::format_validation(scenarios::validate(r, o));
   CHECK(text.find("| leave one source out (held out) | 3 |") != std::string::npos);
   CHECK(text.find("| held out, device families with a fit | 2 |") != std::string::npos);
+  sim::clear_fitted_overrides();
+}
+
+TEST_CASE("a not-fitted row is counted and predicted, and moves no fit") {
+  // Lambda's mixture of experts on B200 (S72) runs 28% below the prediction at the dense row's scale:
+  // fitted with it, the B200's scale would take the MoE's miss; kept out, it is the dense row's alone.
+  const auto dense = row("fsdp-tt1196-llama3-8b-b200-flash");
+  const auto moe = row("fsdp-lambda-qwen3-30b-a3b-b200-8gpu-bs8");
+  CHECK(moe.counted);
+  CHECK_FALSE(moe.fitted);
+  CHECK(moe.not_fitted_note.find("A mixture of experts") == 0);
+  CHECK(dense.fitted);
+  const auto key = sim::device_fit_key(dense.device);
+  const auto both = scenarios::fit({dense, moe}, {0, 1});
+  const double with_moe = both.at(key).tensor_scale;
+  const auto alone = scenarios::fit({dense}, {0});
+  CHECK(with_moe == Approx(alone.at(key).tensor_scale));
+  CHECK(both.at(key).basis.find("over 1 rows of B200-SXM-180GB") != std::string::npos);
+  // The fit in force predicts the dense row to within a percent, the MoE row well above its measurement.
+  sim::override_fitted_parameters(key, alone.at(key));
+  CHECK(std::abs(scenarios::predict(dense).error(dense.measured_tps)) < 0.01);
+  CHECK(scenarios::predict(moe).error(moe.measured_tps) > 0.3);
   sim::clear_fitted_overrides();
 }
 

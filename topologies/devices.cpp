@@ -178,8 +178,10 @@ const DeviceTable& device_table() {
         "processors/B200): bf16 2,250 TFLOP/s dense, TF32 1,100, FP32 80; 180 GB HBM3e (1.44 TB per 8-GPU "
         "board) at 8 TB/s; 148 SMs. 178.35 GiB: {} (cudaGetDeviceProperties' totalGlobalMem printed in "
         "pytorch/ao#4002; nvidia-smi shows 183359 MiB, NVIDIA/TensorRT-LLM#10278). Kernels are timed from the kernel profile device-b200 (published B200 "
-        "GEMM, FlashAttention-2 and bandwidth measurements; docs/compute-model.md), its training scale "
-        "fitted to one FSDP source of power-limited B200s (S59, the cap not stated; docs/validation.md). For the roofline only: gemm_efficiency 0.455 and "
+        "GEMM, FlashAttention-2 and -4 and bandwidth measurements; docs/compute-model.md), its training scale "
+        "fitted to one dense FSDP run (S73: torchtitan's Llama 3 8B with SDPA's flash backend on B200, May 2025); "
+        "the power-limited S59 rows are listed, not counted, and a mixture of experts' (S72) counted, not fitted "
+        "(docs/validation.md). For the roofline only: gemm_efficiency 0.455 and "
         "memory_efficiency 0.887, H100 SXM's, assumed to carry over.", kCapacity)}},
       {"gb200",
        {"GB200-186GB", 2500 * TFLOPS, 80 * TFLOPS, 1250 * TFLOPS, 186 * GB, 8 * TB, 0.455, 0.887, "device-b200",
