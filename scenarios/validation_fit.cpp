@@ -117,9 +117,9 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
     device_sources[std::size_t(d)] = double(sources.size());
     sim::FittedParameters fp{
         std::exp(x[d]), memory,
-        fmt::format("least squares on log(predicted / measured tokens/s/GPU): tensor_scale over {} rows of {} "
+        fmt::format("least squares on log(predicted / measured tokens/s/GPU): tensor_scale over {} row{} of {} "
                     "({} source{}: {}; rms {:.1f}%), memory_scale shared over all {} rows",
-                    n, device, sources.size(), sources.size() == 1 ? "" : "s", fmt::join(sources, ", "),
+                    n, n == 1 ? "" : "s", device, sources.size(), sources.size() == 1 ? "" : "s", fmt::join(sources, ", "),
                     100 * std::sqrt(ss / std::max(n, 1)), idx.size()),
         ""};
     sim::override_fitted_parameters(sim::device_fit_key(device), fp);

@@ -59,8 +59,9 @@ void attach_held_out(ValidationRun& run) {
     }
     if (errors.empty()) continue;
     const Stats s = stats(errors);
-    p.held_out = fmt::format("{} rows of {} source{}, each source held out of the fit: median {:.1f}%, p90 {:.1f}% off",
-                             s.n, sources.size(), sources.size() == 1 ? "" : "s", 100 * s.median_abs, 100 * s.p90_abs);
+    p.held_out = fmt::format("{} row{} of {} source{}, each source held out of the fit: median {:.1f}%, p90 {:.1f}% off",
+                             s.n, s.n == 1 ? "" : "s", sources.size(), sources.size() == 1 ? "" : "s",
+                             100 * s.median_abs, 100 * s.p90_abs);
     if (!kept_out.empty())
       p.held_out += fmt::format("; {} more counted, kept out of the fit: median {:.1f}% off", kept_out.size(),
                                 100 * stats(kept_out).median_abs);

@@ -393,7 +393,7 @@ TEST_CASE("a not-fitted row is counted and predicted, and moves no fit") {
   const double with_moe = both.at(key).tensor_scale;
   const auto alone = scenarios::fit({dense}, {0});
   CHECK(with_moe == Approx(alone.at(key).tensor_scale));
-  CHECK(both.at(key).basis.find("over 1 rows of B200-SXM-180GB") != std::string::npos);
+  CHECK(both.at(key).basis.find("over 1 row of B200-SXM-180GB") != std::string::npos);
   // The fit in force predicts the dense row to within a percent, the MoE row well above its measurement.
   sim::override_fitted_parameters(key, alone.at(key));
   CHECK(std::abs(scenarios::predict(dense).error(dense.measured_tps)) < 0.01);
