@@ -451,6 +451,36 @@ def grouped_gemm_sweep(deadline):
     return rows
 
 
+# The combine of torchtitan's mixture of experts (models/common/token_dispatcher.py at 1690e0ae) scatters
+# the experts' outputs back onto their tokens with scatter_add under deterministic algorithms (a sort and
+# an accumulating index_put); tagcsim times a plain scatter-add's bytes (docs/validation.md, B200). Both,
+# at Qwen3-30B-A3B's shape: 32,768 tokens, 8 experts a token, hidden 2048, bf16.
+def scatter_add_sweep(deadline, tokens=32768, top_k=8, dim=2048):
+    if time.monotonic() > deadline:
+        return []
+    out = torch.zeros(tokens, dim, device="cuda", dtype=torch.bfloat16)
+    src = torch.randn(tokens * top_k, dim, device="cuda", dtype=torch.bfloat16)
+    index = torch.randperm(tokens * top_k, device="cuda") // top_k
+    expanded = index.reshape(-1, 1).expand(-1, dim)
+    rows = []
+    for deterministic in (False, True):
+        previous = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(deterministic)
+        try:
+            t = cuda_time(lambda: out.scatter_add(0, expanded, src), iters=20)
+        except RuntimeError as e:
+            rows.append({"deterministic": deterministic, "error": str(e).splitlines()[0][:200]})
+            continue
+        finally:
+            torch.use_deterministic_algorithms(previous)
+        moved = (tokens * top_k + 2 * tokens) * dim * 2  # what tagcsim counts: src read, out read and written
+        rows.append({"tokens": tokens, "top_k": top_k, "dim": dim, "deterministic": deterministic, "seconds": t,
+                     "GBps_counted": moved / t / 1e9})
+        print(f"scatter_add {'deterministic' if deterministic else 'atomic'} {tokens} x {top_k} x {dim}: "
+              f"{t * 1e3:.3f} ms ({rows[-1]['GBps_counted']:.0f} GB/s of the bytes tagcsim counts)", flush=True)
+    return rows
+
+
 def main():
     modes = {"--compile", "--profile", "--sustained", "--gemms", "--memory-pressure"}
     args = [a for a in sys.argv[1:] if a not in modes]
@@ -489,6 +519,7 @@ def main():
     if mode == "--gemms":
         result["gemms"] = gemm_sweep(deadline - 20)
         result["grouped_gemms"] = grouped_gemm_sweep(deadline - 10)
+        result["scatter_add"] = scatter_add_sweep(deadline - 5)
         save()
         torch.distributed.destroy_process_group()
         print(f"wrote {path}", flush=True)
