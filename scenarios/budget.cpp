@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 
 namespace tagcsim::scenarios {
 namespace {
@@ -51,13 +52,16 @@ double load_tokens(const Input& in) {
   return tokens;
 }
 
-bool is_symbol(const std::string& s) { return s == "$" || s == "€" || s == "£" || s == "¥"; }
+constexpr const char* kCurrencySigns[] = {"$", "€", "£", "¥"};
+bool is_symbol(const std::string& s) {
+  return std::any_of(std::begin(kCurrencySigns), std::end(kCurrencySigns), [&](const char* c) { return s == c; });
+}
 
 // "2.49 USD", "2.49 EUR", "$2.49", "2.49 $": the currency is whatever the user wrote, kept for the report.
 void load_price(const Input& in, Budget& b) {
   const std::string text = trim(in.as_string());
   std::string number = text, symbol;
-  for (const char* s : {"$", "€", "£", "¥"})
+  for (const char* s : kCurrencySigns)
     if (text.rfind(s, 0) == 0) symbol = s, number = trim(text.substr(symbol.size()));
   std::string rest;
   const auto v = leading_number(number, rest);

@@ -1,6 +1,7 @@
 // Model presets, `model:` parsing and FSDP units. Expected numbers are worked
 // out by hand in the comments next to them.
 #include "kernel_list_testing.hpp"
+#include "model_testing.hpp"
 #include "models/kernel_list.hpp"
 #include "models/model.hpp"
 
@@ -13,11 +14,9 @@
 
 using namespace tagcsim;
 using namespace tagcsim::models;
+using test::load;
 
 namespace {
-
-Input model_yaml(const std::string& text) { return Input::load_string(text, "t.yaml")["model"]; }
-TransformerConfig load(const std::string& text) { return load_model(model_yaml(text)); }
 
 std::int64_t unit_param_sum(const std::vector<FsdpUnit>& units) {
   std::int64_t n = 0;

@@ -1,6 +1,7 @@
 // Multi-head latent attention (DeepSeek-V2/V3) and the DeepSeek presets: parameter counts against
 // the published ones, and the projections' and the attention kernel's shapes by hand.
 #include "kernel_list_testing.hpp"
+#include "model_testing.hpp"
 #include "models/kernel_list.hpp"
 #include "models/model.hpp"
 
@@ -13,11 +14,7 @@
 using namespace tagcsim;
 using namespace tagcsim::models;
 
-namespace {
-
-TransformerConfig load(const std::string& yaml) { return load_model(Input::load_string(yaml, "t.yaml")["model"]); }
-
-}  // namespace
+using test::load;
 
 TEST_CASE("DeepSeek-V2-Lite: 15.7B parameters, latent attention of 13.8M a block, 26 of 27 blocks with 64 experts") {
   const auto m = preset("deepseek-v2-lite");

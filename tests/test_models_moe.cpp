@@ -2,6 +2,7 @@
 // shared experts and dense blocks, and the shapes it is refused with. Expected numbers are worked
 // out by hand in the comments next to them.
 #include "kernel_list_testing.hpp"
+#include "model_testing.hpp"
 #include "models/kernel_list.hpp"
 #include "models/model.hpp"
 
@@ -10,9 +11,7 @@
 using namespace tagcsim;
 using namespace tagcsim::models;
 
-namespace {
-TransformerConfig load(const std::string& text) { return load_model(Input::load_string(text, "t.yaml")["model"]); }
-}  // namespace
+using test::load;
 
 TEST_CASE("a mixture of experts: every expert's weights held, a token's experts' FLOPs run") {
   const auto m = preset("mixtral-8x7b");
