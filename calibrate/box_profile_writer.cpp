@@ -135,6 +135,15 @@ std::string device_profile_yaml(const BoxFit& f) {
     for (const auto& [shape, s] : *list)
       out += fmt::format("    - {{m: {:g}, n: {:g}, k: {:g}, dtype: {}, seconds: {:.6g}, source: {}}}\n", s->m, s->n,
                          s->k, s->dtype, s->seconds, q(stamp + ", " + s->origin));
+  // Which torch._grouped_mm PyTorch runs here follows the compute capability (docs/compute-model.md).
+  const bool fused = g.sm >= 90 && g.sm < 110;
+  out += fmt::format("  grouped_mm: {{kernel: {}, source: {}}}\n", fused ? "fused" : "per_group",
+                     q(fmt::format("compute capability {}.{} (cudaGetDeviceProperties): PyTorch's _grouped_mm_cuda "
+                                   "runs {} there",
+                                   g.sm / 10, g.sm % 10,
+                                   fused ? "CUTLASS's grouped GEMM (9.x; 10.x from PyTorch 2.9)"
+                                         : "_grouped_mm_fallback, offsets read back and one mm per group "
+                                           "(PyTorch 2.9 on)")));
 
   // Attention: one curve per (direction, causal, head dim), ascending seq.
   std::map<std::tuple<std::string, bool, double>, std::map<double, const AttentionSample*>> curves;

@@ -73,19 +73,23 @@ std::string kernel_table(const sim::StepSetup& setup) {
     out += fmt::format("  {:<9} {:<30} {:<9} {:<34} {:>9} {:>10} {:>8} {:>8}\n", "pass", "op", "kind", "shape",
                        "GFLOP", "time (us)", "TFLOP/s", "GB/s");
     Sums unit;
+    std::size_t launches = 0;
     for (const auto* pass : {&list->forward, &list->backward})
       for (const auto& k : *pass) {
         const double s = seconds(k);
+        launches += prof->per_group(k) ? std::size_t(k.groups) : 1;
         unit.add(k.kind, s);
         const double f = k.flops();
+        // PyTorch's fallback runs a grouped GEMM as one mm a group, after reading the offsets back.
+        const std::string shape =
+            prof->per_group(k) ? fmt::format("{}, {} mm after a read back", shape_of(k), k.groups) : shape_of(k);
         out += fmt::format("  {:<9} {:<30} {:<9} {:<34} {:>9.2f} {:>10.1f} {:>8} {:>8}\n", pass_name(k.pass), k.op,
-                           kind_name(k.kind), shape_of(k), f / 1e9, s * 1e6,
+                           kind_name(k.kind), shape, f / 1e9, s * 1e6,
                            f > 0 ? fmt::format("{:.1f}", f / s / 1e12) : "-",
                            k.kind == models::KernelKind::Memory ? fmt::format("{:.0f}", k.bytes / s / 1e9) : "-");
       }
     out += fmt::format("  per unit: {:.3f} ms = gemm {:.3f} + attention {:.3f} + memory-bound {:.3f} ({} kernels)\n",
-                       unit.all() * 1e3, unit.gemm * 1e3, unit.attention * 1e3, unit.memory * 1e3,
-                       list->forward.size() + list->backward.size());
+                       unit.all() * 1e3, unit.gemm * 1e3, unit.attention * 1e3, unit.memory * 1e3, launches);
     const double n = double(users.size());
     step.gemm += n * unit.gemm, step.attention += n * unit.attention, step.memory += n * unit.memory;
   }

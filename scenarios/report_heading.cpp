@@ -106,6 +106,12 @@ std::string heading(const Scenario& s, const Point& p) {
                                          "every all-to-all waits for it (training.expert_imbalance)",
                                          t.expert_imbalance)
                            : "routing taken as balanced");
+  if (const auto* prof = sim::device_kernel_profile(c.gpu);
+      st.model.experts > 0 && prof && prof->gemm.grouped_mm == sim::KernelProfile::Gemm::GroupedMm::PerGroup)
+    out += fmt::format("  experts' GEMMs: PyTorch has no fused torch._grouped_mm for the {}: its fallback reads each "
+                       "call's offsets back to the host, then runs one mm per expert, each its own launch "
+                       "(the profile's gemm.grouped_mm, docs/compute-model.md)\n",
+                       c.gpu.name);
   if (t.tensor_parallel > 1)
     out += fmt::format("  tensor parallel over {} GPUs of a node (sequence parallel, {}), {}: each "
                        "micro-batch split among them\n",

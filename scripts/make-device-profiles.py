@@ -271,7 +271,22 @@ B200_GROUPED = [grouped_point(f"grouped-gemm-b200-ao-moe-readme-bf16-fwdbwd-{sha
                 for shape in ("128000x8192x5120", "128000x2048x7168") for g in (2, 4, 8)]
 
 
-def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None, tiles_source=None, grouped=None):
+# How PyTorch runs torch._grouped_mm on the GPU: read in PyTorch's source (_grouped_mm_cuda in
+# aten/src/ATen/native/cuda/Blas.cpp picks CUTLASS's kernel or the fallback by compute capability).
+GROUPED_MM_SM90 = {"kernel": "fused", "source": (
+    "PyTorch's _grouped_mm_cuda (aten/src/ATen/native/cuda/Blas.cpp) runs CUTLASS's grouped GEMM on compute "
+    "capability 9.0, as since torch._grouped_mm appeared (PyTorch 2.8)")}
+GROUPED_MM_SM100 = {"kernel": "fused", "source": (
+    "PyTorch's _grouped_mm_cuda runs CUTLASS's grouped GEMM on compute capability 10.x since pytorch#156203 "
+    "(June 2025, PyTorch 2.9); PyTorch 2.8 refused it there")}
+GROUPED_MM_SM80 = {"kernel": "per_group", "source": (
+    "compute capability 8.x has no CUTLASS grouped GEMM in PyTorch: from PyTorch 2.9 _grouped_mm_cuda runs "
+    "_grouped_mm_fallback (pytorch#161407; aten/src/ATen/native/GroupedMMUtils.h), which copies the offsets to "
+    "the host (offs.cpu()) and calls at::mm_out once per group; PyTorch 2.8 refused it (capability 9.0 only)")}
+
+
+def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, grouped_mm, also=None, tiles_source=None,
+            grouped=None):
     tiles = {**TILES, **({"tiles_source": tiles_source} if tiles_source else {})}
     return {
         "format": "tagcsim-device-profile/1",
@@ -281,7 +296,8 @@ def profile(name, gpu, family, meta, peak, gemm_points, attn, memory, also=None,
         "family": family,
         "metadata": meta,
         "peak": peak,
-        "gemm": {**tiles, **K_OVERHEAD, "points": gemm_points, **({"grouped": grouped} if grouped else {})},
+        "gemm": {**tiles, **K_OVERHEAD, "points": gemm_points, **({"grouped": grouped} if grouped else {}),
+                 "grouped_mm": grouped_mm},
         "attention": {"bwd_fwd_rate_ratio": BWD_FWD["ratio"], "bwd_fwd_source": BWD_FWD["source"], "curves": attn},
         "memory": {"points": memory},
         "launch": LAUNCH,
@@ -315,14 +331,14 @@ PROFILES = {
              "Azure points: CUDA 12.5, driver 550.90.07, PyTorch 2.4.1 (K15)."),
         A100_PEAK, A100_GEMM, A100_ATTN,
         memory_model(gbps("membw-a100-40-gpubenches-stream-scale-occ100"), "membw-a100-40-gpubenches-stream-scale-occ100"),
-        also=["A100-PCIe-40GB"]),
+        GROUPED_MM_SM80, also=["A100-PCIe-40GB"]),
     "device-a100-80gb": profile(
         "device-a100-80gb", "A100-SXM4-80GB", "ampere",
         meta("NVIDIA A100-SXM4-80GB", 108, "1410 MHz SM boost, 1593 MHz HBM2e (datasheet)", ASSEMBLED,
              "Azure points: CUDA 12.5, driver 550.90.07, PyTorch 2.4.1 (K15)."),
         A100_PEAK, A100_GEMM, A100_ATTN,
         memory_model(gbps("membw-a100-80-gpubenches-stream-scale-occ100"), "membw-a100-80-gpubenches-stream-scale-occ100"),
-        also=["A100-PCIe-80GB"]),
+        GROUPED_MM_SM80, also=["A100-PCIe-80GB"]),
     "device-h100-sxm": profile(
         "device-h100-sxm", "H100-SXM5-80GB", "hopper",
         meta("NVIDIA H100 80GB HBM3 (SXM5, 700 W)", 132, "1980 MHz SM boost, 2619 MHz HBM3 (datasheet)", ASSEMBLED,
@@ -331,7 +347,7 @@ PROFILES = {
              "No H100 STREAM in the sources beside BabelStream (K16)."),
         H100_PEAK, H100_GEMM + H100_FP8_GEMM, H100_ATTN,
         memory_model(gbps("membw-h100-azure-babelstream-mul"), "membw-h100-azure-babelstream-mul"),
-        also=["H800-SXM5-80GB", "H100-PCIe-80GB", "H100-NVL-94GB"], grouped=H100_GROUPED),
+        GROUPED_MM_SM90, also=["H800-SXM5-80GB", "H100-PCIe-80GB", "H100-NVL-94GB"], grouped=H100_GROUPED),
     "device-h200-sxm": profile(
         "device-h200-sxm", "H200-SXM-141GB", "hopper",
         meta("NVIDIA H200 141GB (SXM)", 132, "1980 MHz SM boost (datasheet)", ASSEMBLED,
@@ -345,7 +361,7 @@ PROFILES = {
              "of HBM3 at 4.0 TB/s: the memory curve scaled to it; no GH200 kernel measurement is in the profile)."),
         H100_PEAK, H200_GEMM + H200_FP8_GEMM, H100_ATTN,
         memory_model(gbps("membw-h200-azure-babelstream-mul"), "membw-h200-azure-babelstream-mul"),
-        also=["GH200-96GB"], grouped=H100_GROUPED),
+        GROUPED_MM_SM90, also=["GH200-96GB"], grouped=H100_GROUPED),
     "device-b200": profile(
         "device-b200", "B200-SXM-180GB", "blackwell",
         meta("NVIDIA B200 180GB (HGX B200, 1,000 W)", 148, "datasheet boost not published per SM; as measured", ASSEMBLED,
@@ -360,7 +376,7 @@ PROFILES = {
              "TFLOP/s, 1.044x the B200's 1,745), is not a profile point."),
         B200_PEAK, B200_GEMM, B200_ATTN,
         memory_model(gbps("membw-b200-cccl7391-add-f16-2e28"), "membw-b200-cccl7391-add-f16-2e28"),
-        also=["GB200-186GB"], grouped=B200_GROUPED,
+        GROUPED_MM_SM100, also=["GB200-186GB"], grouped=B200_GROUPED,
         tiles_source=("assumed as for SM80/SM90 (CUTLASS's default tensor-core tiles; SM100's two-SM tiles are "
                       "not modelled): the measured points correct the model where they are")),
 }
@@ -409,6 +425,7 @@ def emit(p):
     if "grouped" in g:
         out.append("  grouped:")
         out += [f"    - {flow(pt)}" for pt in g["grouped"]]
+    out.append(f"  grouped_mm: {flow(g['grouped_mm'])}")
     a = p["attention"]
     out += ["attention:", f"  bwd_fwd_rate_ratio: {a['bwd_fwd_rate_ratio']}",
             f"  bwd_fwd_source: {scalar(a['bwd_fwd_source'])}", "  curves:"]

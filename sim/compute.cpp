@@ -171,16 +171,26 @@ UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceP
   } else {
     // After a kernel the host reads back (Kernel::host_sync) the GPU's queue is empty: the host
     // resumes once the copy back lands (one more launch) and issues the kernels that follow one
-    // by one, each kernel_issue_s after the last, and the GPU idles wherever it outruns it.
+    // by one, each kernel_issue_s after the last, and the GPU idles wherever it outruns it. A
+    // grouped GEMM PyTorch runs group by group (KernelProfile::per_group) reads its offsets back
+    // first, then issues one mm a group.
     const double read_back = prof ? prof->min_kernel_seconds : 0;
     auto time = [&](const std::vector<models::Kernel>& list, double& gpu_s, int& count) {
       double host = -1;  // < 0: the host is ahead of the GPU
+      count = 0;
       for (const auto& k : list) {
+        if (prof && prof->per_group(k)) {
+          host = gpu_s + read_back;
+          const double group = prof->group_seconds(k, compute, tf32);
+          for (int g = 0; g < k.groups; ++g) host += kernel_issue_s, gpu_s = std::max(gpu_s, host) + group;
+          count += k.groups;
+          continue;
+        }
         if (host >= 0) host += kernel_issue_s, gpu_s = std::max(gpu_s, host);
         gpu_s += prof ? prof->kernel_seconds(k, attention, compute, tf32) : roofline_kernel(k, gpu, compute, tf32);
         if (k.host_sync) host = gpu_s + read_back;
+        ++count;
       }
-      count = int(list.size());
     };
     time(unit.kernels->forward, c.forward_seconds, c.forward_kernels);
     time(unit.kernels->backward, c.backward_seconds, c.backward_kernels);

@@ -63,7 +63,8 @@ models::AttentionKernel read_attention_kernel(const Input& in) {
 }
 
 void read_gemm(const Input& g, KernelProfile& p) {
-  g.expect_keys({"tiles", "max_split_k", "tiles_source", "k_overhead", "k_overhead_source", "points", "grouped"});
+  g.expect_keys({"tiles", "max_split_k", "tiles_source", "k_overhead", "k_overhead_source", "points", "grouped",
+                 "grouped_mm"});
   const Input tiles = g["tiles"];
   if (!tiles.is_sequence() || tiles.size() == 0) tiles.fail("expected a list of [tile_m, tile_n], e.g. [[128, 256]]");
   p.gemm.tiles.clear();
@@ -118,6 +119,20 @@ void read_gemm(const Input& g, KernelProfile& p) {
       q.source = required_source(pt);
       p.gemm.grouped.push_back(std::move(q));
     }
+  }
+  // Absent: the fused kernel, which every profile with measured grouped points has.
+  if (const auto gm = g.find("grouped_mm")) {
+    if (!gm->is_map()) gm->fail("expected {kernel: fused | per_group, source: ...}");
+    gm->expect_keys({"kernel", "source"});
+    if ((*gm)["kernel"].as_choice({"fused", "per_group"}) == "per_group") {
+      if (g.has("grouped"))
+        (*gm)["kernel"].fail("measured grouped points time the fused kernel: a per_group GPU times each group's "
+                             "GEMM from the dense points, so drop one of them");
+      p.gemm.grouped_mm = KernelProfile::Gemm::GroupedMm::PerGroup;
+    }
+    p.gemm.grouped_mm_source = (*gm)["source"].as_string();
+    if (p.gemm.grouped_mm_source.empty())
+      (*gm)["source"].fail("expected where the kernel choice comes from (PyTorch's source, and the version)");
   }
 }
 
@@ -395,11 +410,20 @@ double KernelProfile::memory_seconds(double bytes) const {
   return std::max(t, min_kernel_seconds);
 }
 
+bool KernelProfile::per_group(const models::Kernel& k) const {
+  return k.kind == models::KernelKind::Gemm && k.groups > 1 && !k.fp8 && gemm.grouped_mm == Gemm::GroupedMm::PerGroup;
+}
+
+double KernelProfile::group_seconds(const models::Kernel& k, Dtype dtype, bool tf32) const {
+  return std::max(min_kernel_seconds, gemm_seconds(k.m / k.groups, k.n, k.k, dtype, tf32));
+}
+
 double KernelProfile::kernel_seconds(const models::Kernel& k, models::AttentionKernel attention, Dtype dtype,
                                      bool tf32) const {
   switch (k.kind) {
     case models::KernelKind::Gemm:
       if (k.fp8) return fp8_gemm_seconds(k.m, k.n, k.k);
+      if (per_group(k)) return k.groups * group_seconds(k, dtype, tf32);
       // A grouped GEMM (k.groups > 1) at its stacked shape's dense time over the measured efficiency.
       return std::max(min_kernel_seconds,
                       gemm_seconds(k.m, k.n, k.k, dtype, tf32) / (k.groups > 1 ? gemm.grouped_efficiency : 1.0));

@@ -83,6 +83,12 @@ class KernelProfile {
     // A grouped GEMM's rate over the dense GEMMs' of its stacked shape, as the profile models them:
     // the geometric mean over the grouped points; 1 where none is measured.
     double grouped_efficiency = 1;
+    // How PyTorch runs torch._grouped_mm on this GPU (`grouped_mm.kernel`): Fused, one CUTLASS
+    // kernel (compute capability 9.x and 10.x); PerGroup, its fallback on every other GPU
+    // (aten/src/ATen/native/GroupedMMUtils.h, _grouped_mm_fallback): the offsets copied to the
+    // host, which waits for the GPU to reach them, then one mm per group, each its own launch.
+    enum class GroupedMm { Fused, PerGroup } grouped_mm = GroupedMm::Fused;
+    std::string grouped_mm_source;
   } gemm;
 
   struct AttentionPoint {
@@ -140,7 +146,13 @@ class KernelProfile {
   double attention_seconds(models::AttentionKernel kernel, bool backward, double batch_heads, double seq,
                            double head_dim, bool causal, double window = 0, double query_shards = 1) const;
   double memory_seconds(double bytes) const;
-  // Any kernel of a unit's list; attention runs on `attention`.
+  // A grouped GEMM this GPU runs group by group (gemm.grouped_mm PerGroup): one group's GEMM, the
+  // groups' rows shared evenly (m / groups of the stacked m: the token rows forward and for the
+  // input's gradient, the weight rows for the weights' gradients).
+  bool per_group(const models::Kernel& k) const;
+  double group_seconds(const models::Kernel& k, Dtype dtype = Dtype::BF16, bool tf32 = false) const;
+  // Any kernel of a unit's list, its GPU time; attention runs on `attention`. A per-group grouped
+  // GEMM: its groups' GEMMs back to back (what the host's issuing adds is sim::unit_compute's).
   double kernel_seconds(const models::Kernel& k, models::AttentionKernel attention, Dtype dtype = Dtype::BF16,
                         bool tf32 = false) const;
 
