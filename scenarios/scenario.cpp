@@ -217,6 +217,20 @@ Point load_point(const Input& doc) {
         "an NVSwitch at {:g} GB/s each: for a PCIe server set cluster.intra_node: {{kind: pcie, bandwidth: ...}} "
         "(PCIe 4.0 x16: 31.5 GB/s a direction, PCIe 5.0 x16: 63 GB/s)",
         c.gpu.name, c.name, c.gpus_per_node, c.intra.bandwidth / 1e9));
+  // Volta's tensor cores take fp16, not bf16; and PyTorch's torch._grouped_mm, fused or not, wants
+  // compute capability 8.0 (GroupedMMUtils.h's fallback was enabled for SM80 and newer only).
+  if (c.gpu.sm > 0 && c.gpu.sm < 80) {
+    if (t.compute_dtype() == sim::Dtype::BF16)
+      p.warnings.push_back(fmt::format(
+          "{} has no bf16 tensor cores (compute capability {}.{}: fp16 only), so PyTorch runs bf16 matmuls far below "
+          "the {:g} TFLOP/s timed here: train in fp16 (training.param_dtype: fp16)",
+          c.gpu.name, c.gpu.sm / 10, c.gpu.sm % 10, c.gpu.peak_flops_bf16 / 1e12));
+    if (p.setup.model.experts > 0)
+      p.warnings.push_back(fmt::format(
+          "torch._grouped_mm, which the experts' GEMMs are timed as, needs compute capability 8.0 or newer: "
+          "torchtitan's mixture of experts does not run on the {} (compute capability {}.{})",
+          c.gpu.name, c.gpu.sm / 10, c.gpu.sm % 10));
+  }
   // `nics.bandwidth` is per NIC: overriding it alone on a multi-NIC preset multiplies it.
   if (auto cl = doc.find("cluster"); cl && cl->is_map() && cl->has("preset") && cl->has("nics")) {
     const Input nics = (*cl)["nics"];

@@ -295,6 +295,24 @@ TEST_CASE("a PCIe card in an NVSwitch node is warned about, and not in a PCIe on
   CHECK(pcie.points[0].warnings.empty());
 }
 
+TEST_CASE("a V100 is warned about bf16 and about a mixture of experts' grouped GEMMs, fp16 and A100 are not") {
+  auto warnings = [](const std::string& model, const std::string& gpu, const std::string& dtype) {
+    return scenarios::parse_scenario("model: " + model + "\ncluster: {preset: dgx-a100-ib200, nodes: 1, gpu: " + gpu +
+                                         "}\ntraining: {micro_batch: 1, seq_len: 2048, param_dtype: " + dtype + "}\n",
+                                     "v.yaml")
+        .points[0]
+        .warnings;
+  };
+  const auto bf16 = warnings("llama2-7b", "v100-32gb", "bf16");
+  REQUIRE(bf16.size() == 1);
+  CHECK(bf16[0].find("V100-SXM2-32GB has no bf16 tensor cores (compute capability 7.0: fp16 only)") == 0);
+  CHECK(warnings("llama2-7b", "v100-32gb", "fp16").empty());
+  const auto moe = warnings("qwen3-30b-a3b", "v100-32gb", "fp16");
+  REQUIRE(moe.size() == 1);
+  CHECK(moe[0].find("torch._grouped_mm, which the experts' GEMMs are timed as, needs compute capability 8.0") == 0);
+  CHECK(warnings("qwen3-30b-a3b", "a100-80gb", "bf16").empty());
+}
+
 TEST_CASE("MFU two ways: causal attention as the kernel runs it, and Megatron's 6N + 12 L h s") {
   const auto s = scenarios::parse_scenario(
       "model: llama2-7b\ncluster: {preset: dgx-a100-ib200, nodes: 1}\ntraining: {micro_batch: 1, seq_len: 4096}\n"
