@@ -49,8 +49,9 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // benchmark), 3D (FSDP + TP + PP) 3 and FSDP + CP 3, torchao's H100 2 and B200 2, H200 2, LLM
   // Foundry's A100 40GB table 78, A100 80GB 61, H100 large-scale 18, H100 8-64 GPUs 52; KempnerForge's
   // H200 benchmark 14; AWS's torchtitan on p5 2; OLMo-core's H100 table 10; our own H200 measurements 9;
-  // Lambda's Qwen3-30B-A3B on B200 3; torchtitan#1196's Llama 3 8B on B200 2.
-  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2);
+  // Lambda's Qwen3-30B-A3B on B200 3; torchtitan#1196's Llama 3 8B on B200 2; pith-train#79's torchtitan
+  // Qwen3-30B-A3B on B200 1.
+  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -63,11 +64,15 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   }
   // float8 rows too; not the 52 H100 rows whose attention kernel has no H100 measurement, nor the three
   // context-parallel rows, nor our two host-bound small-model rows, nor KempnerForge's eight that cross
-  // nodes whose NIC count is not published, nor torchao's two power-limited B200 rows; Lambda's three and
-  // torchtitan#1196's two are.
-  CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2);
+  // nodes whose NIC count is not published, nor torchao's two power-limited B200 rows; Lambda's three,
+  // torchtitan#1196's two and pith-train#79's one are.
+  CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2 + 1);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
-                                         "S62", "S63", "S66", "S67", "S68", "S70", "S72", "S73"});
+                                         "S62", "S63", "S66", "S67", "S68", "S70", "S72", "S73", "S74"});
+  // pith-train#79 (S74): the median of the three stable steps it quotes; torchtitan's per-op checkpointing.
+  CHECK(row("fsdp-pith79-tt-qwen3-30b-a3b-b200-8gpu-sac").measured_tps == 19520);
+  CHECK(row("fsdp-pith79-tt-qwen3-30b-a3b-b200-8gpu-sac").published_reserved_gib == Approx(141.79));
+  CHECK(setup_of("fsdp-pith79-tt-qwen3-30b-a3b-b200-8gpu-sac").training.impl.selective_op);
   // KempnerForge (S67): the table's tok/s over its GPUs; one node's rows counted, the others listed.
   CHECK(row("fsdp-kf-7b-h200-4gpu-tp4").measured_tps == Approx(25135.0 / 4).epsilon(1e-4));
   CHECK(row("fsdp-kf-7b-h200-4gpu-tp4").counted);
@@ -398,6 +403,12 @@ TEST_CASE("a not-fitted row is counted and predicted, and moves no fit") {
   sim::override_fitted_parameters(key, alone.at(key));
   CHECK(std::abs(scenarios::predict(dense).error(dense.measured_tps)) < 0.01);
   CHECK(scenarios::predict(moe).error(moe.measured_tps) > 0.3);
+  // The other published run of the same mixture of experts (S74, per-op checkpointing) is not fitted
+  // either, and misses the other way: predicted below its measurement.
+  const auto sac = row("fsdp-pith79-tt-qwen3-30b-a3b-b200-8gpu-sac");
+  CHECK(sac.counted);
+  CHECK_FALSE(sac.fitted);
+  CHECK(scenarios::predict(sac).error(sac.measured_tps) < -0.05);
   sim::clear_fitted_overrides();
 }
 
