@@ -368,6 +368,13 @@ class Builder {
   // type_as(x)); an fp32 input (the stream under autocast) skips both casts, and its weight
   // product runs in fp32.
   void rms_norm_eager(KernelPiece& p, const std::string& name, double n, double rows, double in) {
+    if (impl_.fused_rms_norm) {
+      // PyTorch's fused kernels: x in, y and the rows' rstd out; backward dy, x and rstd in, dx out,
+      // the weight's gradient reduced in the same pass. The output keeps the input's dtype.
+      mem(p.fwd, name, 2 * in * n + 4 * rows);
+      mem(p.bwd, name + " bwd", 3 * in * n + 4 * rows);
+      return;
+    }
     const bool cast = in != 4;
     const double y = cast ? e_ : 4;  // the weight product's element
     if (cast) mem(p.fwd, name + " to fp32", (e_ + 4) * n);

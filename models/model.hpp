@@ -148,6 +148,11 @@ struct Implementation {
   // CUDA errors", @9dec370), and a loss computed outside a compiled model stays eager.
   bool compiled_loss = false;
   bool fused_cross_entropy = false;  // one-kernel cross-entropy (flash-attn's xentropy) instead of eager fp32
+  // Eager RMSNorms as PyTorch >= 2.9 runs nn.RMSNorm / F.rms_norm on CUDA: one kernel forward
+  // (_fused_rms_norm, pytorch#153666) and one backward (_fused_rms_norm_backward), where false is the
+  // op-by-op Python reference (x.float().pow(2).mean(...), rsqrt, muls: Hugging Face's LlamaRMSNorm,
+  // or nn.RMSNorm before 2.9). Compiled blocks fuse their norms either way.
+  bool fused_rms_norm = false;
   int logit_metrics = 0;             // training metrics computed from the logits after each micro-batch (eager, no grad)
   double checkpoint_fraction = 1;    // of the blocks, under activation checkpointing (1: every block)
   // torchtitan's op-level selective checkpointing (activation_checkpointing: selective_op): every

@@ -198,7 +198,12 @@ struct Ctx {
   // over `width` elements a token keeps its fp32 input and its output. On the fp32 stream under
   // autocast it keeps its input and its fp32 normalized tensor (the weight product's operand); its
   // output is not kept: each Linear reading it keeps its own 16-bit cast (autocast_casts).
-  double rms_norm_saved(double width) const { return (4 + 2 * e) * width * tokens; }
+  // PyTorch's fused kernel (impl.fused_rms_norm) keeps its input and a fp32 rstd a row (`rows` a
+  // token: a per-head norm has one a head).
+  double rms_norm_saved(double width, double rows = 1) const {
+    if (impl.fused_rms_norm && !impl.compiled) return e * width * tokens + 4 * rows * tokens;
+    return (4 + 2 * e) * width * tokens;
+  }
   double norm_saved() const {
     if (fp32_stream()) return (m.norm == Norm::RMSNorm ? 8.0 : 4.0) * m.hidden * tokens / sp;
     return (m.norm == Norm::RMSNorm ? rms_norm_saved(m.hidden) : 2 * m.hidden * elem) / sp;
@@ -353,7 +358,7 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
       for (auto [piece, width] : {std::pair{&qp, q}, std::pair{&k, kv}}) {
         piece->u.params += hd, piece->u.norm_params += hd;
         piece->mem_fwd += 2 * width * c.elem, piece->mem_bwd += 3 * width * c.elem;
-        piece->act += c.rms_norm_saved(width);
+        piece->act += c.rms_norm_saved(width, width / hd);
         elementwise(*piece, 1);
       }
     }

@@ -165,6 +165,8 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   if (t.impl.unpadded_attention)
     k.put("unpadded_attention", "true", "flash-attn's varlen kernels, q/k/v unpadded and the output padded per layer");
   k.put("cross_entropy", t.impl.fused_cross_entropy ? "fused" : "fp32");
+  k.put("rms_norm", t.impl.fused_rms_norm ? "fused" : "reference",
+        t.impl.fused_rms_norm ? "eager RMSNorms as PyTorch >= 2.9's fused kernels" : "eager RMSNorms op by op");
   k.put("float8", yaml_flag(t.impl.float8_linears), t.impl.float8_linears ? "torchao Float8Linear (tensorwise) on the blocks' Linears" : "");
   if (t.impl.float8_linears)
     k.put("float8_all_gather", yaml_flag(t.impl.float8_all_gather), "the blocks' Linear weights all-gathered in float8");

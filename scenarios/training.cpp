@@ -20,7 +20,7 @@ const std::vector<std::string> kTrainingKeys = {
     "selective_op_recomputes_attention",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
-    "attention",         "unpadded_attention", "compile", "compile_loss", "cross_entropy", "logit_metrics", "float8",
+    "attention",         "unpadded_attention", "compile", "compile_loss", "cross_entropy", "rms_norm", "logit_metrics", "float8",
     "float8_all_gather", "tensor_parallel", "tp_plan", "async_tp", "context_parallel", "expert_parallel",
     "expert_imbalance",  "pipeline_parallel",
     "pipeline_schedule", "pipeline_microbatches", "stages_per_rank"};
@@ -298,6 +298,8 @@ sim::Training load_training(const Input& in) {
   }
   if (auto v = in.find("cross_entropy"))
     t.impl.fused_cross_entropy = v->as_choice({"fp32", "fused"}) == "fused";
+  // Eager RMSNorms: PyTorch's fused kernels (nn.RMSNorm from 2.9) or the op-by-op reference.
+  if (auto v = in.find("rms_norm")) t.impl.fused_rms_norm = v->as_choice({"reference", "fused"}) == "fused";
   // Metrics the training loop computes from the logits after each micro-batch (LLM Foundry's
   // ComposerModel: language cross-entropy and perplexity, evaluated by Composer every micro-batch).
   if (auto v = in.find("logit_metrics")) t.impl.logit_metrics = v->as_int_between(0, 16);

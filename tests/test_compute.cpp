@@ -406,6 +406,8 @@ TEST_CASE("bad profiles: a missing field, a curve that is not monotonic, a devic
                                 "options: selective_op"),
                        InputError);
   CHECK_THROWS_WITH_AS(training("cross_entropy: fast"), Contains("k.yaml:4: training.cross_entropy"), InputError);
+  CHECK_THROWS_WITH_AS(training("rms_norm: apex"), Contains("k.yaml:4: training.rms_norm"), InputError);
+  CHECK(training("rms_norm: fused").points[0].setup.training.impl.fused_rms_norm);
   CHECK(training("activation_checkpointing: 0.25").points[0].setup.training.impl.checkpoint_fraction == 0.25);
 }
 

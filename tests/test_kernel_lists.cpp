@@ -396,3 +396,41 @@ TEST_CASE("selective_op_recomputes_attention: the backward re-runs the attention
           Approx(attention[0]->flops()));
   }
 }
+
+TEST_CASE("rms_norm: fused, PyTorch's one kernel each way replaces the reference's ops, and keeps less") {
+  const auto m = models::preset("qwen3-8b");  // hidden 4096, 32 heads and 8 KV heads of 128
+  models::TrainingShape shape;
+  shape.micro_batch = 1;
+  shape.seq_len = 1024;  // T = 1024 tokens
+  auto count = [](const std::vector<models::Kernel>& list, const std::string& prefix) {
+    return std::count_if(list.begin(), list.end(), [&](const models::Kernel& k) { return k.op.rfind(prefix, 0) == 0; });
+  };
+  const auto reference = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  shape.impl.fused_rms_norm = true;
+  const auto fused = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& block = *fused[1].kernels;
+  // Forward: x (bf16) in, y out, a fp32 rstd for each of the T rows: 2 x 2 x 1024 x 4096 + 4 x 1024.
+  CHECK(count(block.forward, "ln_1") == 1);
+  CHECK(find(block.forward, "ln_1").bytes == Approx(4.0 * 1024 * 4096 + 4.0 * 1024));
+  // Backward: dy and x in, dx out, the rows' rstd: 3 x 2 x 1024 x 4096 + 4 x 1024.
+  CHECK(count(block.backward, "ln_1") == 1);
+  CHECK(find(block.backward, "ln_1 bwd").bytes == Approx(6.0 * 1024 * 4096 + 4.0 * 1024));
+  // q's per-head norm too: T x 32 rows of 128.
+  CHECK(count(block.forward, "q_norm") == 1);
+  CHECK(find(block.forward, "q_norm").bytes == Approx(4.0 * 1024 * 4096 + 4.0 * 1024 * 32));
+  CHECK(count(reference[1].kernels->forward, "ln_1") == 8);  // the reference's ops
+  // What the norms keep for backward: the bf16 input and a fp32 rstd a row (2 bytes an element and 4 a
+  // row), where the reference keeps its fp32 input and its output (4 + 2 x 2 = 8 bytes an element):
+  // over the block's two norms of 4096 a token (one row each) and the q and k norms (4096 and 1024
+  // wide, 32 and 8 rows a token), at T = 1024.
+  const double widths = 4096.0 + 4096 + 4096 + 1024, rows = 1 + 1 + 32 + 8;
+  CHECK(reference[1].activation_bytes - fused[1].activation_bytes ==
+        Approx((8.0 - 2.0) * widths * 1024 - 4.0 * rows * 1024));
+  // Compiled blocks fuse their norms either way: the option changes nothing there.
+  shape.impl.compiled = true;
+  const auto compiled_fused = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  shape.impl.fused_rms_norm = false;
+  const auto compiled_reference = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  CHECK(compiled_fused[1].activation_bytes == compiled_reference[1].activation_bytes);
+  CHECK(compiled_fused[1].kernels->forward.size() == compiled_reference[1].kernels->forward.size());
+}
