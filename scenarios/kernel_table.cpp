@@ -77,7 +77,7 @@ std::string kernel_table(const sim::StepSetup& setup) {
     for (const auto* pass : {&list->forward, &list->backward})
       for (const auto& k : *pass) {
         const double s = seconds(k);
-        launches += prof->per_group(k) ? std::size_t(k.groups) : 1;
+        launches += std::size_t(prof->launches(k));
         unit.add(k.kind, s);
         const double f = k.flops();
         // PyTorch's fallback runs a grouped GEMM as one mm a group, after reading the offsets back.

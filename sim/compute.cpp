@@ -183,7 +183,7 @@ UnitCompute unit_compute(const models::FsdpUnit& unit, const topologies::DeviceP
           host = gpu_s + read_back;
           const double group = prof->group_seconds(k, compute, tf32);
           for (int g = 0; g < k.groups; ++g) host += kernel_issue_s, gpu_s = std::max(gpu_s, host) + group;
-          count += k.groups;
+          count += prof->launches(k);
           continue;
         }
         if (host >= 0) host += kernel_issue_s, gpu_s = std::max(gpu_s, host);

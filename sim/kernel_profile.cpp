@@ -130,8 +130,7 @@ void read_gemm(const Input& g, KernelProfile& p) {
                              "GEMM from the dense points, so drop one of them");
       p.gemm.grouped_mm = KernelProfile::Gemm::GroupedMm::PerGroup;
     }
-    p.gemm.grouped_mm_source = (*gm)["source"].as_string();
-    if (p.gemm.grouped_mm_source.empty())
+    if ((*gm)["source"].as_string().empty())
       (*gm)["source"].fail("expected where the kernel choice comes from (PyTorch's source, and the version)");
   }
 }

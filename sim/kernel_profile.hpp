@@ -88,7 +88,6 @@ class KernelProfile {
     // (aten/src/ATen/native/GroupedMMUtils.h, _grouped_mm_fallback): the offsets copied to the
     // host, which waits for the GPU to reach them, then one mm per group, each its own launch.
     enum class GroupedMm { Fused, PerGroup } grouped_mm = GroupedMm::Fused;
-    std::string grouped_mm_source;
   } gemm;
 
   struct AttentionPoint {
@@ -150,6 +149,7 @@ class KernelProfile {
   // groups' rows shared evenly (m / groups of the stacked m: the token rows forward and for the
   // input's gradient, the weight rows for the weights' gradients).
   bool per_group(const models::Kernel& k) const;
+  int launches(const models::Kernel& k) const { return per_group(k) ? k.groups : 1; }  // the host issues
   double group_seconds(const models::Kernel& k, Dtype dtype = Dtype::BF16, bool tf32 = false) const;
   // Any kernel of a unit's list, its GPU time; attention runs on `attention`. A per-group grouped
   // GEMM: its groups' GEMMs back to back (what the host's issuing adds is sim::unit_compute's).

@@ -90,7 +90,8 @@ TEST_CASE("box files: a recorded box loads and drives a scenario through cluster
   CHECK(kp.gemm.points.size() == 2);  // bf16 only; the TF32 GEMM is in the header comment
   // Compute capability 9.0: PyTorch's fused torch._grouped_mm, said with where it comes from.
   CHECK(kp.gemm.grouped_mm == sim::KernelProfile::Gemm::GroupedMm::Fused);
-  CHECK(kp.gemm.grouped_mm_source.find("compute capability 9.0") != std::string::npos);
+  CHECK(profile.find("grouped_mm: {kernel: fused, source: ") != std::string::npos);
+  CHECK(profile.find("compute capability 9.0 (cudaGetDeviceProperties)") != std::string::npos);
   auto ampere = f;  // the same box as if its GPUs were A100s: PyTorch's per-group fallback
   for (auto& g : ampere.measured.box.gpus) g.sm = 80;
   CHECK(sim::parse_kernel_profile(device_profile_yaml(ampere), "a.yaml").gemm.grouped_mm ==
