@@ -146,6 +146,14 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
           "(+38% to +39%), with per-op checkpointing (S74) 11% above it (-10%); read this step time as uncertain by "
           "that much (docs/validation.md, B200)",
           &p);
+  // torchtitan builds its norms from nn.RMSNorm, which PyTorch runs fused from 2.9 on: an eager run
+  // timed with the op-by-op reference may be that run on an older PyTorch, or a slower prediction.
+  for (const auto& p : s.points)
+    if (const auto& t = p.setup.training; t.framework == sim::Framework::Torchtitan && !t.impl.compiled &&
+                                          !t.impl.fused_rms_norm && p.setup.model.norm == models::Norm::RMSNorm)
+      add("torchtitan's norms are nn.RMSNorm, which PyTorch 2.9 and newer run as one fused kernel each way: on such a "
+          "PyTorch set training.rms_norm: fused (eager Qwen3-32B on H100: 13-18% more tokens/s; docs/scenarios.md)",
+          &p);
   // A swept setting that published pairs of runs changed too: how the model's speedups came out there.
   for (const auto& key : s.sweep_keys)
     for (const auto& [setting, line] : sim::what_if_held_out(key))

@@ -104,6 +104,19 @@ TEST_CASE("async TP carries the size of its known over-prediction, synchronous T
   CHECK(table.find("async_tp=false) async TP") == std::string::npos);
 }
 
+TEST_CASE("an eager torchtitan run with reference norms hears of PyTorch's fused RMSNorm, compiled or fused does not") {
+  auto table = [](const std::string& training) {
+    const auto s = parse_scenario("model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {framework: "
+                                  "torchtitan, seq_len: 2048" + training + "}\n",
+                                  "t.yaml");
+    return format_results(s, run(s), Format::Table);
+  };
+  const std::string note = "note: torchtitan's norms are nn.RMSNorm, which PyTorch 2.9 and newer run as one fused kernel";
+  CHECK(table(", compile: false").find(note) != std::string::npos);
+  CHECK(table(", compile: false, rms_norm: fused").find(note) == std::string::npos);
+  CHECK(table(", compile: true").find(note) == std::string::npos);
+}
+
 TEST_CASE("a mixture of experts carries the size of its two published misses, a dense model does not") {
   const auto s = parse_scenario(
       "model: qwen3-30b-a3b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {seq_len: 2048}\n"
