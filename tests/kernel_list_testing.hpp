@@ -1,4 +1,4 @@
-// Looking up a kernel by name in a unit's kernel list (shared by test_kernel_lists.cpp and
+// Looking up and counting kernels by name in a unit's kernel list (shared by test_kernel_lists.cpp and
 // test_model_parallel.cpp).
 #pragma once
 
@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ inline models::Kernel find(const std::vector<models::Kernel>& list, const std::s
     if (k.op == op) return k;
   FAIL("no kernel " << op);
   return models::Kernel{};
+}
+
+// How many kernels of a list have names starting with `prefix`.
+inline long count_prefix(const std::vector<models::Kernel>& list, const std::string& prefix) {
+  return std::count_if(list.begin(), list.end(), [&](const models::Kernel& k) { return k.op.rfind(prefix, 0) == 0; });
 }
 
 }  // namespace tagcsim::test

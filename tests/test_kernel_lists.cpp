@@ -21,6 +21,7 @@ using namespace tagcsim;
 using doctest::Approx;
 using doctest::Contains;
 using test::find;
+const auto count = test::count_prefix;
 
 TEST_CASE("kernel lists: a model's own head_dim sizes q, the attention and the out projection") {
   // Qwen3-0.6B's shape: hidden 1024, 16 heads of 128 (q 2048 wide), 8 KV heads of 128.
@@ -48,9 +49,6 @@ TEST_CASE("kernel lists: Qwen3's q and k norms run per head, eager op by op, com
   models::TrainingShape shape;
   shape.micro_batch = 1;
   shape.seq_len = 1024;  // T = 1024 tokens
-  auto count = [](const std::vector<models::Kernel>& list, const std::string& prefix) {
-    return std::count_if(list.begin(), list.end(), [&](const models::Kernel& k) { return k.op.rfind(prefix, 0) == 0; });
-  };
   const auto eager = *models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels;
   // Eager: the block norms' eight forward ops, over T x 4096 elements in T x 32 rows for q.
   CHECK(count(eager.forward, "q_norm") == 8);
@@ -113,9 +111,6 @@ TEST_CASE("kernel lists: Gemma's norms after attention and MLP, and its capped l
   models::TrainingShape shape;
   shape.micro_batch = 1;
   shape.seq_len = 1024;  // T = 1024 tokens
-  auto count = [](const std::vector<models::Kernel>& list, const std::string& prefix) {
-    return std::count_if(list.begin(), list.end(), [&](const models::Kernel& k) { return k.op.rfind(prefix, 0) == 0; });
-  };
   auto lists = [&](int unit) { return *models::fsdp_units(m, models::WrapPolicy::Block, shape)[unit].kernels; };
   // Eager: each post norm is an RMSNorm op by op, 8 kernels forward, over T x 2304 elements.
   const auto block = lists(1);
@@ -402,9 +397,6 @@ TEST_CASE("rms_norm: fused, PyTorch's one kernel each way replaces the reference
   models::TrainingShape shape;
   shape.micro_batch = 1;
   shape.seq_len = 1024;  // T = 1024 tokens
-  auto count = [](const std::vector<models::Kernel>& list, const std::string& prefix) {
-    return std::count_if(list.begin(), list.end(), [&](const models::Kernel& k) { return k.op.rfind(prefix, 0) == 0; });
-  };
   const auto reference = models::fsdp_units(m, models::WrapPolicy::Block, shape);
   shape.impl.fused_rms_norm = true;
   const auto fused = models::fsdp_units(m, models::WrapPolicy::Block, shape);
