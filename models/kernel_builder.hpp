@@ -49,14 +49,14 @@ class Builder {
     norm(p, "ln_1");
     linear(p, "attn.q", m_.hidden, detail::q_dim(m_), Bias::Qkv, false, Sublayer::Attention);
     if (m_.qk_norm) qk_norm(p, "q_norm", q_width(), m_.heads);
-    rotary(p, "rotary q", q_width());
+    rotary(p, "rotary q", q_width() * qk_gathered());
     return p;
   }
   KernelPiece k() {
     KernelPiece p;
     linear(p, "attn.k", m_.hidden, detail::kv_dim(m_), Bias::Qkv, /*shares_input=*/true, Sublayer::Attention);
     if (m_.qk_norm) qk_norm(p, "k_norm", double(detail::kv_dim(m_)), m_.kv_heads);
-    rotary(p, "rotary k", double(detail::kv_dim(m_)));
+    rotary(p, "rotary k", double(detail::kv_dim(m_)) * qk_gathered());
     return p;
   }
   KernelPiece v() {
@@ -198,7 +198,10 @@ class Builder {
  private:
   double f() const { return double(m_.ffn); }
   double h() const { return double(m_.hidden); }
-  double q_width() const { return double(detail::q_dim(m_)); }  // q (and the attention output, but under MLA)
+  double q_width() const { return double(detail::q_dim(m_)); }
+  // The GPUs' heads q and k carry from their norms to the attention: all of the TP group's under
+  // tp_qk_norm: no_parallel (Implementation::qk_norm_no_parallel), else this GPU's.
+  double qk_gathered() const { return impl_.qk_norm_no_parallel ? tp_ : 1; }  // q (and the attention output, but under MLA)
   double out_width() const { return double(detail::attn_out_dim(m_)); }  // the attention output
 
   void mem(std::vector<Kernel>& to, std::string op, double bytes, int count = 1) {

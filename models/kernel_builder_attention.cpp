@@ -10,10 +10,16 @@ namespace tagcsim::models::detail {
 void Builder::attention(KernelPiece& p) {
   const double kv = double(detail::kv_dim(m_));
   const bool sdpa = impl_.attention != AttentionKernel::FlashTriton;
+  // K repeated from every head of the group under tp_qk_norm: no_parallel, V from this GPU's.
+  const double g = qk_gathered();
   if (sdpa && m_.kv_heads < m_.heads) {
-    mem(p.fwd, "repeat_kv", 2 * e_ * T_ * (kv + q_width()));
-    mem(p.bwd, "repeat_kv bwd", 2 * e_ * T_ * (kv + q_width()));
+    mem(p.fwd, "repeat_kv", (g + 1) * e_ * T_ * (kv + q_width()));
+    mem(p.bwd, "repeat_kv bwd", (g + 1) * e_ * T_ * (kv + q_width()));
   }
+  // SDPA's sharding rule takes the replicated q and K back to this GPU's heads: DTensor's
+  // Replicate -> Shard clones each one's chunk. Backward gathers their gradients
+  // (sim/model_parallel.cpp).
+  if (g > 1) mem(p.fwd, "q, k heads sharded again", 2 * e_ * T_ * q_width(), 2);
   Kernel a;
   a.kind = KernelKind::Attention;
   a.op = "attention";

@@ -193,6 +193,13 @@ struct Implementation {
   // the embedding stays replicated, and the head gathers the logits (output_layouts=Replicate) for a
   // cross-entropy over the whole vocabulary on every rank.
   enum class TpPlan { Torchtitan, PerLinear } tp_plan = TpPlan::Torchtitan;
+  // Under torchtitan's plan, q_norm and k_norm (Qwen3) wrapped in NoParallel (training.tp_qk_norm:
+  // no_parallel), as torchtitan's qwen3 plan did until pytorch/torchtitan#1870 (Oct 2025): the
+  // style's output hook redistributes each norm's head-sharded output to Replicate, an all-gather
+  // over the TP group, so rotary and GQA's repeat of k run on every head on every GPU, and SDPA
+  // takes its heads back (a local copy); backward gathers dq and the repeated k's gradient.
+  // false: the norms run on the local heads (SequenceParallel(sequence_dim=2) since #1870).
+  bool qk_norm_no_parallel = false;
 };
 
 struct TrainingShape {

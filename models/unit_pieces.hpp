@@ -342,13 +342,17 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
   if (detail::mla(m)) {
     for (auto& p : mla_projection_pieces(c, i)) out.push_back(std::move(p));
   } else if (detail::llama_layout(m)) {
+    // Rotary on every head of the TP group under tp_qk_norm: no_parallel (Implementation::qk_norm_no_parallel).
+    const double g = c.impl.qk_norm_no_parallel ? c.sp : 1;
     auto qp = linear(c, pre + "attn.q", UnitKind::AttentionQKV, i, m.hidden, detail::q_dim(m));
-    qp.mem_fwd = 2 * h * c.stream + 2 * q * c.elem;  // ln_1, rotary on q
-    qp.mem_bwd = 3 * h * c.stream + 2 * q * c.elem;
+    qp.mem_fwd = 2 * h * c.stream + 2 * g * q * c.elem;  // ln_1, rotary on q
+    qp.mem_bwd = 3 * h * c.stream + 2 * g * q * c.elem;
     qp.act = c.norm_saved();  // ln_1: its input (an fp32 copy for RMSNorm) and output, the q/k/v input
     elementwise(qp, 2);       // ln_1, rotary on q
+    if (g > 1)  // in flight at once: the gathered dq and repeated K's gradient, and the second's gather buffer
+      qp.work = (3 * g * q + h) * c.elem;
     auto k = linear(c, pre + "attn.k", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
-    k.mem_fwd = k.mem_bwd = 2 * kv * c.elem;  // rotary on k
+    k.mem_fwd = k.mem_bwd = 2 * g * kv * c.elem;  // rotary on k
     elementwise(k, 1);
     auto v = linear(c, pre + "attn.v", UnitKind::AttentionQKV, i, m.hidden, kv_dim(m));
     if (m.qk_norm) {

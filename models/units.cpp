@@ -115,6 +115,9 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
     if (shape.impl.float8_linears) refuse("float8", "float8 Linears (grouped GEMMs in float8)");
     if (shape.impl.autocast_casts) refuse("autocast", "autocast over fp32 parameters");
   }
+  if (shape.impl.qk_norm_no_parallel && !model.qk_norm)
+    throw InputError(fmt::format("training.tp_qk_norm: no_parallel wraps q_norm and k_norm, and model '{}' has none",
+                                 model.name));
   const TransformerConfig m = tensor_parallel_shard(model, shape.tensor_parallel);
   const int seq = shape.seq_len > 0 ? shape.seq_len : m.seq_len;
   if (shape.micro_batch < 1)

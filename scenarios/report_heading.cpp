@@ -118,6 +118,9 @@ std::string heading(const Scenario& s, const Point& p) {
                        t.tensor_parallel,
                        t.impl.tp_plan == models::Implementation::TpPlan::PerLinear
                            ? "each column-parallel Linear gathering its input, the logits gathered for the loss"
+                       : t.impl.qk_norm_no_parallel
+                           ? "torchtitan's plan with q_norm and k_norm in NoParallel: q and k gathered over every "
+                             "head after their norms (training.tp_qk_norm)"
                            : "torchtitan's plan",
                        t.async_tp ? "async TP (collectives hidden behind their matmuls)"
                                   : "the compute stream waiting for each collective");

@@ -110,6 +110,8 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
     k.put("async_tp", yaml_flag(t.async_tp), "TP collectives hidden behind their matmuls");
     k.put("tp_plan", t.impl.tp_plan == models::Implementation::TpPlan::PerLinear ? "per_linear" : "torchtitan",
           "who gathers the sequence shards: each Linear, or each attention / MLP once");
+    if (t.impl.qk_norm_no_parallel)
+      k.put("tp_qk_norm", "no_parallel", "q and k gathered over every head after their norms (torchtitan's qwen3 before #1870)");
   }
   if (t.context_parallel > 1)
     k.put("context_parallel", yaml_number(t.context_parallel), "GPUs of a node splitting each sequence");

@@ -21,7 +21,7 @@ const std::vector<std::string> kTrainingKeys = {
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "unpadded_attention", "compile", "compile_loss", "cross_entropy", "rms_norm", "logit_metrics", "float8",
-    "float8_all_gather", "tensor_parallel", "tp_plan", "async_tp", "context_parallel", "expert_parallel",
+    "float8_all_gather", "tensor_parallel", "tp_plan", "tp_qk_norm", "async_tp", "context_parallel", "expert_parallel",
     "expert_imbalance",  "pipeline_parallel",
     "pipeline_schedule", "pipeline_microbatches", "stages_per_rank"};
 
@@ -208,6 +208,14 @@ sim::Training load_training(const Input& in) {
     if (per_linear && t.async_tp)
       v->fail("async TP fuses the collectives of torchtitan's plan; per_linear with async_tp is not modelled");
     t.impl.tp_plan = per_linear ? models::Implementation::TpPlan::PerLinear : models::Implementation::TpPlan::Torchtitan;
+  }
+  if (auto v = in.find("tp_qk_norm")) {
+    // Whether the model has q and k norms is the model's check (models::fsdp_units).
+    t.impl.qk_norm_no_parallel = v->as_choice({"sharded", "no_parallel"}) == "no_parallel";
+    if (t.impl.qk_norm_no_parallel && t.tensor_parallel == 1) v->fail("no_parallel needs tensor_parallel > 1");
+    if (t.impl.qk_norm_no_parallel && t.impl.tp_plan == models::Implementation::TpPlan::PerLinear)
+      v->fail("no_parallel is torchtitan's qwen3 plan (q and k stay DTensors into their norms); under tp_plan: "
+              "per_linear they are local tensors and their norms run on this GPU's heads");
   }
   load_pipeline(in, t);
   if (auto v = in.find("micro_batch")) t.micro_batch = v->as_int_between(1, 1 << 20);

@@ -120,6 +120,21 @@ void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms
           block(bwd, bwd_launches, block_gather, block_gather_copy, Pass::Recompute, in, false);
       if (i < rerun_scatters) block(bwd, bwd_launches, scatter, copy, Pass::Recompute, out_site, true);
     }
+    if (t.impl.qk_norm_no_parallel) {
+      // NoParallel's output hook gathers the normed q and k over their heads (all_gather_tensor along
+      // the heads dimension: the chunks joined by a copy); backward gathers the gradients of the
+      // heads SDPA took back, q's and the repeated K's, both q wide. Nothing to fuse: rotary reads them.
+      const double q_bytes = tokens * double(models::detail::q_dim(m)) * e;
+      const double k_bytes = tokens * double(models::detail::kv_dim(m)) * e;
+      const double q_gather = collective(CollectiveOp::AllGather, q_bytes), q_copy = memory(2 * q_bytes);
+      const double k_gather = collective(CollectiveOp::AllGather, k_bytes), k_copy = memory(2 * k_bytes);
+      for (int pass = 0; pass < (rerun ? 2 : 1); ++pass) {
+        double& seconds = pass == 0 ? fwd : bwd;
+        int& launches = pass == 0 ? fwd_launches : bwd_launches;
+        waited(seconds, launches, q_gather, q_copy), waited(seconds, launches, k_gather, k_copy);
+      }
+      for (int k = 0; k < 2; ++k) waited(bwd, bwd_launches, q_gather, q_copy);
+    }
   }
   if (embedding) {  // the partial embeddings reduce-scattered to sequence shards; backward gathers their gradient
     if (!per_linear) waited(fwd, fwd_launches, scatter, copy);  // a replicated embedding is sliced in place

@@ -262,6 +262,49 @@ TEST_CASE("tensor parallel, tp_plan per_linear: q, k, v, gate and up each gather
   CHECK(find(per_head.forward, "lm_head").n == find(titan_head.forward, "lm_head").n);  // the GEMM stays sliced
 }
 
+TEST_CASE("tensor parallel, tp_qk_norm no_parallel: q and k gathered after their norms, rotary on every head") {
+  // torchtitan's qwen3 plan before #1870 wrapped q_norm and k_norm in NoParallel, whose output hook
+  // redistributes the head-sharded output to Replicate. Qwen3-32B over 8 GPUs at 2 x 4096 tokens
+  // (T = 8192): a GPU holds 8 of 64 q heads and 1 of 8 KV heads, 128 wide.
+  auto qwen = [](const std::string& extra) {
+    return scenarios::parse_scenario("model: qwen3-32b\ncluster: {preset: dgx-h100-ib400, nodes: 4}\ntraining:\n"
+                                     "  framework: torchtitan\n  tensor_parallel: 8\n  micro_batch: 2\n"
+                                     "  seq_len: 4096\n  activation_checkpointing: full\n" +
+                                         extra + "policies: [fsdp]\n",
+                                     "q.yaml");
+  };
+  const auto sharded = qwen(""), gathered = qwen("  tp_qk_norm: no_parallel\n");
+  const auto& setup = gathered.points.at(0).setup;
+  const auto& g = *setup.tensor_parallel_group;
+  // Forward: q (T x 64 x 128) and k (T x 8 x 128) in bf16, each gathered and joined by a copy. The
+  // re-run does both again; backward gathers dq and the repeated K's gradient, both q wide.
+  const double q = 8192.0 * 8192 * 2, k = 8192.0 * 1024 * 2;
+  auto gather = [&](double bytes) {
+    return sim::plan_collective(setup.cluster, sim::CollectiveOp::AllGather, bytes, g).seconds() +
+           sim::memory_kernel_seconds(2 * bytes, setup.cluster.gpu);
+  };
+  const int block = 1;  // torchtitan: tok_embeddings, then the blocks
+  const auto a = sim::model_parallel_time(sharded.points.at(0).setup, block);
+  const auto b = sim::model_parallel_time(setup, block);
+  CHECK(b.forward_seconds == Approx(a.forward_seconds + gather(q) + gather(k)));
+  CHECK(b.backward_seconds == Approx(a.backward_seconds + gather(q) + gather(k) + 2 * gather(q)));
+  CHECK(b.forward_launches == a.forward_launches + 4);
+  CHECK(b.backward_launches == a.backward_launches + 8);
+  // Rotary runs on every head (8 times this GPU's), and so does GQA's repeat of K: from 8 KV heads
+  // to 64 (V's repeat stays local, 1 to 8), 2 bytes an element read and written:
+  // (8 x (128 + 1024) + (128 + 1024)) x 8192 x 2.
+  const auto& one = *sharded.points.at(0).setup.units[block].kernels;
+  const auto& all = *setup.units[block].kernels;
+  CHECK(find(all.forward, "rotary q to fp32").bytes == Approx(8 * find(one.forward, "rotary q to fp32").bytes));
+  CHECK(find(all.forward, "rotary k to fp32").bytes == Approx(8 * find(one.forward, "rotary k to fp32").bytes));
+  CHECK(find(one.forward, "repeat_kv").bytes == Approx(2.0 * 1152 * 8192 * 2));
+  CHECK(find(all.forward, "repeat_kv").bytes == Approx(9.0 * 1152 * 8192 * 2));
+  // SDPA takes its 8 heads of q and of K back: a copy of each (1024 wide a token), read and written.
+  CHECK(test::count_prefix(all.forward, "q, k heads sharded again") == 2);
+  CHECK(find(all.forward, "q, k heads sharded again").bytes == Approx(2.0 * 1024 * 8192 * 2));
+  CHECK(test::count_prefix(one.forward, "q, k heads sharded again") == 0);
+}
+
 TEST_CASE("bad input: tp_plan without tensor parallelism, with async TP or float8, or misspelt") {
   CHECK_THROWS_WITH_AS(scenario("  tp_plan: per_linear\n"),
                        Contains("tp.yaml:4: training.tp_plan: only meaningful with tensor_parallel > 1"), InputError);
@@ -274,6 +317,19 @@ TEST_CASE("bad input: tp_plan without tensor parallelism, with async TP or float
                        InputError);
   CHECK_THROWS_WITH_AS(scenario("  tensor_parallel: 8\n  tp_plan: per-linear\n"),
                        Contains("tp.yaml:5: training.tp_plan"), InputError);
+}
+
+TEST_CASE("bad input: tp_qk_norm without tensor parallelism, under per_linear, on a model without q and k norms") {
+  CHECK_THROWS_WITH_AS(scenario("  tp_qk_norm: no_parallel\n"),
+                       Contains("tp.yaml:4: training.tp_qk_norm: no_parallel needs tensor_parallel > 1"), InputError);
+  CHECK_THROWS_WITH_AS(scenario("  tensor_parallel: 8\n  tp_plan: per_linear\n  tp_qk_norm: no_parallel\n"),
+                       Contains("tp.yaml:6: training.tp_qk_norm: no_parallel is torchtitan's qwen3 plan"), InputError);
+  CHECK_THROWS_WITH_AS(scenario("  tensor_parallel: 8\n  tp_qk_norm: no_parallel\n"),
+                       Contains("tp.yaml:5: training.tp_qk_norm: no_parallel wraps q_norm and k_norm, and model "
+                                "'llama3.1-70b' has none"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(scenario("  tensor_parallel: 8\n  tp_qk_norm: NoParallel\n"),
+                       Contains("tp.yaml:5: training.tp_qk_norm"), InputError);
 }
 
 TEST_CASE("bad input: tensor_parallel that does not split the model or the node, or with HSDP") {
