@@ -162,7 +162,7 @@ std::vector<Piece> layer_pieces(Builder& b, const TransformerConfig& m) {
 std::vector<std::shared_ptr<const UnitKernels>> unit_kernels(const TransformerConfig& m, WrapPolicy policy,
                                                             const TrainingShape& shape) {
   Builder b(m, shape);
-  const Recompute block_recompute{true, shape.impl.checkpoint_early_stop, shape.impl.selective_op,
+  const Recompute block_recompute{true, shape.impl.rerun_stops_early(), shape.impl.selective_op,
                                   !shape.impl.selective_op_recomputes_attention, 0};
   // Blocks come in up to four kinds of pieces: with a sliding window or not (their attention kernel
   // differs), and a mixture of experts' dense blocks (those of a dense model of their width).

@@ -170,6 +170,11 @@ struct Implementation {
   // the block's last matmul, the MLP down projection, and the residual after it are not re-run.
   // false: reentrant checkpointing, or PyTorch <= 2.0, re-run the whole block.
   bool checkpoint_early_stop = true;
+  // Whether a checkpointed block's re-run stops before its down projection: eager early stop, or
+  // any compiled block, whose backward graph AOTAutograd's partitioner builds from what the
+  // gradients need (it re-runs a checkpointed node only if the backward reads it; no gradient
+  // reads the down projection's output), whatever early_stop says.
+  bool rerun_stops_early() const { return checkpoint_early_stop || compiled; }
   // flash-attn's varlen kernels behind its bert_padding helpers (LLM Foundry's attn_impl: flash,
   // llmfoundry/models/layers/attention.py @5e85bd6): every layer gathers q, k and v into unpadded
   // rows (each unpad_input reads the mask back to the host twice: torch.nonzero and .item()) and

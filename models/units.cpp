@@ -44,7 +44,7 @@ void rerun_block(std::vector<Piece>& pieces, bool early_stop) {
 // Qwen3 and DeepSeek-V3 set it; Mixtral's reference code likewise), and that product's backward
 // reads them: the re-run goes through the down projection (kernel_builder.hpp, early_stop_forward).
 bool early_stop_skips_last(const TrainingShape& shape, const TransformerConfig& block) {
-  return shape.impl.checkpoint_early_stop && !detail::moe(block);
+  return shape.impl.rerun_stops_early() && !detail::moe(block);
 }
 
 FsdpUnit finish(Piece p) {

@@ -143,7 +143,7 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
     if (p.setup.model.experts > 0)
       add("a mixture of experts: the two published FSDP runs of one shipped (Qwen3-30B-A3B over 8 B200, torchtitan) "
           "miss their predictions both ways where the dense runs on B200 fit: fully checkpointed (S72) 28% below it "
-          "(+38% to +39%), with per-op checkpointing (S74) 11% above it (-10%); read this step time as uncertain by "
+          "(+39% to +40%), with per-op checkpointing (S74) 11% above it (-10%); read this step time as uncertain by "
           "that much (docs/validation.md, B200)",
           &p);
   // torchtitan builds its norms from nn.RMSNorm, which PyTorch runs fused from 2.9 on: an eager run

@@ -160,6 +160,7 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   if (t.activation_checkpointing)
     k.put("checkpoint_early_stop", yaml_flag(t.impl.checkpoint_early_stop),
           t.impl.checkpoint_early_stop ? "PyTorch >= 2.1 non-reentrant: the down projection is not re-run"
+          : t.impl.compiled            ? "compiled blocks re-run only what their backward reads: not the down projection"
                                        : "the whole block is re-run");
   k.put("attention", models::to_string(t.impl.attention), "the attention kernel");
   k.put("compile", yaml_flag(t.impl.compiled), "torch.compile: element-wise chains fused");

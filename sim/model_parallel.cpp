@@ -101,7 +101,7 @@ void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms
     // before the MLP's reduce-scatter. torchtitan's per-op policy saves every reduce-scatter's
     // output (reduce_scatter_tensor is in its save list), so its re-run scatters nothing.
     const bool rerun = unit.kernels && unit.kernels->recomputes;
-    const int rerun_scatters = !rerun || t.impl.selective_op ? 0 : t.impl.checkpoint_early_stop ? 1 : 2;
+    const int rerun_scatters = !rerun || t.impl.selective_op ? 0 : t.impl.rerun_stops_early() ? 1 : 2;
     using models::Pass, models::TpSite;
     for (int i = 0; i < 2; ++i) {
       const TpSite in = i == 0 ? TpSite::AttentionIn : TpSite::MlpIn;

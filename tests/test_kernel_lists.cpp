@@ -304,6 +304,40 @@ TEST_CASE("under activation checkpointing the backward runs the forward's kernel
   CHECK(!half[3].kernels->recomputes);
 }
 
+TEST_CASE("a compiled checkpointed block re-runs only what its backward reads: never the down projection") {
+  // AOTAutograd's partitioner copies a checkpointed forward node into the backward graph only if a
+  // gradient needs it; the down projection's output feeds the residual add alone. So a compiled
+  // block stops where eager early stop does, even with early_stop off (torchtitan's default of 2025).
+  const auto m = models::preset("llama2-7b");
+  models::TrainingShape shape;
+  shape.seq_len = 4096;
+  shape.activation_checkpointing = true;
+  shape.impl.compiled = true;
+  shape.impl.checkpoint_early_stop = false;
+  const auto off = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  shape.impl.checkpoint_early_stop = true;
+  const auto on = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& f = off[3].kernels->forward;
+  const auto& b = off[3].kernels->backward;
+  REQUIRE(b.size() == on[3].kernels->backward.size());
+  for (std::size_t i = 0; i < b.size(); ++i) CHECK(b[i].op == on[3].kernels->backward[i].op);
+  // The re-run is the forward up to the down projection: its GEMM is the first backward kernel.
+  const auto down = std::find_if(f.begin(), f.end(), [](const models::Kernel& k) { return k.op == "mlp.down"; });
+  REQUIRE(down != f.end());
+  const auto rerun = std::size_t(down - f.begin());
+  for (std::size_t i = 0; i < rerun; ++i) CHECK(b[i].pass == models::Pass::Recompute);
+  CHECK(b[rerun].pass == models::Pass::Backward);
+  CHECK(std::count_if(b.begin(), b.end(), [](const models::Kernel& k) { return k.op == "mlp.down"; }) == 0);
+  // Eager with early_stop off re-runs it.
+  shape.impl.compiled = false;
+  shape.impl.checkpoint_early_stop = false;
+  const auto eager = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& eb = eager[3].kernels->backward;
+  CHECK(std::count_if(eb.begin(), eb.end(), [](const models::Kernel& k) {
+          return k.op == "mlp.down" && k.pass == models::Pass::Recompute;
+        }) == 1);
+}
+
 namespace {
 
 // torchtitan's per-op checkpointing over 2 x 8192 tokens, every block re-run in full (no early stop).

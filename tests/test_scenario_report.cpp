@@ -125,7 +125,7 @@ TEST_CASE("a mixture of experts carries the size of its two published misses, a 
   const auto table = format_results(s, run(s), Format::Table);
   CHECK(table.find("note: (at model=qwen3-30b-a3b) a mixture of experts: the two published FSDP runs of one shipped "
                    "(Qwen3-30B-A3B over 8 B200, torchtitan) miss their predictions both ways where the dense runs on "
-                   "B200 fit: fully checkpointed (S72) 28% below it (+38% to +39%), with per-op checkpointing (S74) 11% "
+                   "B200 fit: fully checkpointed (S72) 28% below it (+39% to +40%), with per-op checkpointing (S74) 11% "
                    "above it (-10%)") != std::string::npos);
   CHECK(table.find("model=qwen3-0.6b) a mixture of experts") == std::string::npos);
   CHECK(table.find("two published runs validated, one 28% slower than predicted, one 11% faster") != std::string::npos);
