@@ -177,6 +177,24 @@ class Builder {
       mem(p.fwd, "cross_entropy", e_ * TV);
       mem(p.fwd, "loss mean", 8 * T_);
       mem(p.bwd, "cross_entropy bwd", 2 * e_ * TV);
+    } else if (loss_parallel()) {
+      // DTensor's loss parallelism (torch/distributed/tensor/parallel/loss.py) runs its own Python
+      // for the vocabulary slice: _log_softmax as max, subtract, exp, sum and subtract, each
+      // element-wise over the fp32 logits (the max and the sum all-reduced over the TP group), and
+      // backward one fused nll/log_softmax step, (zeros with the targets' -1 + exp(out)) * grad.
+      mem(p.fwd, "logits to fp32", (e_ + 4) * TV);
+      mem(p.fwd, "log_softmax max", 4 * TV);
+      mem(p.fwd, "log_softmax shift", 8 * TV);
+      mem(p.fwd, "log_softmax exp", 8 * TV);
+      mem(p.fwd, "log_softmax sum", 4 * TV);
+      mem(p.fwd, "log_softmax subtract", 8 * TV);
+      mem(p.fwd, "nll_loss", 16 * T_, 2);
+      mem(p.bwd, "nll_loss bwd zeros", 4 * TV);
+      mem(p.bwd, "nll_loss bwd scatter", 16 * T_);
+      mem(p.bwd, "log_softmax bwd exp", 8 * TV);
+      mem(p.bwd, "log_softmax bwd add", 12 * TV);
+      mem(p.bwd, "log_softmax bwd mul", 8 * TV);
+      mem(p.bwd, "logits grad to bf16", (4 + e_) * TV);
     } else {
       mem(p.fwd, "logits to fp32", (e_ + 4) * TV);
       mem(p.fwd, "log_softmax", 8 * TV);
@@ -199,6 +217,9 @@ class Builder {
   double f() const { return double(m_.ffn); }
   double h() const { return double(m_.hidden); }
   double q_width() const { return double(detail::q_dim(m_)); }
+  // torchtitan's plan takes the loss on each GPU's vocabulary slice (loss_parallel): an eager loss
+  // then runs DTensor's Python for it.
+  bool loss_parallel() const { return tp_ > 1 && impl_.tp_plan == Implementation::TpPlan::Torchtitan; }
   // The GPUs' heads q and k carry from their norms to the attention: all of the TP group's under
   // tp_qk_norm: no_parallel (Implementation::qk_norm_no_parallel), else this GPU's.
   double qk_gathered() const { return impl_.qk_norm_no_parallel ? tp_ : 1; }  // q (and the attention output, but under MLA)

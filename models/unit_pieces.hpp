@@ -486,6 +486,10 @@ inline UnitPiece head(const Ctx& c) {
   } else {
     p.act += 4 * TV + (c.impl.logit_metrics > 0 ? c.e * TV : 0);  // fp32 log-softmax; logits kept for metrics
     p.transient = 8 * TV;     // fp32 gradients of the log-softmax output and of its input
+    // Loss parallelism's backward (torch/distributed/tensor/parallel/loss.py,
+    // _nll_loss_and_log_softmax_backward) holds (zeros + exp(out)) and their product with the
+    // zeros tensor still alive: three fp32 slices beside the saved output, not two.
+    if (c.sp > 1 && c.impl.tp_plan == Implementation::TpPlan::Torchtitan) p.transient = 12 * TV;
   }
   p.kf = 1 + 1 + 2;                            // final norm, GEMM, log-softmax + NLL
   p.kb = 1 + 2 + 2;

@@ -49,7 +49,7 @@ void add_context_parallel(const StepSetup& setup, int u, ModelParallelTime& out)
 // Under tp_plan: per_linear each column-parallel Linear (q, k, v; gate, up) redistributes the
 // sequence-sharded input itself, so the attention's and the MLP's input collectives run once per
 // Linear, the replicated embedding needs no forward collective, and the head gathers the logits
-// (along the vocabulary, with its copy) where loss parallelism would all-reduce two per-token sums.
+// (along the vocabulary, with its copy) where loss parallelism would all-reduce three per-token values.
 void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms, ModelParallelTime& out) {
   if (!setup.tensor_parallel_group) return;
   const auto& unit = setup.units[std::size_t(u)];
@@ -146,7 +146,9 @@ void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms
       const double logits = tokens * double(m.vocab) * e;
       waited(fwd, fwd_launches, collective(CollectiveOp::AllGather, logits), memory(2 * logits));
     } else {
-      waited(fwd, fwd_launches, loss, 0), waited(fwd, fwd_launches, loss, 0);
+      // Loss parallelism all-reduces each token's max and sum of exponentials, and its target's
+      // logit from the GPU whose slice holds it (_MaskPartial); its backward needs none.
+      for (int k = 0; k < 3; ++k) waited(fwd, fwd_launches, loss, 0);
     }
   }
   out.forward_seconds += fwd, out.backward_seconds += bwd;

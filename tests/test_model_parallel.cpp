@@ -100,11 +100,12 @@ TEST_CASE("tensor parallel: a block waits for two all-gathers and two reduce-sca
   CHECK(tp.forward_launches == 8);
   CHECK(tp.backward_launches == 14);
   // The token embedding reduce-scatters its output; the head all-gathers its input and reduces the
-  // loss over the vocabulary slices (two all-reduces of a float per token, no copy).
+  // loss over the vocabulary slices: three all-reduces of a float per token (the max, the sum of
+  // exponentials, the target's logit), no copy.
   const double loss = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllReduce, 4.0 * 8192, g).seconds();
   CHECK(sim::model_parallel_time(setup, 0).forward_seconds == Approx(rs + copy));
   const int head = int(setup.units.size()) - 1;
-  CHECK(sim::model_parallel_time(setup, head).forward_seconds == Approx(ag + copy + 2 * loss));
+  CHECK(sim::model_parallel_time(setup, head).forward_seconds == Approx(ag + copy + 3 * loss));
   CHECK(sim::model_parallel_time(setup, head).backward_seconds == Approx(rs + copy));
   // Compiled, the backward reduce-scatters' copy joins the element-wise sum of the dgrads before them.
   const auto compiled = scenario("  framework: torchtitan\n  tensor_parallel: 8\n  micro_batch: 2\n  seq_len: 4096\n"
@@ -258,7 +259,8 @@ TEST_CASE("tensor parallel, tp_plan per_linear: q, k, v, gate and up each gather
   // The loss's kernels run over the whole vocabulary: 8 times torchtitan's slice.
   const auto& titan_head = *titan.points.at(0).setup.units[0].kernels;
   const auto& per_head = *setup.units[0].kernels;
-  CHECK(find(per_head.forward, "log_softmax").bytes == Approx(8 * find(titan_head.forward, "log_softmax").bytes));
+  CHECK(find(per_head.forward, "log_softmax").bytes ==
+        Approx(8 * find(titan_head.forward, "log_softmax shift").bytes));
   CHECK(find(per_head.forward, "lm_head").n == find(titan_head.forward, "lm_head").n);  // the GEMM stays sliced
 }
 
@@ -303,6 +305,33 @@ TEST_CASE("tensor parallel, tp_qk_norm no_parallel: q and k gathered after their
   CHECK(test::count_prefix(all.forward, "q, k heads sharded again") == 2);
   CHECK(find(all.forward, "q, k heads sharded again").bytes == Approx(2.0 * 1024 * 8192 * 2));
   CHECK(test::count_prefix(one.forward, "q, k heads sharded again") == 0);
+}
+
+TEST_CASE("tensor parallel: loss parallelism runs DTensor's log_softmax op by op and holds one more fp32 slice") {
+  // torch/distributed/tensor/parallel/loss.py on each GPU's 128256 / 8 = 16032-word slice of the
+  // fp32 logits, T = 8192 tokens (TV = 8192 x 16032): forward max (reads TV), shift, exp and
+  // subtract (read and write TV each), sum (reads TV); backward zeros (writes TV), exp(out) (read,
+  // write), their sum (reads two, writes one) and its product with the gradient (read, write).
+  // Eager PyTorch's single log_softmax kernels move 8 TV and 12 TV bytes.
+  const auto s = scenario("  fsdp: 2\n  tensor_parallel: 8\n  micro_batch: 2\n  seq_len: 4096\n");
+  const auto& head = *s.points.at(0).setup.units[0].kernels;
+  const double TV = 8192.0 * 16032;
+  double fwd = 0, bwd = 0;
+  for (const auto& k : head.forward)
+    if (k.op.rfind("log_softmax", 0) == 0) fwd += k.bytes;
+  for (const auto& k : head.backward)
+    if (k.op.rfind("log_softmax", 0) == 0 || k.op == "nll_loss bwd zeros") bwd += k.bytes;
+  CHECK(fwd == Approx(32 * TV));
+  CHECK(bwd == Approx(32 * TV));
+  CHECK(test::count_prefix(head.forward, "log_softmax") == 5);
+  // Its backward holds zeros, (zeros + exp(out)) and the product beside the saved fp32 output:
+  // 12 TV bytes in flight where the eager kernels hold 8 TV (tensor parallelism off: every word).
+  const auto tp = models::fsdp_units(models::preset("llama3.1-70b"), models::WrapPolicy::Block, [] {
+    models::TrainingShape shape;
+    shape.micro_batch = 2, shape.seq_len = 4096, shape.tensor_parallel = 8;
+    return shape;
+  }());
+  CHECK(tp[0].backward_transient_bytes == Approx(12 * TV));
 }
 
 TEST_CASE("bad input: tp_plan without tensor parallelism, with async TP or float8, or misspelt") {
