@@ -117,6 +117,21 @@ TEST_CASE("an eager torchtitan run with reference norms hears of PyTorch's fused
   CHECK(table(", compile: true").find(note) == std::string::npos);
 }
 
+TEST_CASE("a torchtitan TP run of a q/k-norm model hears of the old NoParallel gathers, until it sets them") {
+  auto table = [](const std::string& model, const std::string& training) {
+    const auto s = parse_scenario("model: " + model + "\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: "
+                                  "{framework: torchtitan, compile: true, seq_len: 2048" + training + "}\n",
+                                  "t.yaml");
+    return format_results(s, run(s), Format::Table);
+  };
+  const std::string note = "note: torchtitan's qwen3 TP plan all-gathered q and k after their norms until "
+                           "pytorch/torchtitan#1870 (Oct 14, 2025)";
+  CHECK(table("qwen3-32b", ", tensor_parallel: 8").find(note) != std::string::npos);
+  CHECK(table("qwen3-32b", ", tensor_parallel: 8, tp_qk_norm: no_parallel").find(note) == std::string::npos);
+  CHECK(table("qwen3-32b", "").find(note) == std::string::npos);                            // no TP
+  CHECK(table("llama3.1-8b", ", tensor_parallel: 8").find(note) == std::string::npos);      // no q/k norms
+}
+
 TEST_CASE("a mixture of experts carries the size of its two published misses, a dense model does not") {
   const auto s = parse_scenario(
       "model: qwen3-30b-a3b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {seq_len: 2048}\n"
