@@ -16,9 +16,10 @@
 namespace tagcsim::models {
 namespace {
 
-const std::vector<std::string> kModelTypes = {"gpt2",   "llama",       "mistral",     "mixtral",     "phi3",
-                                              "qwen2",  "qwen3",       "qwen3_moe",   "olmo2",       "gemma2",
-                                              "gemma3", "gemma3_text", "deepseek_v2", "deepseek_v3"};
+const std::vector<std::string> kModelTypes = {"gpt2",      "llama",  "mistral",     "mixtral",     "phi3",
+                                              "qwen2",     "qwen3",  "qwen2_moe",   "qwen3_moe",   "olmo2",
+                                              "glm4_moe",  "gemma2", "gemma3",      "gemma3_text", "deepseek_v2",
+                                              "deepseek_v3"};
 
 int int_of(const Input& v, int min) {
   const auto n = v.as_int_at_least(min);
@@ -53,7 +54,7 @@ TransformerConfig llama_layout(const Input& c, const std::string& type) {
   m.tied_embeddings = flag(c, "tie_word_embeddings", type.rfind("gemma", 0) == 0);
   m.norm = Norm::RMSNorm;
   refuse_if(c, "mlp_bias", "biases on the MLP's Linears are not modelled");
-  if (type != "qwen2")
+  if (type != "qwen2" && type != "glm4_moe")
     refuse_if(c, "attention_bias",
               "biases on every attention projection are not modelled (the model's bias: qkv covers q, k and v, "
               "as Qwen2's)");
@@ -97,6 +98,36 @@ void qwen3_moe(const Input& c, TransformerConfig& m) {
     m.dense_layers = int(dense->size());
   }
   if (m.dense_layers == 0 && m.moe_every == 1) m.dense_ffn = 0;
+}
+
+// Qwen2's MoE (Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B): Qwen3-MoE's expert fields, and a shared expert of
+// shared_expert_intermediate_size (whole multiples of moe_intermediate_size: shared_experts of them)
+// behind its sigmoid gate (shared_expert_gate, a Linear hidden -> 1).
+void qwen2_moe(const Input& c, TransformerConfig& m) {
+  qwen3_moe(c, m);
+  if (const int shared = optional(c, "shared_expert_intermediate_size", 0); shared > 0) {
+    if (shared % m.ffn != 0)
+      c["shared_expert_intermediate_size"].fail(fmt::format(
+          "a shared expert of {} is not a whole number of experts of moe_intermediate_size {}", shared, m.ffn));
+    m.shared_experts = int(shared / m.ffn);
+    m.shared_expert_gate = true;
+  }
+}
+
+// GLM-4.5 (glm4_moe): q and k normed per head (use_qk_norm), biases on q, k and v (attention_bias),
+// the first first_k_dense_replace blocks dense, then n_routed_experts and n_shared_experts of
+// moe_intermediate_size. Its grouped routing, rotary on part of each head (partial_rotary_factor:
+// rotary is timed on the whole head) and multi-token prediction layers are not modelled.
+void glm4_moe(const Input& c, TransformerConfig& m) {
+  m.qk_norm = flag(c, "use_qk_norm", false);
+  m.qkv_bias = flag(c, "attention_bias", false);
+  m.dense_ffn = m.ffn;
+  m.ffn = c["moe_intermediate_size"].as_int_at_least(1);
+  m.experts = required(c, "n_routed_experts", 2);
+  m.experts_per_token = required(c, "num_experts_per_tok");
+  m.shared_experts = optional(c, "n_shared_experts", 0);
+  m.dense_layers = optional(c, "first_k_dense_replace", 0);
+  if (m.dense_layers == 0) m.dense_ffn = 0;
 }
 
 // DeepSeek-V2/V3: latent attention, the first first_k_dense_replace blocks dense, the rest routed
@@ -152,7 +183,7 @@ TransformerConfig model_from_hf_config(const Input& file_root) {
   // Llama's separate projections, which is how they are timed (a few launches more).
   TransformerConfig m = type == "gpt2" ? gpt2(c) : llama_layout(c, type);
   if (type == "mistral" || type == "mixtral" || type == "phi3") sliding_window(c, m);
-  if (type == "qwen2") {
+  if (type == "qwen2" || type == "qwen2_moe") {
     m.qkv_bias = true;
     refuse_if(c, "use_sliding_window", "Qwen2's sliding window on the layers past max_window_layers is not modelled");
   }
@@ -162,6 +193,8 @@ TransformerConfig model_from_hf_config(const Input& file_root) {
     m.experts_per_token = required(c, "num_experts_per_tok");
   }
   if (type == "qwen3_moe") qwen3_moe(c, m);
+  if (type == "qwen2_moe") qwen2_moe(c, m);
+  if (type == "glm4_moe") glm4_moe(c, m);
   if (type == "deepseek_v2" || type == "deepseek_v3") deepseek(c, m);
   if (type.rfind("gemma", 0) == 0) gemma(c, type == "gemma2" ? type : "gemma3", m);
 

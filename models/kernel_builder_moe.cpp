@@ -22,7 +22,7 @@ KernelPiece Builder::router() {
   KernelPiece p;
   norm(p, "ln_2");
   const double E = m_.experts, Tk = T_ * m_.experts_per_token;
-  gemm(p.fwd, "mlp.router", T_, E, h());
+  gemm(p.fwd, "mlp.router", T_, detail::router_width(m_), h());
   if (!impl_.compiled) mem(p.fwd, "router scores to fp32", (e_ + 4) * T_ * E);
   mem(p.fwd, "router softmax", 8 * T_ * E);
   mem(p.fwd, "router topk", 4 * T_ * E + 12 * Tk);
@@ -40,8 +40,8 @@ KernelPiece Builder::router() {
   mem(p.bwd, "router topk bwd", 4 * T_ * E + 12 * Tk);
   mem(p.bwd, "router softmax bwd", 12 * T_ * E);
   if (!impl_.compiled) mem(p.bwd, "router scores grad to bf16", (4 + e_) * T_ * E);
-  gemm(p.bwd, "mlp.router dgrad", T_, h(), E);
-  gemm(p.bwd, "mlp.router wgrad", E, h(), T_);
+  gemm(p.bwd, "mlp.router dgrad", T_, h(), detail::router_width(m_));
+  gemm(p.bwd, "mlp.router wgrad", detail::router_width(m_), h(), T_);
   return p;
 }
 KernelPiece Builder::experts_gate_up() {

@@ -67,6 +67,8 @@ void check(const TransformerConfig& m, const Complain& complain) {
   }
   at_least("experts", m.experts, 0);
   at_least("shared_experts", m.shared_experts, 0);
+  if (m.shared_expert_gate && m.shared_experts == 0)
+    complain({"shared_expert_gate", "shared_experts"}, "a gate on the shared experts needs shared_experts > 0");
   if (m.experts > 0) {
     if (m.experts < 2) complain({"experts"}, fmt::format("a mixture of experts needs 2 or more experts, got {}", m.experts));
     if (m.experts_per_token < 1 || m.experts_per_token > m.experts)
@@ -132,7 +134,7 @@ TransformerConfig load_model(const Input& in) {
   in.expect_keys({"preset", "hf_config", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn",
                   "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias",
                   "sliding_window", "full_attention_every", "post_norms", "logit_softcap", "experts",
-                  "experts_per_token", "shared_experts", "dense_layers", "moe_every", "dense_ffn", "kv_lora_rank",
+                  "experts_per_token", "shared_experts", "shared_expert_gate", "dense_layers", "moe_every", "dense_ffn", "kv_lora_rank",
                   "q_lora_rank", "rope_head_dim", "v_head_dim"});
 
   TransformerConfig m;
@@ -167,6 +169,7 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("experts")) m.experts = read_int(*v, 0);
   if (auto v = in.find("experts_per_token")) m.experts_per_token = read_int(*v, 0);
   if (auto v = in.find("shared_experts")) m.shared_experts = read_int(*v, 0);
+  if (auto v = in.find("shared_expert_gate")) m.shared_expert_gate = v->as_bool();
   if (auto v = in.find("kv_lora_rank")) m.kv_lora_rank = read_int(*v, 0);
   if (auto v = in.find("q_lora_rank")) m.q_lora_rank = read_int(*v, 0);
   if (auto v = in.find("rope_head_dim")) m.rope_head_dim = read_int(*v, 0);

@@ -54,6 +54,9 @@ struct TransformerConfig {
   int experts = 0;
   int experts_per_token = 0;
   int shared_experts = 0;  // SwiGLU experts of ffn every token runs beside its routed ones (DeepSeek, Llama 4)
+  // Qwen2-MoE's sigmoid gate on the shared experts' output: a Linear hidden -> 1 beside the router,
+  // timed as one more router column.
+  bool shared_expert_gate = false;
   // Dense blocks among a mixture of experts': the first dense_layers blocks (DeepSeek's
   // first_k_dense_replace, GLM-4.5's) and, when moe_every > 1, every block but each moe_every-th
   // (Llama 4's interleave_moe_layer_step: blocks moe_every - 1, 2 moe_every - 1, ... are MoE) run a

@@ -67,7 +67,9 @@ inline std::int64_t attention_params(const TransformerConfig& m) {
 
 // Mixture of experts: the router and every expert's three matrices (no biases).
 inline bool moe(const TransformerConfig& m) { return m.experts > 0; }
-inline std::int64_t router_params(const TransformerConfig& m) { return std::int64_t(m.hidden) * m.experts; }
+// The router's columns: one an expert, and Qwen2-MoE's shared-expert gate.
+inline int router_width(const TransformerConfig& m) { return m.experts + (m.shared_expert_gate ? 1 : 0); }
+inline std::int64_t router_params(const TransformerConfig& m) { return std::int64_t(m.hidden) * router_width(m); }
 inline std::int64_t expert_params(const TransformerConfig& m) { return 3LL * m.hidden * m.ffn; }
 
 // Whether block `layer` runs the experts (the rest of a mixture of experts' blocks are dense).

@@ -276,7 +276,7 @@ inline std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   const std::string pre = fmt::format("layers.{}.", i);
   UnitPiece router = named(pre + "mlp.router", UnitKind::MlpUp, i);
   router.u.params = router.u.mlp_params = detail::router_params(m);
-  router.gemm = 2.0 * c.tokens * h * E;
+  router.gemm = 2.0 * c.tokens * h * detail::router_width(m);
   router.mem_fwd = 2 * h * c.stream + c.tokens * E * (e + 4 + 8 + 4) + Tk * (12 + 8 + 24) + 2 * h * tke;
   router.mem_bwd = 3 * h * c.stream + c.tokens * E * (4 + 12 + 4 + e) + 12 * Tk + (2 * Tk * e + 2 * c.tokens * e) * h;
   router.act = c.norm_saved() + 4 * c.tokens * E + 12 * Tk;

@@ -81,6 +81,8 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
     k.put("experts_per_token", yaml_number(m.experts_per_token), "experts each token runs (top-k routing)");
     if (m.shared_experts > 0)
       k.put("shared_experts", yaml_number(m.shared_experts), "experts every token runs beside its routed ones");
+    if (m.shared_expert_gate)
+      k.put("shared_expert_gate", "true", "a sigmoid gate (a Linear hidden -> 1) on the shared experts' output (Qwen2-MoE)");
     if (m.dense_layers > 0) k.put("dense_layers", yaml_number(m.dense_layers), "first blocks with a dense MLP instead");
     if (m.moe_every > 1) k.put("moe_every", yaml_number(m.moe_every), "every this-many-th block has the experts, the others a dense MLP");
     if (m.dense_ffn > 0) k.put("dense_ffn", yaml_number(double(m.dense_ffn)), "the dense blocks' MLP width");

@@ -3,6 +3,7 @@
 // ignore) and checks the shape against the preset built from the same model card: the same
 // parameter count, to the parameter, and the same step time.
 #include "models/model.hpp"
+#include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/step.hpp"
 
@@ -121,6 +122,54 @@ TEST_CASE("hf_config: mixtures of experts and latent attention, Qwen3-30B-A3B an
   CHECK(models::parameter_count(lite) == models::parameter_count(models::preset("deepseek-v2-lite")));
 }
 
+TEST_CASE("hf_config: Qwen1.5-MoE-A2.7B's gated shared expert and GLM-4.5-Air's biased, partly dense MoE") {
+  Dir d;
+  // Qwen1.5-MoE-A2.7B: 24 blocks of 60 experts of 1408 (4 a token) and a shared expert of 5632 (4
+  // experts' worth) behind a gate Linear 2048 -> 1; Qwen2's q, k, v biases. By hand, a block: q, k, v
+  // 3 x 2048^2 + 3 x 2048 biases, out 2048^2 (16,783,360), 2 norms (4,096), router and gate 2048 x 61
+  // (124,928), 64 experts of 3 x 2048 x 1408 (553,648,128): 570,560,512; x 24, the embedding and the
+  // head 2 x 151936 x 2048 and the final norm: 14,315,784,192 ("14.3B").
+  const auto qwen = from_json(d, R"({"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+    "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_hidden_layers": 24,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "num_experts": 60, "num_experts_per_tok": 4,
+    "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": false, "use_sliding_window": false,
+    "vocab_size": 151936, "max_position_embeddings": 8192, "tie_word_embeddings": false})");
+  CHECK(qwen.qkv_bias);
+  CHECK(qwen.shared_experts == 4);
+  CHECK(qwen.shared_expert_gate);
+  CHECK(qwen.dense_ffn == 0);
+  CHECK(models::parameter_count(qwen) == 14'315'784'192);
+  // Written out as a scenario's model (tagcsim run --resolved), the gate comes back.
+  const std::string yaml = scenarios::model_yaml(qwen);
+  CHECK(yaml.find("shared_expert_gate: true") != std::string::npos);
+  const auto again = scenarios::parse_scenario(yaml + "cluster: dgx-h100-ib400\npolicies: [fsdp]\n", "r.yaml");
+  CHECK(models::parameter_count(again.points.at(0).setup.model) == 14'315'784'192);
+  CHECK_THROWS_WITH_AS(scenarios::parse_scenario("model: {preset: qwen3-30b-a3b, shared_expert_gate: true}\n"
+                                                 "cluster: dgx-h100-ib400\npolicies: [fsdp]\n",
+                                                 "g.yaml"),
+                       Contains("g.yaml:1: model.shared_expert_gate: a gate on the shared experts needs "
+                                "shared_experts > 0"),
+                       InputError);
+  // GLM-4.5-Air: 96 q heads of 128 over 8 KV heads with q, k, v biases (no q/k norms), block 0 dense
+  // (10944), then 45 blocks of 128 experts of 1408 (8 a token) and 1 shared. By hand: attention
+  // 2 x 4096 x 12288 + 2 x 4096 x 1024 + 14,336 biases (109,066,240), 2 norms (8,192); block 0's MLP
+  // 3 x 4096 x 10944 (134,479,872); an MoE block's router 4096 x 128 and 129 experts of
+  // 3 x 4096 x 1408 (2,232,418,304); embedding and head 2 x 151552 x 4096, final norm 4096:
+  // 106,852,245,504 (its multi-token prediction layer not counted).
+  const auto glm = from_json(d, R"({"model_type": "glm4_moe", "hidden_size": 4096, "intermediate_size": 10944,
+    "moe_intermediate_size": 1408, "num_hidden_layers": 46, "num_attention_heads": 96, "num_key_value_heads": 8,
+    "head_dim": 128, "n_routed_experts": 128, "n_shared_experts": 1, "num_experts_per_tok": 8,
+    "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1, "routed_scaling_factor": 1.0,
+    "partial_rotary_factor": 0.5, "attention_bias": true, "use_qk_norm": false, "num_nextn_predict_layers": 1,
+    "vocab_size": 151552, "max_position_embeddings": 131072, "tie_word_embeddings": false})");
+  CHECK(glm.qkv_bias);
+  CHECK(!glm.qk_norm);
+  CHECK(glm.head_dim == 128);
+  CHECK(glm.dense_layers == 1);
+  CHECK(glm.dense_ffn == 10944);
+  CHECK(models::parameter_count(glm) == 106'852'245'504);
+}
+
 TEST_CASE("hf_config: Gemma 2 2B, and Gemma 3's language model under text_config") {
   Dir d;
   const auto g2 = from_json(d, R"({"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
@@ -176,6 +225,14 @@ TEST_CASE("bad input: hf_config's file, architecture and fields, with file and l
   CHECK_THROWS_WITH_AS(scenarios::load_scenario(d.write("c.yaml", "model: {hf_config: biased/config.json}\n" + rest)),
                        Contains("biased/config.json:3: attention_bias: biases on every attention projection are not "
                                 "modelled"),
+                       InputError);
+  d.write("qmoe/config.json", "{\"model_type\": \"qwen2_moe\", \"hidden_size\": 64, \"intermediate_size\": 128,\n"
+                              " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 100,\n"
+                              " \"moe_intermediate_size\": 32, \"num_experts\": 4, \"num_experts_per_tok\": 2,\n"
+                              " \"shared_expert_intermediate_size\": 48}\n");
+  CHECK_THROWS_WITH_AS(scenarios::load_scenario(d.write("d.yaml", "model: {hf_config: qmoe/config.json}\n" + rest)),
+                       Contains("qmoe/config.json:4: shared_expert_intermediate_size: a shared expert of 48 is not a "
+                                "whole number of experts of moe_intermediate_size 32"),
                        InputError);
   d.write("short/config.json", "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}\n");
   CHECK_THROWS_WITH_AS(scenarios::load_scenario(d.write("e.yaml", "model: {hf_config: short/config.json}\n" + rest)),
