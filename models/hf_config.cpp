@@ -114,6 +114,18 @@ void qwen2_moe(const Input& c, TransformerConfig& m) {
   }
 }
 
+// DeepSeek's expert fields, which GLM-4.5 shares: the first first_k_dense_replace blocks dense (of
+// intermediate_size), then n_routed_experts and n_shared_experts of moe_intermediate_size.
+void deepseek_experts(const Input& c, TransformerConfig& m) {
+  m.dense_ffn = m.ffn;
+  m.ffn = c["moe_intermediate_size"].as_int_at_least(1);
+  m.experts = required(c, "n_routed_experts", 2);
+  m.experts_per_token = required(c, "num_experts_per_tok");
+  m.shared_experts = optional(c, "n_shared_experts", 0);
+  m.dense_layers = optional(c, "first_k_dense_replace", 0);
+  if (m.dense_layers == 0) m.dense_ffn = 0;  // no dense block to size
+}
+
 // GLM-4.5 (glm4_moe): q and k normed per head (use_qk_norm), biases on q, k and v (attention_bias),
 // the first first_k_dense_replace blocks dense, then n_routed_experts and n_shared_experts of
 // moe_intermediate_size. Its grouped routing, rotary on part of each head (partial_rotary_factor:
@@ -121,13 +133,7 @@ void qwen2_moe(const Input& c, TransformerConfig& m) {
 void glm4_moe(const Input& c, TransformerConfig& m) {
   m.qk_norm = flag(c, "use_qk_norm", false);
   m.qkv_bias = flag(c, "attention_bias", false);
-  m.dense_ffn = m.ffn;
-  m.ffn = c["moe_intermediate_size"].as_int_at_least(1);
-  m.experts = required(c, "n_routed_experts", 2);
-  m.experts_per_token = required(c, "num_experts_per_tok");
-  m.shared_experts = optional(c, "n_shared_experts", 0);
-  m.dense_layers = optional(c, "first_k_dense_replace", 0);
-  if (m.dense_layers == 0) m.dense_ffn = 0;
+  deepseek_experts(c, m);
 }
 
 // DeepSeek-V2/V3: latent attention, the first first_k_dense_replace blocks dense, the rest routed
@@ -140,13 +146,7 @@ void deepseek(const Input& c, TransformerConfig& m) {
   m.head_dim = required(c, "qk_nope_head_dim") + m.rope_head_dim;
   m.v_head_dim = required(c, "v_head_dim");
   m.kv_heads = m.heads;
-  m.dense_ffn = m.ffn;
-  m.ffn = c["moe_intermediate_size"].as_int_at_least(1);
-  m.experts = required(c, "n_routed_experts", 2);
-  m.experts_per_token = required(c, "num_experts_per_tok");
-  m.shared_experts = optional(c, "n_shared_experts", 0);
-  m.dense_layers = optional(c, "first_k_dense_replace", 0);
-  if (m.dense_layers == 0) m.dense_ffn = 0;  // no dense block to size
+  deepseek_experts(c, m);
   if (optional(c, "moe_layer_freq", 1, 1) != 1)
     c["moe_layer_freq"].fail("a mixture of experts in every k-th block after the dense ones is not modelled (1)");
 }
