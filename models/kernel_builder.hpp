@@ -217,12 +217,10 @@ class Builder {
   double f() const { return double(m_.ffn); }
   double h() const { return double(m_.hidden); }
   double q_width() const { return double(detail::q_dim(m_)); }  // q (and the attention output, but under MLA)
-  // torchtitan's plan takes the loss on each GPU's vocabulary slice (loss_parallel): an eager loss
-  // then runs DTensor's Python for it.
-  bool loss_parallel() const { return tp_ > 1 && impl_.tp_plan == Implementation::TpPlan::Torchtitan; }
-  // The GPUs' heads q and k carry from their norms to the attention: all of the TP group's under
-  // tp_qk_norm: no_parallel (Implementation::qk_norm_no_parallel), else this GPU's.
-  double qk_gathered() const { return impl_.qk_norm_no_parallel ? tp_ : 1; }
+  // Under loss parallelism an eager loss runs DTensor's Python for the vocabulary slice.
+  bool loss_parallel() const { return impl_.loss_parallel(tp_); }
+  // All of the TP group's heads under tp_qk_norm: no_parallel, else this GPU's.
+  double qk_gathered() const { return impl_.qk_gathered(tp_); }
   double out_width() const { return double(detail::attn_out_dim(m_)); }  // the attention output
 
   void mem(std::vector<Kernel>& to, std::string op, double bytes, int count = 1) {

@@ -201,6 +201,9 @@ struct Implementation {
   // the embedding stays replicated, and the head gathers the logits (output_layouts=Replicate) for a
   // cross-entropy over the whole vocabulary on every rank.
   enum class TpPlan { Torchtitan, PerLinear } tp_plan = TpPlan::Torchtitan;
+  // torchtitan's plan takes the loss on each GPU's vocabulary slice (loss_parallel) under tensor
+  // parallelism over `tensor_parallel` GPUs.
+  bool loss_parallel(int tensor_parallel) const { return tensor_parallel > 1 && tp_plan == TpPlan::Torchtitan; }
   // Under torchtitan's plan, q_norm and k_norm (Qwen3) wrapped in NoParallel (training.tp_qk_norm:
   // no_parallel), as torchtitan's qwen3 plan did until pytorch/torchtitan#1870 (Oct 2025): the
   // style's output hook redistributes each norm's head-sharded output to Replicate, an all-gather
@@ -208,6 +211,8 @@ struct Implementation {
   // takes its heads back (a local copy); backward gathers dq and the repeated k's gradient.
   // false: the norms run on the local heads (SequenceParallel(sequence_dim=2) since #1870).
   bool qk_norm_no_parallel = false;
+  // The TP group's heads q and k carry from their norms to the attention, in units of one GPU's.
+  int qk_gathered(int tensor_parallel) const { return qk_norm_no_parallel ? tensor_parallel : 1; }
 };
 
 struct TrainingShape {

@@ -287,7 +287,7 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
     for (auto& p : mla_projection_pieces(c, i)) out.push_back(std::move(p));
   } else if (detail::llama_layout(m)) {
     // Rotary on every head of the TP group under tp_qk_norm: no_parallel (Implementation::qk_norm_no_parallel).
-    const double g = c.impl.qk_norm_no_parallel ? c.sp : 1;
+    const double g = c.impl.qk_gathered(int(c.sp));
     auto qp = linear(c, pre + "attn.q", UnitKind::AttentionQKV, i, m.hidden, detail::q_dim(m));
     qp.mem_fwd = 2 * h * c.stream + 2 * g * q * c.elem;  // ln_1, rotary on q
     qp.mem_bwd = 3 * h * c.stream + 2 * g * q * c.elem;
@@ -433,7 +433,7 @@ inline UnitPiece head(const Ctx& c) {
     // Loss parallelism's backward (torch/distributed/tensor/parallel/loss.py,
     // _nll_loss_and_log_softmax_backward) holds (zeros + exp(out)) and their product with the
     // zeros tensor still alive: three fp32 slices beside the saved output, not two.
-    if (c.sp > 1 && c.impl.tp_plan == Implementation::TpPlan::Torchtitan) p.transient = 12 * TV;
+    if (c.impl.loss_parallel(int(c.sp))) p.transient = 12 * TV;
   }
   p.kf = 1 + 1 + 2;                            // final norm, GEMM, log-softmax + NLL
   p.kb = 1 + 2 + 2;
