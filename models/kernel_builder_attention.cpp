@@ -9,10 +9,10 @@ namespace tagcsim::models::detail {
 
 void Builder::attention(KernelPiece& p) {
   const double kv = double(detail::kv_dim(m_));
-  const bool sdpa = impl_.attention != AttentionKernel::FlashTriton;
+  const bool head_major = impl_.head_major_layout(s_);
   // K repeated from every head of the group under tp_qk_norm: no_parallel, V from this GPU's.
   const double g = qk_gathered();
-  if (sdpa && m_.kv_heads < m_.heads) {
+  if (impl_.repeats_kv(m_, s_)) {
     mem(p.fwd, "repeat_kv", (g + 1) * e_ * T_ * (kv + q_width()));
     mem(p.bwd, "repeat_kv bwd", (g + 1) * e_ * T_ * (kv + q_width()));
   }
@@ -31,6 +31,7 @@ void Builder::attention(KernelPiece& p) {
   a.kv_heads = m_.kv_heads;
   a.causal = true;
   a.window = window_;
+  a.document = impl_.documents(s_) ? impl_.document_length : 0;
   a.query_shards = cp_;
   const bool unpad = impl_.unpadded_attention;
   if (unpad) unpad_qkv(p, kv);
@@ -46,7 +47,7 @@ void Builder::attention(KernelPiece& p) {
     mem(p.fwd, "pad output zeros", e_ * T_ * q_width());
     mem(p.fwd, "pad output index_put", 2 * e_ * T_ * q_width());
     mem(p.bwd, "pad output bwd gather", 2 * e_ * T_ * q_width());
-  } else if (sdpa) {
+  } else if (head_major) {
     mem(p.fwd, "attention out transpose", 2 * e_ * T_ * out_width());
     mem(p.bwd, "attention grad transpose", 2 * e_ * T_ * out_width());
   }

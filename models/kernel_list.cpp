@@ -32,7 +32,7 @@ double Kernel::flops() const {
   switch (kind) {
     case KernelKind::Gemm: return 2.0 * m * n * k;
     case KernelKind::Attention: {
-      const double keys = causal ? detail::causal_keys_per_query(seq, window) : seq;
+      const double keys = causal ? detail::causal_keys_per_query(seq, window, document) : seq;
       const double fwd = 4.0 * batch_heads * seq * keys * head_dim / query_shards;
       return backward ? 2.5 * fwd : fwd;
     }

@@ -46,6 +46,9 @@ struct Kernel {
   int kv_heads = 0;
   bool causal = true;
   double window = 0;  // causal within the last `window` keys (sliding window); 0 = none
+  // Documents of this many tokens packed into each sequence, each attending only within itself
+  // (Implementation::document_length); 0 = none.
+  double document = 0;
   // Context parallelism: the call is one GPU's share, 1/query_shards of the queries against every
   // key, load-balanced so that it does 1/query_shards of the causal work.
   double query_shards = 1;
@@ -58,8 +61,9 @@ struct Kernel {
 
   // FLOPs the kernel performs: 2mnk for a GEMM; for attention the flash-attention convention,
   // 4 * batch_heads * seq^2 * head_dim forward, halved when causal (the masked tiles are
-  // skipped), within a window 4 * batch_heads * seq * head_dim * (window - window^2 / 2seq), and
-  // 2.5x that backward (it recomputes QK^T); 0 for memory-bound kernels.
+  // skipped), within a window 4 * batch_heads * seq * head_dim * (window - window^2 / 2seq), with
+  // documents of d tokens 4 * batch_heads * seq * head_dim * d / 2, and 2.5x that backward (it
+  // recomputes QK^T); 0 for memory-bound kernels.
   double flops() const;
 };
 

@@ -275,10 +275,11 @@ const char* to_string(AttentionKernel k) {
     case AttentionKernel::FlashTriton: return "flash-triton";
     case AttentionKernel::Cudnn: return "cudnn";
     case AttentionKernel::Math: return "math";
+    case AttentionKernel::Flex: return "flex";
   }
   return "?";
 }
 
-std::vector<std::string> attention_kernel_names() { return {"flash2", "flash3", "flash-triton", "cudnn", "math"}; }
+std::vector<std::string> attention_kernel_names() { return {"flash2", "flash3", "flash-triton", "cudnn", "math", "flex"}; }
 
 }  // namespace tagcsim::models

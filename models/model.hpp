@@ -136,8 +136,9 @@ enum class AttentionKernel {
   FlashTriton,  // the Triton FlashAttention kernel (MosaicML's attn_impl: triton)
   Cudnn,        // cuDNN's fused attention (SDPA's cudnn backend)
   Math,         // eager attention: QK^T, softmax, AV as separate kernels (s x s scores kept)
+  Flex,         // FlexAttention: torch.compile's Triton template behind torch.nn.attention.flex_attention
 };
-const char* to_string(AttentionKernel k);  // "flash2", "flash3", "flash-triton", "cudnn", "math"
+const char* to_string(AttentionKernel k);  // "flash2", "flash3", "flash-triton", "cudnn", "math", "flex"
 std::vector<std::string> attention_kernel_names();
 
 // How the training code runs the model's operations: which kernels PyTorch launches
@@ -213,6 +214,24 @@ struct Implementation {
   bool qk_norm_no_parallel = false;
   // The TP group's heads q and k carry from their norms to the attention, in units of one GPU's.
   int qk_gathered(int tensor_parallel) const { return qk_norm_no_parallel ? tensor_parallel : 1; }
+  // Documents packed into each sequence, each attending only within itself (block-causal masking:
+  // torchtitan's default since pytorch/torchtitan#3571, June 2026): their length in tokens, the
+  // token-weighted mean sum(L^2) / sum(L) of a real mix. 0: one causal sequence. Only kernels that
+  // take document boundaries: FlexAttention's block mask, or flash-attn's varlen entry point
+  // (flash2, flash3), which runs each document as its own sequence.
+  double document_length = 0;
+  bool documents(double seq) const { return document_length > 0 && document_length < seq; }
+  // The attention takes PyTorch's (batch, heads, seq, head dim) layout (SDPA, FlexAttention): the
+  // caller transposes q, k, v in and the output back. flash-attn's varlen call and MosaicML's
+  // Triton kernel read the (tokens, heads, head dim) rows as they are.
+  bool head_major_layout(double seq) const {
+    return attention != AttentionKernel::FlashTriton && !(documents(seq) && attention != AttentionKernel::Flex);
+  }
+  // GQA's K and V repeated to every query head before the call (torchtitan's repeat_kv before SDPA);
+  // FlexAttention (enable_gqa), the varlen call and the Triton kernel read the shared heads.
+  bool repeats_kv(const TransformerConfig& m, double seq) const {
+    return head_major_layout(seq) && attention != AttentionKernel::Flex && m.kv_heads < m.heads;
+  }
 };
 
 struct TrainingShape {

@@ -116,6 +116,11 @@ inline int attention_window(const TransformerConfig& m, int layer) {
 // none), as flash attention counts them (the diagonal half-tiles as half): s/2 without a window,
 // w - w^2/(2s) with one shorter than the sequence (the first w queries see their prefix, the rest w).
 inline double causal_keys_per_query(double s, double w) { return w <= 0 || w >= s ? s / 2 : w - w * w / (2 * s); }
+// With documents of d tokens packed into the sequence, each query sees its own document's prefix:
+// the count for a sequence of d (d <= 0 or >= s: the one sequence).
+inline double causal_keys_per_query(double s, double w, double d) {
+  return causal_keys_per_query(d > 0 && d < s ? d : s, w);
+}
 
 // Qwen3's per-head q and k norms: one head_dim weight each, shared by the heads.
 inline std::int64_t qk_norm_params(const TransformerConfig& m) { return m.qk_norm ? 2 * head_dim(m) : 0; }

@@ -324,8 +324,9 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
 
   auto o = linear(c, pre + (detail::llama_layout(m) || detail::mla(m) ? "attn.o" : "attn.c_proj"),
                   UnitKind::AttentionOut, i, detail::attn_out_dim(m), m.hidden);
-  // Flash skips the masked tiles (all outside a sliding window too); the math path computes them all.
-  o.core = 4.0 * c.tokens * (c.flash ? causal_keys_per_query(c.seq, attention_window(m, i)) : c.seq) * q;
+  // Flash skips the masked tiles (all outside a sliding window or the query's document too); the
+  // math path computes them all.
+  o.core = 4.0 * c.tokens * (c.flash ? causal_keys_per_query(c.seq, attention_window(m, i), c.impl.document_length) : c.seq) * q;
   o.core_bwd = (c.flash ? 2.5 : 2.0) * o.core;
   o.mem_fwd = (2 * q + 2 * kv + (c.flash ? 0 : 6 * as)) * c.elem + 3 * h * c.stream;
   o.mem_bwd = (4 * q + 4 * kv + (c.flash ? 0 : 7 * as)) * c.elem + 3 * h * c.stream;
@@ -341,7 +342,7 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
     // Latent attention: K as wide as q, V and the output heads x v_head_dim (vo); QK^T over q's
     // width, AV over V's: 2 T keys (q + vo) FLOPs.
     const double vo = double(detail::attn_out_dim(m));
-    o.core = 2.0 * c.tokens * (c.flash ? causal_keys_per_query(c.seq, attention_window(m, i)) : c.seq) * (q + vo);
+    o.core = 2.0 * c.tokens * (c.flash ? causal_keys_per_query(c.seq, attention_window(m, i), c.impl.document_length) : c.seq) * (q + vo);
     o.core_bwd = (c.flash ? 2.5 : 2.0) * o.core;
     o.mem_fwd = (2 * q + 2 * vo + (c.flash ? 0 : 6 * as)) * c.elem + 3 * h * c.stream;
     o.mem_bwd = (4 * q + 4 * vo + (c.flash ? 0 : 7 * as)) * c.elem + 3 * h * c.stream;

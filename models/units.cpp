@@ -139,9 +139,9 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
   // A GPU's tokens: its share of the micro-batch's sequences under context parallelism.
   const double tokens = static_cast<double>(shape.micro_batch) * seq / shape.context_parallel;
   const bool flash = shape.flash_attention && shape.impl.attention != AttentionKernel::Math;
-  // SDPA-based kernels see GQA's K and V repeated to every head (torchtitan's repeat_kv); MosaicML's
-  // Triton kernel takes them as they are.
-  const bool repeated_kv = shape.impl.attention != AttentionKernel::FlashTriton && m.kv_heads < m.heads;
+  // SDPA-based kernels see GQA's K and V repeated to every head (torchtitan's repeat_kv); the others
+  // take them as they are.
+  const bool repeated_kv = shape.impl.repeats_kv(m, seq);
   const Ctx c{m,    shape.impl, tokens, static_cast<double>(seq), tokens * shape.activation_bytes, shape.activation_bytes,
               flash, double(repeated_kv ? detail::q_dim(m) : detail::kv_dim(m)), double(shape.tensor_parallel),
               tokens * (shape.impl.autocast_casts ? 4.0 : shape.activation_bytes), double(shape.expert_parallel),

@@ -134,6 +134,13 @@ std::string heading(const Scenario& s, const Point& p) {
     out += fmt::format("  context parallel over {} GPUs of a node: each holds 1/{} of every sequence (load-balanced "
                        "chunks), its attention gathering the whole sequence's K and V\n",
                        t.context_parallel, t.context_parallel);
+  if (t.impl.documents(seq))
+    out += fmt::format("  documents of {:g} tokens packed into each sequence, each attending only within itself ({}: "
+                       "{})\n",
+                       t.impl.document_length, models::to_string(t.impl.attention),
+                       t.impl.attention == models::AttentionKernel::Flex
+                           ? "FlexAttention's block mask, 128 x 128 blocks from the sequence's start"
+                           : "flash-attn's varlen call, each document its own sequence");
   if (t.autocast)
     out += fmt::format("  torch.autocast {0}: fp32 parameters gathered, matmuls and activations in {0}, each Linear's "
                        "weight and input cast every forward and their gradients back, the residual stream and norms "

@@ -20,7 +20,7 @@ const std::vector<std::string> kTrainingKeys = {
     "selective_op_recomputes_attention",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
-    "attention",         "unpadded_attention", "compile", "compile_loss", "cross_entropy", "rms_norm", "logit_metrics", "float8",
+    "attention",         "unpadded_attention", "document_length", "compile", "compile_loss", "cross_entropy", "rms_norm", "logit_metrics", "float8",
     "float8_all_gather", "tensor_parallel", "tp_plan", "tp_qk_norm", "async_tp", "context_parallel", "expert_parallel",
     "expert_imbalance",  "pipeline_parallel",
     "pipeline_schedule", "pipeline_microbatches", "stages_per_rank"};
@@ -47,6 +47,24 @@ void load_autocast(const Input& in, sim::Training& t) {
     v->fail("autocast with tensor, context or pipeline parallelism is not modelled");
   t.autocast = s == "bf16" ? sim::Dtype::BF16 : sim::Dtype::FP16;
   t.impl.autocast_casts = true;
+}
+
+// Documents packed into each sequence (models::Implementation::document_length), after every other
+// key: only a kernel that takes their boundaries can mask them, and neither LLM Foundry's unpadding
+// nor context parallelism's ring is modelled with them.
+void load_documents(const Input& in, sim::Training& t) {
+  const auto v = in.find("document_length");
+  if (!v) return;
+  t.impl.document_length = v->as_positive();
+  const auto a = t.impl.attention;
+  if (a != models::AttentionKernel::Flex && a != models::AttentionKernel::Flash2 && a != models::AttentionKernel::Flash3)
+    v->fail(fmt::format("documents need an attention kernel that takes their boundaries: flex (FlexAttention's "
+                        "block mask, torchtitan's attn_backend flex) or flash2 / flash3 (flash-attn's varlen call, "
+                        "torchtitan's varlen); {} attends over the whole sequence (SDPA takes only is_causal)",
+                        models::to_string(a)));
+  if (t.impl.unpadded_attention)
+    v->fail("LLM Foundry's unpadded path with documents is not modelled: drop unpadded_attention or document_length");
+  if (t.context_parallel > 1) v->fail("context parallelism with documents is not modelled");
 }
 
 // Expert parallelism as torchtitan runs it (sim::Training::expert_parallel), after every other key:
@@ -353,6 +371,7 @@ sim::Training load_training(const Input& in) {
   }
   if (auto v = in.find("allocator_fragmentation")) t.allocator_fragmentation = v->as_non_negative();
   load_autocast(in, t);
+  load_documents(in, t);
   load_expert_parallel(in, t);
   return t;
 }

@@ -205,6 +205,35 @@ BWD_FWD = {
                "is taken as non-causal)"),
 }
 
+# FlexAttention (torch.compile's Triton template) has no published curve, only its rate against
+# FlashAttention-2 on A100 (K34) and H100 (K35), per direction: its curves are the profile's
+# FlashAttention-2 curves times those ratios. A fwd+bwd curve takes r = 3.5 / (1/r_f + 2.5/(r_b rho)) x
+# (1 + 2.5/rho) / 3.5 of it, the time of a forward at r_f and a backward at r_b, with rho the profile's
+# backward / forward rate ratio.
+def flex_curves(curves, fwd_id, bwd_id, rho, note):
+    r_f = entry(fwd_id)["measured"]["fraction_of_fa2"]
+    r_b = entry(bwd_id)["measured"]["fraction_of_fa2"]
+    ratio = {"fwd": (r_f, fwd_id), "bwd": (r_b, bwd_id),
+             "fwd+bwd": ((1 + 2.5 / rho) / (1 / r_f + 2.5 / (r_b * rho)), f"{fwd_id}, {bwd_id}")}
+    out = []
+    for c in curves:
+        if c["kernel"] != "flash2":
+            continue
+        r, ids = ratio[c["direction"]]
+        out.append({"kernel": "flex", "direction": c["direction"], "causal": c["causal"], "head_dim": c["head_dim"],
+                    "points": [{"seq": p["seq"], "tflops": round(p["tflops"] * r, 1),
+                                "source": f"model: {p['source']} x {ids}"} for p in c["points"]],
+                    "note": note})
+    return out
+
+
+FLEX_NOTE = ("FlexAttention: FlashAttention-2's curve times FlexAttention's published rate against it ({}); "
+             "no FlexAttention curve is published as text")
+A100_ATTN += flex_curves(A100_ATTN, "attn-a100-k34-flex-vs-fa2-fwd", "attn-a100-k34-flex-vs-fa2-bwd", BWD_FWD["ratio"],
+                         FLEX_NOTE.format("A100, PyTorch's FlexAttention blog: 0.90 forward, 0.85 backward"))
+H100_ATTN += flex_curves(H100_ATTN, "attn-h100-k35-flex-vs-fa2-fwd", "attn-h100-k35-flex-vs-fa2-bwd", BWD_FWD["ratio"],
+                         FLEX_NOTE.format("H100, the GTC 2025 session abstract: ~1.25 forward, ~1.03 backward"))
+
 # ------------------------------------------------------------- memory curves
 
 SMALL_KERNEL_FLOOR = 65536 / (entry("membw-h200-gpubenches-smallkernels-stream-4096")["measured"]["GBps_by_block_size"][256] * 1e9)

@@ -57,7 +57,7 @@ models::AttentionKernel read_attention_kernel(const Input& in) {
   const auto s = in.as_string();
   for (const auto k : {models::AttentionKernel::Flash2, models::AttentionKernel::Flash3,
                        models::AttentionKernel::FlashTriton, models::AttentionKernel::Cudnn,
-                       models::AttentionKernel::Math})
+                       models::AttentionKernel::Math, models::AttentionKernel::Flex})
     if (s == models::to_string(k)) return k;
   in.fail(unknown_name("attention kernel", s, names));
 }
@@ -428,7 +428,7 @@ double KernelProfile::kernel_seconds(const models::Kernel& k, models::AttentionK
                       gemm_seconds(k.m, k.n, k.k, dtype, tf32) / (k.groups > 1 ? gemm.grouped_efficiency : 1.0));
     case models::KernelKind::Attention:
       return attention_seconds(attention, k.backward, k.batch_heads, k.seq, k.head_dim, k.causal, k.window,
-                               k.query_shards);
+                               k.query_shards, k.document);
     case models::KernelKind::Memory: return memory_seconds(k.bytes);
   }
   return min_kernel_seconds;

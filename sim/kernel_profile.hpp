@@ -141,9 +141,12 @@ class KernelProfile {
   // the window (docs/compute-model.md).
   // Under context parallelism (query_shards c > 1), one GPU's load-balanced share: its causal
   // diagonal call at the causal rate of seq / c, the other c - 1 half-blocks at the non-causal rate
-  // of seq / 2c.
+  // of seq / 2c. With documents of d tokens packed into each sequence (document, causal only):
+  // seq / d causal documents at the causal rate of d tokens; FlexAttention's are timed as d + 128
+  // (its block mask's tiles start at the sequence's start, not the document's).
   double attention_seconds(models::AttentionKernel kernel, bool backward, double batch_heads, double seq,
-                           double head_dim, bool causal, double window = 0, double query_shards = 1) const;
+                           double head_dim, bool causal, double window = 0, double query_shards = 1,
+                           double document = 0) const;
   double memory_seconds(double bytes) const;
   // A grouped GEMM this GPU runs group by group (gemm.grouped_mm PerGroup): one group's GEMM, the
   // groups' rows shared evenly (m / groups of the stacked m: the token rows forward and for the

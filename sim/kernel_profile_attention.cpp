@@ -125,7 +125,8 @@ double KernelProfile::attention_tflops(models::AttentionKernel kernel, bool back
 }
 
 double KernelProfile::attention_seconds(models::AttentionKernel kernel, bool backward, double batch_heads, double seq,
-                                        double head_dim, bool causal, double window, double query_shards) const {
+                                        double head_dim, bool causal, double window, double query_shards,
+                                        double document) const {
   models::Kernel k;
   k.kind = models::KernelKind::Attention;
   k.batch_heads = batch_heads, k.seq = seq, k.head_dim = head_dim, k.causal = causal, k.backward = backward;
@@ -143,6 +144,19 @@ double KernelProfile::attention_seconds(models::AttentionKernel kernel, bool bac
     const double diagonal = share / rate_at(seq / c, true);
     const double blocks = (c - 1) * share / rate_at(seq / (2 * c), false);
     return std::max(diagonal + blocks, c * min_kernel_seconds);
+  }
+  if (causal && document > 0 && document < seq) {
+    // Documents packed into the sequence, each attending within itself: seq / d causal sequences of
+    // d tokens, each with its diagonal's masked tiles, so at the causal rate of d tokens. flash-attn's
+    // varlen call tiles each document from its own start. FlexAttention's block mask tiles the
+    // sequence in 128 x 128 blocks from its start (torch.nn.attention.flex_attention's
+    // _DEFAULT_SPARSE_BLOCK_SIZE): a document that starts anywhere in a block touches, on average,
+    // the blocks of an aligned one 128 tokens longer, all computed.
+    constexpr double kFlexBlock = 128;
+    const double d = kernel == models::AttentionKernel::Flex ? std::min(seq, document + kFlexBlock) : document;
+    models::Kernel doc = k;
+    doc.seq = d, doc.batch_heads = batch_heads * seq / document, doc.document = 0;
+    return std::max(doc.flops() / rate_at(window > 0 && window < d ? window : d, true), min_kernel_seconds);
   }
   // Within a window w < seq, each query block loops over about w keys, and the masked tiles (the
   // band's two edges) are the same share of its work as the diagonal is of a causal sequence of w

@@ -20,7 +20,7 @@ void add_context_parallel(const StepSetup& setup, int u, ModelParallelTime& out)
   const auto& m = setup.model;
   const Group& g = *setup.context_parallel_group;
   // SDPA gets K and V repeated to every head under GQA (torchtitan's repeat_kv runs before it).
-  const bool repeated = t.impl.attention != models::AttentionKernel::FlashTriton && m.kv_heads < m.heads;
+  const bool repeated = t.impl.repeats_kv(m, setup.seq_len());
   const double width = double(repeated ? models::detail::q_dim(m) : models::detail::kv_dim(m));
   const double elements = 2.0 * t.micro_batch * setup.seq_len() * width;  // K and V of whole sequences
   const double gather =
