@@ -166,8 +166,9 @@ struct Implementation {
   bool selective_op = false;
   // Under selective_op, the attention kernel is re-run too: its SDPA backend's op is not in the
   // policy's save list. torchtitan puts cuDNN's SDPA first on Blackwell (torchtitan/models/
-  // attention.py at 6fc499f, Aug 2025), and its list named only the flash and efficient backends
-  // until b39377f (Dec 2025, "add all SDPA backends to op_sac_save_list", torchtitan#2095).
+  // attention.py since 3b85aa31f, May 2025, torchtitan#1196), and its list named only the flash
+  // and efficient backends until b39377f (Dec 2025, "add all SDPA backends to op_sac_save_list",
+  // torchtitan#2095).
   bool selective_op_recomputes_attention = false;
   // PyTorch >= 2.1's non-reentrant checkpoint stops re-running a block once every tensor its
   // backward saved is back (torch.utils.checkpoint early stop, on by default since pytorch#96866):

@@ -6,6 +6,7 @@
 #include "sim/kernel_profile.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace tagcsim::scenarios::detail {
 namespace {
@@ -134,6 +135,8 @@ std::string heading(const Scenario& s, const Point& p) {
     out += fmt::format("  context parallel over {} GPUs of a node: each holds 1/{} of every sequence (load-balanced "
                        "chunks), its attention gathering the whole sequence's K and V\n",
                        t.context_parallel, t.context_parallel);
+  if (!p.torchtitan_settings.empty())
+    out += fmt::format("  torchtitan as of {}: {}\n", p.torchtitan_date, fmt::join(p.torchtitan_settings, "; "));
   if (t.impl.documents(seq))
     out += fmt::format("  documents of {:g} tokens packed into each sequence, each attending only within itself ({}: "
                        "{})\n",

@@ -1,4 +1,5 @@
 #include "scenarios/scenario.hpp"
+#include "scenarios/torchtitan_date.hpp"
 
 #include "models/model.hpp"
 #include "sim/compute.hpp"
@@ -119,6 +120,11 @@ Point load_point(const Input& doc) {
   sim::Training t;
   if (auto tr = doc.find("training")) t = load_training(*tr);
   const auto& c = p.setup.cluster;
+  if (auto tr = doc.find("training"); tr && tr->has("torchtitan_date")) {
+    const auto* prof = sim::device_kernel_profile(c.gpu);
+    p.torchtitan_settings = apply_torchtitan_date(*tr, t, p.setup.model, prof && prof->family == "blackwell");
+    p.torchtitan_date = (*tr)["torchtitan_date"].as_string();
+  }
   if (auto tr = doc.find("training")) {
     if (auto g = tr->find("hybrid_shard_gpus")) {
       const int G = t.hybrid_shard_gpus;

@@ -33,6 +33,9 @@ struct Point {
   std::vector<std::string> warnings;
   int global_batch = 0;  // training.global_batch as given (sequences per step), 0 when not given
   Budget budget;         // the scenario's `budget:` (a whole run's tokens and a GPU-hour's price), if any
+  // training.torchtitan_date, and what it set (scenarios/torchtitan_date.hpp), for the report's heading.
+  std::string torchtitan_date;
+  std::vector<std::string> torchtitan_settings;
 };
 
 struct Scenario {

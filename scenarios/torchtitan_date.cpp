@@ -1,0 +1,93 @@
+// What torchtitan ran on a given date (training.torchtitan_date): the defaults it changed that move
+// a prediction, each set the way the run's checkout had it unless the scenario sets the key itself
+// (docs/scenarios.md, "Matching a run's PyTorch and torchtitan"). Each change is a merged pull
+// request, read in torchtitan's history; the dates are its merge dates.
+#include "scenarios/torchtitan_date.hpp"
+
+#include "models/model.hpp"
+
+#include <fmt/format.h>
+
+#include <regex>
+
+namespace tagcsim::scenarios {
+namespace {
+
+struct Change {
+  const char* date;  // merged (YYYY-MM-DD)
+  const char* pr;
+};
+
+constexpr Change kFusedAdamW{"2025-02-24", "torchtitan#881"};       // AdamW fused=True by default
+constexpr Change kCompiledLoss{"2025-04-02", "torchtitan#1033"};    // the loss compiled with the model
+constexpr Change kCudnnOnBlackwell{"2025-05-14", "torchtitan#1196"};  // SDPA asks cuDNN first on compute capability 10
+constexpr Change kNoEarlyStop{"2025-08-29", "torchtitan#1580"};     // checkpoint(..., early_stop=False)
+constexpr Change kQkNormSharded{"2025-10-14", "torchtitan#1870"};   // Qwen3's q/k norms no longer NoParallel
+constexpr Change kAllSdpaSaved{"2025-12-01", "torchtitan#2095"};    // every SDPA backend in the per-op save list
+constexpr Change kFlexDocuments{"2026-06-09", "torchtitan#3571"};   // FlexAttention over document masks, SDPA gone
+
+bool since(const std::string& date, const Change& c) { return date >= c.date; }
+std::string cite(const Change& c) { return fmt::format("{}, {}", c.pr, c.date); }
+
+}  // namespace
+
+std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Training& t,
+                                               const models::TransformerConfig& m, bool blackwell) {
+  const auto v = training.find("torchtitan_date");
+  if (!v) return {};
+  const std::string date = v->as_string();
+  static const std::regex iso(R"((20\d\d)-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01]))");
+  if (!std::regex_match(date, iso))
+    v->fail(fmt::format("expected the date of the run's torchtitan checkout as YYYY-MM-DD, got '{}'", date));
+  if (t.framework != sim::Framework::Torchtitan)
+    v->fail("says which torchtitan a run used: set framework: torchtitan as well");
+  std::vector<std::string> set;
+  const auto unset = [&](const char* key) { return !training.has(key); };
+
+  if (unset("optimizer")) {
+    t.optimizer = since(date, kFusedAdamW) ? sim::Training::Optimizer::Fused : sim::Training::Optimizer::Foreach;
+    set.push_back(fmt::format("optimizer {} ({}{})", since(date, kFusedAdamW) ? "fused" : "foreach",
+                              since(date, kFusedAdamW) ? "" : "fused from ", cite(kFusedAdamW)));
+  }
+  if (t.impl.compiled && unset("compile_loss")) {
+    t.impl.compiled_loss = since(date, kCompiledLoss);
+    set.push_back(fmt::format("the loss {} ({}{})", since(date, kCompiledLoss) ? "compiled" : "eager",
+                              since(date, kCompiledLoss) ? "" : "compiled from ", cite(kCompiledLoss)));
+  }
+  if (t.activation_checkpointing && unset("checkpoint_early_stop")) {
+    t.impl.checkpoint_early_stop = !since(date, kNoEarlyStop);
+    set.push_back(fmt::format("checkpoint_early_stop {} ({}{})", since(date, kNoEarlyStop) ? "false" : "true",
+                              since(date, kNoEarlyStop) ? "" : "false from ", cite(kNoEarlyStop)));
+  }
+  if (t.tensor_parallel > 1 && m.qk_norm && t.impl.tp_plan == models::Implementation::TpPlan::Torchtitan &&
+      unset("tp_qk_norm") && !since(date, kQkNormSharded)) {
+    t.impl.qk_norm_no_parallel = true;
+    set.push_back(fmt::format("tp_qk_norm no_parallel (sharded from {})", cite(kQkNormSharded)));
+  }
+  if (unset("attention")) {
+    if (since(date, kFlexDocuments)) {
+      if (!training.has("document_length"))
+        v->fail(fmt::format("torchtitan since {} runs FlexAttention over each sequence's documents: give "
+                            "training.document_length (the data's token-weighted mean document length, "
+                            "sum(L^2) / sum(L)), or set training.attention",
+                            cite(kFlexDocuments)));
+      t.impl.attention = models::AttentionKernel::Flex;
+      set.push_back(fmt::format("attention flex over documents ({})", cite(kFlexDocuments)));
+    } else if (blackwell && since(date, kCudnnOnBlackwell)) {
+      if (t.impl.document_length > 0)
+        v->fail(fmt::format("torchtitan on Blackwell between {} and {} sent SDPA to cuDNN over whole sequences: "
+                            "with document_length, set training.attention (flex, or flash3 for varlen)",
+                            cite(kCudnnOnBlackwell), cite(kFlexDocuments)));
+      t.impl.attention = models::AttentionKernel::Cudnn;
+      set.push_back(fmt::format("attention cudnn on Blackwell ({})", cite(kCudnnOnBlackwell)));
+    }
+  }
+  if (t.impl.selective_op && t.impl.attention == models::AttentionKernel::Cudnn && blackwell &&
+      unset("selective_op_recomputes_attention") && since(date, kCudnnOnBlackwell) && !since(date, kAllSdpaSaved)) {
+    t.impl.selective_op_recomputes_attention = true;
+    set.push_back(fmt::format("per-op checkpointing re-runs cuDNN's attention (saved from {})", cite(kAllSdpaSaved)));
+  }
+  return set;
+}
+
+}  // namespace tagcsim::scenarios

@@ -1,0 +1,115 @@
+// training.torchtitan_date: a run made from a torchtitan checkout of that date gets the defaults
+// torchtitan had then (scenarios/torchtitan_date.cpp), each change at its pull request's merge date,
+// and a key the scenario sets itself wins.
+#include "scenarios/report.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/step.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace tagcsim;
+using doctest::Contains;
+using models::AttentionKernel;
+
+namespace {
+
+scenarios::Point point(const std::string& training, const std::string& model = "llama3.1-8b",
+                       const std::string& cluster = "dgx-h100-ib400") {
+  return scenarios::parse_scenario("model: " + model + "\ncluster: {preset: " + cluster + ", nodes: 1}\ntraining:\n" +
+                                       "  framework: torchtitan\n" + training + "policies: [fsdp]\n",
+                                   "t.yaml")
+      .points.at(0);
+}
+
+}  // namespace
+
+TEST_CASE("torchtitan_date: before Feb 2025 AdamW is foreach, and before Apr 2025 a compiled run's loss is eager") {
+  const auto jan = point("  torchtitan_date: 2025-01-15\n  compile: true\n  activation_checkpointing: full\n");
+  const auto& t = jan.setup.training;
+  CHECK(t.optimizer == sim::Training::Optimizer::Foreach);
+  CHECK_FALSE(t.impl.compiled_loss);
+  CHECK(t.impl.checkpoint_early_stop);
+  CHECK(jan.torchtitan_settings ==
+        std::vector<std::string>{"optimizer foreach (fused from torchtitan#881, 2025-02-24)",
+                                 "the loss eager (compiled from torchtitan#1033, 2025-04-02)",
+                                 "checkpoint_early_stop true (false from torchtitan#1580, 2025-08-29)"});
+  const auto sept = point("  torchtitan_date: 2025-09-05\n  compile: true\n  activation_checkpointing: full\n");
+  CHECK(sept.setup.training.optimizer == sim::Training::Optimizer::Fused);
+  CHECK(sept.setup.training.impl.compiled_loss);
+  CHECK_FALSE(sept.setup.training.impl.checkpoint_early_stop);
+  // The day a change merged counts as after it.
+  CHECK(point("  torchtitan_date: 2025-02-24\n").setup.training.optimizer == sim::Training::Optimizer::Fused);
+  CHECK(point("  torchtitan_date: 2025-02-23\n").setup.training.optimizer == sim::Training::Optimizer::Foreach);
+}
+
+TEST_CASE("torchtitan_date: Qwen3 under TP gathers q and k after their norms until Oct 14 2025, and the step shows it") {
+  const std::string tp = "  tensor_parallel: 8\n  seq_len: 4096\n  activation_checkpointing: full\n";
+  const auto before = point("  torchtitan_date: 2025-09-05\n" + tp, "qwen3-8b");
+  const auto after = point("  torchtitan_date: 2025-10-14\n" + tp, "qwen3-8b");
+  CHECK(before.setup.training.impl.qk_norm_no_parallel);
+  CHECK_FALSE(after.setup.training.impl.qk_norm_no_parallel);
+  // The gathers, rotary and repeat_kv on every head cost the earlier checkout time.
+  CHECK(sim::simulate_fsdp(before.setup).step_time_s > 1.05 * sim::simulate_fsdp(after.setup).step_time_s);
+  // A model without q/k norms, or no TP, is left alone.
+  CHECK_FALSE(point("  torchtitan_date: 2025-09-05\n" + tp).setup.training.impl.qk_norm_no_parallel);
+}
+
+TEST_CASE("torchtitan_date: on Blackwell SDPA runs cuDNN from May 14 2025, and per-op checkpointing re-runs it until Dec 2025") {
+  const std::string sac = "  activation_checkpointing: selective_op\n";
+  const auto march = point("  torchtitan_date: 2025-03-01\n" + sac, "llama3.1-8b", "dgx-b200-ib400");
+  CHECK(march.setup.training.impl.attention == AttentionKernel::Flash2);
+  const auto sept = point("  torchtitan_date: 2025-09-01\n" + sac, "llama3.1-8b", "dgx-b200-ib400");
+  CHECK(sept.setup.training.impl.attention == AttentionKernel::Cudnn);
+  CHECK(sept.setup.training.impl.selective_op_recomputes_attention);
+  const auto dec = point("  torchtitan_date: 2025-12-05\n" + sac, "llama3.1-8b", "dgx-b200-ib400");
+  CHECK(dec.setup.training.impl.attention == AttentionKernel::Cudnn);
+  CHECK_FALSE(dec.setup.training.impl.selective_op_recomputes_attention);
+  // Hopper keeps flash.
+  CHECK(point("  torchtitan_date: 2025-09-01\n" + sac).setup.training.impl.attention == AttentionKernel::Flash2);
+}
+
+TEST_CASE("torchtitan_date: since June 9 2026 FlexAttention over documents, whose length the scenario must give") {
+  CHECK_THROWS_WITH_AS(point("  torchtitan_date: 2026-07-01\n"),
+                       Contains("t.yaml:5: training.torchtitan_date: torchtitan since torchtitan#3571, 2026-06-09 runs "
+                                "FlexAttention over each sequence's documents: give training.document_length"),
+                       InputError);
+  const auto july = point("  torchtitan_date: 2026-07-01\n  document_length: 1500\n");
+  CHECK(july.setup.training.impl.attention == AttentionKernel::Flex);
+  CHECK(july.setup.training.impl.document_length == 1500);
+  // Before it, SDPA over whole sequences.
+  CHECK(point("  torchtitan_date: 2026-06-08\n").setup.training.impl.attention == AttentionKernel::Flash2);
+}
+
+TEST_CASE("torchtitan_date: a key the scenario sets wins, and the report's heading says what the date set") {
+  const auto p = point("  torchtitan_date: 2025-01-15\n  optimizer: fused\n  compile: true\n");
+  CHECK(p.setup.training.optimizer == sim::Training::Optimizer::Fused);
+  CHECK(p.torchtitan_settings == std::vector<std::string>{"the loss eager (compiled from torchtitan#1033, 2025-04-02)"});
+  const auto s = scenarios::parse_scenario(
+      "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {framework: torchtitan, "
+      "torchtitan_date: 2025-01-15}\npolicies: [fsdp]\n",
+      "h.yaml");
+  const auto table = scenarios::format_results(s, scenarios::run(s), scenarios::Format::Table);
+  CHECK_MESSAGE(table.find("torchtitan as of 2025-01-15: optimizer foreach (fused from torchtitan#881, 2025-02-24)") !=
+                    std::string::npos,
+                table);
+}
+
+TEST_CASE("bad input: torchtitan_date is a YYYY-MM-DD date of a torchtitan run") {
+  CHECK_THROWS_WITH_AS(point("  torchtitan_date: 2025-13-01\n"),
+                       Contains("t.yaml:5: training.torchtitan_date: expected the date of the run's torchtitan checkout "
+                                "as YYYY-MM-DD, got '2025-13-01'"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(point("  torchtitan_date: last summer\n"), Contains("t.yaml:5: training.torchtitan_date"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(
+      scenarios::parse_scenario("model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining:\n"
+                                "  torchtitan_date: 2025-09-01\npolicies: [fsdp]\n",
+                                "p.yaml"),
+      Contains("p.yaml:4: training.torchtitan_date: says which torchtitan a run used: set framework: torchtitan"),
+      InputError);
+  // Documents on Blackwell in the cuDNN months need a kernel that masks them.
+  CHECK_THROWS_WITH_AS(point("  torchtitan_date: 2025-09-01\n  document_length: 1024\n", "llama3.1-8b", "dgx-b200-ib400"),
+                       Contains("t.yaml:5: training.torchtitan_date: torchtitan on Blackwell between"), InputError);
+}
