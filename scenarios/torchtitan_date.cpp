@@ -25,6 +25,10 @@ constexpr Change kNoEarlyStop{"2025-08-29", "torchtitan#1580"};     // checkpoin
 constexpr Change kQkNormSharded{"2025-10-14", "torchtitan#1870"};   // Qwen3's q/k norms no longer NoParallel
 constexpr Change kAllSdpaSaved{"2025-12-01", "torchtitan#2095"};    // every SDPA backend in the per-op save list
 constexpr Change kFlexDocuments{"2026-06-09", "torchtitan#3571"};   // FlexAttention over document masks, SDPA gone
+// Not torchtitan's own change: PyTorch 2.9's release, after which a torchtitan checkout (which
+// installs PyTorch nightly) runs nn.RMSNorm as one fused kernel each way. Between 2.8's branch cut
+// (July 2025) and it, the nightly decides: the scenario says.
+constexpr Change kPytorch29{"2025-10-15", "PyTorch 2.9"};
 
 bool since(const std::string& date, const Change& c) { return date >= c.date; }
 std::string cite(const Change& c) { return fmt::format("{}, {}", c.pr, c.date); }
@@ -53,6 +57,10 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
     t.impl.compiled_loss = since(date, kCompiledLoss);
     set.push_back(fmt::format("the loss {} ({}{})", since(date, kCompiledLoss) ? "compiled" : "eager",
                               since(date, kCompiledLoss) ? "" : "compiled from ", cite(kCompiledLoss)));
+  }
+  if (m.norm == models::Norm::RMSNorm && unset("rms_norm") && since(date, kPytorch29)) {
+    t.impl.fused_rms_norm = true;
+    set.push_back(fmt::format("rms_norm fused (PyTorch nightly after {})", cite(kPytorch29)));
   }
   if (t.activation_checkpointing && unset("checkpoint_early_stop")) {
     t.impl.checkpoint_early_stop = !since(date, kNoEarlyStop);

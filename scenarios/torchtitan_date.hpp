@@ -11,7 +11,8 @@
 
 namespace tagcsim::scenarios {
 
-// Sets every date-dependent setting the training block does not set itself, for the model and a
+// Sets every date-dependent setting the training block does not set itself (and rms_norm fused
+// after PyTorch 2.9's release, which torchtitan's nightly install then has), for the model and a
 // GPU that is (or is not) a Blackwell, and returns what it set, each with the pull request that
 // changed it ("optimizer foreach (fused from torchtitan#881, 2025-02-24)"); nothing without the key.
 // A malformed date, another framework, or a date that needs a key the block lacks fails at the key.

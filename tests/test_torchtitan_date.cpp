@@ -39,6 +39,11 @@ TEST_CASE("torchtitan_date: before Feb 2025 AdamW is foreach, and before Apr 202
   CHECK(sept.setup.training.optimizer == sim::Training::Optimizer::Fused);
   CHECK(sept.setup.training.impl.compiled_loss);
   CHECK_FALSE(sept.setup.training.impl.checkpoint_early_stop);
+  // After PyTorch 2.9's release a torchtitan checkout runs its fused RMSNorm; before, the scenario says.
+  CHECK_FALSE(sept.setup.training.impl.fused_rms_norm);
+  const auto nov = point("  torchtitan_date: 2025-11-01\n");
+  CHECK(nov.setup.training.impl.fused_rms_norm);
+  CHECK(nov.torchtitan_settings.back() == "rms_norm fused (PyTorch nightly after PyTorch 2.9, 2025-10-15)");
   // The day a change merged counts as after it.
   CHECK(point("  torchtitan_date: 2025-02-24\n").setup.training.optimizer == sim::Training::Optimizer::Fused);
   CHECK(point("  torchtitan_date: 2025-02-23\n").setup.training.optimizer == sim::Training::Optimizer::Foreach);
