@@ -148,18 +148,22 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
           &p);
   // torchtitan builds its norms from nn.RMSNorm, which PyTorch runs fused from 2.9 on: an eager run
   // timed with the op-by-op reference may be that run on an older PyTorch, or a slower prediction.
+  // A checkout dated before 2.8's branch cut (July 2025) had no fused backward on any nightly.
   for (const auto& p : s.points)
     if (const auto& t = p.setup.training; t.framework == sim::Framework::Torchtitan && !t.impl.compiled &&
-                                          !t.impl.fused_rms_norm && p.setup.model.norm == models::Norm::RMSNorm)
+                                          !t.impl.fused_rms_norm && p.setup.model.norm == models::Norm::RMSNorm &&
+                                          !(!p.torchtitan_date.empty() && p.torchtitan_date < "2025-07-01"))
       add("torchtitan's norms are nn.RMSNorm, which PyTorch 2.9 and newer run as one fused kernel each way: on such a "
           "PyTorch set training.rms_norm: fused (eager Qwen3-32B on H100: 13-18% more tokens/s; docs/scenarios.md)",
           &p);
   // torchtitan's qwen3 TP plan wrapped q_norm and k_norm in NoParallel until #1870 (Oct 2025): a TP run
-  // of a q/k-norm model on an older torchtitan all-gathered q and k in every block.
+  // of a q/k-norm model on an older torchtitan all-gathered q and k in every block. A scenario that
+  // dates its checkout (training.torchtitan_date) has had it decided.
   for (const auto& p : s.points)
     if (const auto& t = p.setup.training; t.framework == sim::Framework::Torchtitan && t.tensor_parallel > 1 &&
                                           p.setup.model.qk_norm && !t.impl.qk_norm_no_parallel &&
-                                          t.impl.tp_plan == models::Implementation::TpPlan::Torchtitan)
+                                          t.impl.tp_plan == models::Implementation::TpPlan::Torchtitan &&
+                                          p.torchtitan_date.empty())
       add("torchtitan's qwen3 TP plan all-gathered q and k after their norms until pytorch/torchtitan#1870 (Oct 14, "
           "2025): for a run on a torchtitan before it set training.tp_qk_norm: no_parallel (Qwen3-32B at TP 8 and "
           "16 x 4096 tokens on H100: the step 8.2 s -> 10.8 s; docs/scenarios.md)",

@@ -57,6 +57,16 @@ TEST_CASE("torchtitan_date: Qwen3 under TP gathers q and k after their norms unt
   CHECK_FALSE(after.setup.training.impl.qk_norm_no_parallel);
   // The gathers, rotary and repeat_kv on every head cost the earlier checkout time.
   CHECK(sim::simulate_fsdp(before.setup).step_time_s > 1.05 * sim::simulate_fsdp(after.setup).step_time_s);
+  // The note that asks whether the run's torchtitan gathered q and k is for undated scenarios only.
+  const auto report = [](const std::string& date) {
+    const auto s = scenarios::parse_scenario("model: qwen3-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
+                                             "training: {framework: torchtitan, tensor_parallel: 8, seq_len: 4096" +
+                                                 date + "}\npolicies: [fsdp]\n",
+                                             "q.yaml");
+    return scenarios::format_results(s, scenarios::run(s), scenarios::Format::Table);
+  };
+  CHECK(report("").find("qwen3 TP plan all-gathered q and k") != std::string::npos);
+  CHECK(report(", torchtitan_date: 2025-12-01").find("qwen3 TP plan all-gathered q and k") == std::string::npos);
   // A model without q/k norms, or no TP, is left alone.
   CHECK_FALSE(point("  torchtitan_date: 2025-09-05\n" + tp).setup.training.impl.qk_norm_no_parallel);
 }
