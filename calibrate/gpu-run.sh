@@ -27,7 +27,9 @@
 #     TAGCSIM_TORCH_MEMORY=1 runs its `--memory-pressure` mode likewise (OUTDIR/torch-fsdp-step-
 #     memory-pressure.json: the step under a shrinking allocator cap, retries per step);
 #     TAGCSIM_TORCH_PROFILE=1 its `--profile` mode (OUTDIR/torch-fsdp-step-profile.json: kernels per
-#     step, the attention backend SDPA chose, the allocated peak of each phase of the step).
+#     step, the attention backend SDPA chose, the allocated peak of each phase of the step);
+#     TAGCSIM_TORCH_FLEX=1 runs `calibrate/torch-flex-attention.py OUTDIR/flex 90` (FlexAttention
+#     against SDPA's flash kernel, whole sequences and packed documents; in results.tar.gz).
 #     Steps past the budget are skipped and say so. OUTDIR/summary.txt has one line per step. At the
 #     end the folders are packed into OUTDIR/results.tar.gz and the reports copied beside it, so
 #     OUTDIR holds at most 8 files (what the device tool brings back); TAGCSIM_NO_PACK=1 keeps
@@ -195,6 +197,17 @@ run() {
     torch_mode "torch memory pressure" --memory-pressure torch-memory.log '^memory .*: cap' "caps timed"
   [[ -n ${TAGCSIM_TORCH_PROFILE:-} ]] &&
     torch_mode "torch profile" --profile torch-profile.log '^profile ' "configurations profiled"
+  # 3e. FlexAttention against SDPA's flash kernel, whole sequences and packed documents (90 s).
+  if [[ -n ${TAGCSIM_TORCH_FLEX:-} ]]; then
+    if ! python3 -c 'import torch' >/dev/null 2>&1; then step "torch flex: skipped: no PyTorch in this machine's python3"
+    elif (($(left) < 110)); then step "torch flex: skipped: $(left) s left of the budget"
+    else
+      rc=0
+      timed 110 "$out/torch-flex.log" python3 calibrate/torch-flex-attention.py "$out/flex" 90 || rc=$?
+      if [[ $rc -eq 0 ]]; then step "torch flex: ok: $(grep -c '^flex .*TFLOP' "$out/torch-flex.log") calls timed"
+      else status=1; step "torch flex: FAIL (exit $rc): $(tail -1 "$out/torch-flex.log")"; fi
+    fi
+  fi
 
   # 4. The TAGC kernels' own GPU checks, with what is left.
   if [[ -n ${TAGCSIM_SKIP_KERNELS:-} ]]; then
@@ -215,13 +228,13 @@ run() {
     for f in box/report.txt:box-report.txt check/check-report.txt:check-report.txt box/measurements.yaml:measurements.yaml; do
       [[ -f $out/${f%%:*} ]] && cp "$out/${f%%:*}" "$out/${f##*:}"
     done
-    (cd "$out" && tar -czf results.tar.gz --exclude=results.tar.gz box check kernels ./*.log 2>/dev/null; rm -rf box check kernels ./*.log)
+    (cd "$out" && tar -czf results.tar.gz --exclude=results.tar.gz box check kernels flex ./*.log 2>/dev/null; rm -rf box check kernels flex ./*.log)
   fi
   exit $status
 }
 
 case "${1:-}" in
   prepare) prepare "${2:-build}" ;;
-  ""|-h|--help) sed -n '2,34p' "$0"; exit 2 ;;
+  ""|-h|--help) sed -n '2,38p' "$0"; exit 2 ;;
   *) run "$1" "${2:-}" ;;
 esac
