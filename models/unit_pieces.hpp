@@ -326,7 +326,8 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
                   UnitKind::AttentionOut, i, detail::attn_out_dim(m), m.hidden);
   // Flash skips the masked tiles (all outside a sliding window or the query's document too); the
   // math path computes them all.
-  o.core = 4.0 * c.tokens * (c.flash ? causal_keys_per_query(c.seq, attention_window(m, i), c.impl.document_length) : c.seq) * q;
+  const double keys = c.flash ? causal_keys_per_query(c.seq, attention_window(m, i), c.impl.document_length) : c.seq;
+  o.core = 4.0 * c.tokens * keys * q;
   o.core_bwd = (c.flash ? 2.5 : 2.0) * o.core;
   o.mem_fwd = (2 * q + 2 * kv + (c.flash ? 0 : 6 * as)) * c.elem + 3 * h * c.stream;
   o.mem_bwd = (4 * q + 4 * kv + (c.flash ? 0 : 7 * as)) * c.elem + 3 * h * c.stream;
@@ -342,7 +343,7 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
     // Latent attention: K as wide as q, V and the output heads x v_head_dim (vo); QK^T over q's
     // width, AV over V's: 2 T keys (q + vo) FLOPs.
     const double vo = double(detail::attn_out_dim(m));
-    o.core = 2.0 * c.tokens * (c.flash ? causal_keys_per_query(c.seq, attention_window(m, i), c.impl.document_length) : c.seq) * (q + vo);
+    o.core = 2.0 * c.tokens * keys * (q + vo);
     o.core_bwd = (c.flash ? 2.5 : 2.0) * o.core;
     o.mem_fwd = (2 * q + 2 * vo + (c.flash ? 0 : 6 * as)) * c.elem + 3 * h * c.stream;
     o.mem_bwd = (4 * q + 4 * vo + (c.flash ? 0 : 7 * as)) * c.elem + 3 * h * c.stream;
