@@ -16,30 +16,16 @@ OUTDIR/torch-flex-attention.json; needs PyTorch >= 2.5 with CUDA. tagcsim never 
 """
 import json
 import os
-import statistics
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
+from torch_timing import cuda_time  # beside this script: python puts its folder on sys.path
 
 HEADS, KV_HEADS, HEAD_DIM, TOKENS = 32, 8, 128, 16384
 SEQS = (4096, 8192)
 DOCUMENTS = (256, 1024, 4096)
-
-
-def cuda_time(fn, warmup=3, iters=10):
-    for _ in range(warmup):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(iters):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times)
 
 
 def keys_per_query(seq, document):

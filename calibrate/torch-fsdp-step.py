@@ -43,6 +43,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch_timing import cuda_time  # beside this script: python puts its folder on sys.path
 
 # (name, layers, hidden, heads, kv_heads, ffn, vocab, seq, micro_batch, activation_checkpointing)
 # The shapes are Llama 3's where they can be (hidden 4096, 32/8 heads, ffn 14336, vocab 128256)
@@ -338,20 +339,6 @@ def train_steps(cfg, deadline, compile_blocks):
     del model, opt
     torch.cuda.empty_cache()
     return out
-
-
-def cuda_time(fn, warmup=3, iters=10):
-    for _ in range(warmup):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(iters):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times)
 
 
 def attention_sweep(deadline):
