@@ -133,7 +133,7 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   // less than the model lets them; the cause is not known, so the user hears the size of the miss.
   for (const auto& p : s.points)
     if (p.setup.training.async_tp)
-      add("async TP's gain over synchronous TP is over-predicted: 1.21-1.23x modelled where torchtitan's two bf16 "
+      add("async TP's gain over synchronous TP is over-predicted: 1.21-1.24x modelled where torchtitan's two bf16 "
           "pairs measured 1.09-1.10x, and 1.11-1.14x where its four float8 pairs measured 1.05-1.16x "
           "(docs/validation.md, the 2D rows)",
           &p);

@@ -100,7 +100,7 @@ TEST_CASE("async TP carries the size of its known over-prediction, synchronous T
       "t.yaml");
   const auto table = format_results(s, run(s), Format::Table);
   CHECK(table.find("note: (at training.async_tp=true) async TP's gain over synchronous TP is over-predicted: "
-                   "1.21-1.23x modelled where torchtitan's two bf16 pairs measured 1.09-1.10x") != std::string::npos);
+                   "1.21-1.24x modelled where torchtitan's two bf16 pairs measured 1.09-1.10x") != std::string::npos);
   CHECK(table.find("async_tp=false) async TP") == std::string::npos);
 }
 
