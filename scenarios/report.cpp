@@ -146,6 +146,15 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
           "(+39% to +40%), with per-op checkpointing (S74) 11% above it (-10%); read this step time as uncertain by "
           "that much (docs/validation.md, B200)",
           &p);
+  // torchtitan's defaults moved under its users (fused AdamW, the compiled loss, checkpoint early
+  // stop, FlexAttention over documents since June 2026): an undated scenario takes tagcsim's, which
+  // match none of its checkouts exactly.
+  for (const auto& p : s.points)
+    if (p.setup.training.framework == sim::Framework::Torchtitan && p.torchtitan_date.empty())
+      add("torchtitan's defaults changed under its runs (AdamW fused from Feb 2025, the loss compiled from Apr 2025, "
+          "checkpoints without early stop from Aug 2025, FlexAttention over documents from June 2026): give "
+          "training.torchtitan_date, the date of the run's checkout, to take the ones it had (docs/scenarios.md)",
+          &p);
   // torchtitan builds its norms from nn.RMSNorm, which PyTorch runs fused from 2.9 on: an eager run
   // timed with the op-by-op reference may be that run on an older PyTorch, or a slower prediction.
   // A checkout dated before 2.8's branch cut (July 2025) had no fused backward on any nightly.

@@ -66,6 +66,8 @@ TEST_CASE("torchtitan_date: Qwen3 under TP gathers q and k after their norms unt
     return scenarios::format_results(s, scenarios::run(s), scenarios::Format::Table);
   };
   CHECK(report("").find("qwen3 TP plan all-gathered q and k") != std::string::npos);
+  CHECK(report("").find("give training.torchtitan_date, the date of the run's checkout") != std::string::npos);
+  CHECK(report(", torchtitan_date: 2025-12-01").find("torchtitan's defaults changed") == std::string::npos);
   CHECK(report(", torchtitan_date: 2025-12-01").find("qwen3 TP plan all-gathered q and k") == std::string::npos);
   // A model without q/k norms, or no TP, is left alone.
   CHECK_FALSE(point("  torchtitan_date: 2025-09-05\n" + tp).setup.training.impl.qk_norm_no_parallel);
