@@ -56,6 +56,8 @@ void load_documents(const Input& in, sim::Training& t) {
   const auto v = in.find("document_length");
   if (!v) return;
   t.impl.document_length = v->as_positive();
+  if (t.impl.document_length < 1 || t.impl.document_length > 1e9)
+    v->fail(fmt::format("expected a document length in tokens, from 1 to 1e9, got {:g}", t.impl.document_length));
   const auto a = t.impl.attention;
   if (a != models::AttentionKernel::Flex && a != models::AttentionKernel::Flash2 && a != models::AttentionKernel::Flash3)
     v->fail(fmt::format("documents need an attention kernel that takes their boundaries: flex (FlexAttention's "

@@ -150,6 +150,10 @@ TEST_CASE("bad input: documents need a kernel that takes their boundaries") {
                                 "their boundaries: flex"),
                        InputError);
   CHECK_THROWS_WITH_AS(scenario("  document_length: 0\n"), Contains("d.yaml:4: training.document_length"), InputError);
+  CHECK_THROWS_WITH_AS(scenario("  attention: flex\n  document_length: 1e-300\n"),
+                       Contains("d.yaml:5: training.document_length: expected a document length in tokens, from 1 to "
+                                "1e9, got 1e-300"),
+                       InputError);
   CHECK_THROWS_WITH_AS(scenario("  document_lenght: 1024\n"), Contains("d.yaml:4"), InputError);
   CHECK_THROWS_WITH_AS(scenario("  context_parallel: 2\n  seq_len: 8192\n  document_length: 1024\n"),
                        Contains("d.yaml:6: training.document_length: context parallelism with documents is not modelled"),
