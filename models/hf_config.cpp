@@ -19,7 +19,7 @@ namespace {
 const std::vector<std::string> kModelTypes = {"gpt2",      "llama",  "mistral",     "mixtral",     "phi3",
                                               "qwen2",     "qwen3",  "qwen2_moe",   "qwen3_moe",   "olmo2",
                                               "glm4_moe",  "gemma2", "gemma3",      "gemma3_text", "deepseek_v2",
-                                              "deepseek_v3"};
+                                              "deepseek_v3", "gpt_oss"};
 
 int int_of(const Input& v, int min) {
   const auto n = v.as_int_at_least(min);
@@ -54,7 +54,7 @@ TransformerConfig llama_layout(const Input& c, const std::string& type) {
   m.tied_embeddings = flag(c, "tie_word_embeddings", type.rfind("gemma", 0) == 0);
   m.norm = Norm::RMSNorm;
   refuse_if(c, "mlp_bias", "biases on the MLP's Linears are not modelled");
-  if (type != "qwen2" && type != "glm4_moe")
+  if (type != "qwen2" && type != "glm4_moe" && type != "gpt_oss")
     refuse_if(c, "attention_bias",
               "biases on every attention projection are not modelled (the model's bias: qkv covers q, k and v, "
               "as Qwen2's)");
@@ -165,6 +165,23 @@ void gemma(const Input& c, const std::string& type, TransformerConfig& m) {
   m.full_attention_every = optional(c, "sliding_window_pattern", 6, 1);
 }
 
+// gpt-oss: num_local_experts of intermediate_size, num_experts_per_tok a token; biases on q, k and
+// v (attention_bias; those on the out projection, the router and the experts, and the attention
+// sinks, 0.03% of the parameters, are not modelled: models/presets.cpp); a sliding window in every
+// other block, the first one local, as layer_types lists them.
+void gpt_oss(const Input& c, TransformerConfig& m) {
+  m.qkv_bias = flag(c, "attention_bias", true);
+  m.experts = required(c, "num_local_experts", 2);
+  m.experts_per_token = required(c, "num_experts_per_tok");
+  sliding_window(c, m);
+  m.full_attention_every = 2;
+  if (const auto types = c.find("layer_types"); types && !types->is_null())
+    for (std::size_t i = 0; i < types->size(); ++i)
+      if (types->at(i).as_string() != (i % 2 == 1 ? "full_attention" : "sliding_attention"))
+        types->at(i).fail("expected sliding_attention and full_attention alternating, the first one sliding (the "
+                          "layout tagcsim models)");
+}
+
 }  // namespace
 
 TransformerConfig model_from_hf_config(const Input& file_root) {
@@ -196,6 +213,7 @@ TransformerConfig model_from_hf_config(const Input& file_root) {
   if (type == "qwen2_moe") qwen2_moe(c, m);
   if (type == "glm4_moe") glm4_moe(c, m);
   if (type == "deepseek_v2" || type == "deepseek_v3") deepseek(c, m);
+  if (type == "gpt_oss") gpt_oss(c, m);
   if (type.rfind("gemma", 0) == 0) gemma(c, type == "gemma2" ? type : "gemma3", m);
 
   const auto named = file_root.find("_name_or_path");

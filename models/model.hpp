@@ -71,7 +71,8 @@ struct TransformerConfig {
 // llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, llama3.1-405b,
 // llama3.2-1b, llama3.2-3b, mistral-7b-v0.1, mistral-7b-v0.3, qwen2.5-0.5b ... qwen2.5-72b, qwen3-0.6b ... qwen3-32b,
 // mpt-125m, mpt-350m, mpt-760m, mpt-1b, mpt-3b, mpt-7b, mpt-13b, mpt-30b, mpt-70b; mixtures of experts
-// mixtral-8x7b, qwen3-30b-a3b, qwen3-235b-a22b, deepseek-v2-lite, deepseek-v3-671b (latent attention).
+// mixtral-8x7b, qwen3-30b-a3b, qwen3-235b-a22b, gpt-oss-20b, gpt-oss-120b, deepseek-v2-lite,
+// deepseek-v3-671b (latent attention); codellama-34b.
 std::vector<std::string> preset_names();
 // Other names users type for them ("llama3-8b" for llama3.1-8b); preset() takes them too.
 const Aliases& preset_aliases();

@@ -190,6 +190,30 @@ TransformerConfig gemma3(const std::string& size, int layers, int hidden, int he
   return m;
 }
 
+// gpt-oss (OpenAI 2025): a mixture of experts of Llama's layout with biases on q, k and v, 64 heads
+// of 64 (q 4096 wide over a 2880-wide stream), 8 KV heads, SwiGLU experts as wide as the stream, 4 of
+// E a token, a 128-token sliding window in every other block (the first one local), the o200k_harmony
+// vocabulary of 201,088, untied; pretrained at 4,096 tokens before YaRN. Not modelled, 0.03% of the
+// parameters and element-wise work: the biases on the out projection, the router and the experts,
+// the attention sinks (one logit a head), the clamped SwiGLU.
+TransformerConfig gpt_oss(const std::string& size, int layers, int experts, const std::string& parameters,
+                          const std::string& unmodelled) {
+  TransformerConfig m = llama("gpt-oss-" + size, layers, 2880, 64, 8, 2880, 201088, 4096,
+                              fmt::format("OpenAI 2025 (gpt-oss-120b & gpt-oss-20b model card, arXiv 2508.10925); "
+                                          "openai/gpt-oss-{} config.json (hidden 2880, {} layers, 64/8 heads of 64, "
+                                          "{} experts of 2880, top 4, sliding window 128 every other layer, vocab "
+                                          "201088, attention_bias): {} parameters, {} of them (biases on the out "
+                                          "projection, router and experts; the attention sinks) not modelled",
+                                          size, layers, experts, parameters, unmodelled));
+  m.head_dim = 64;
+  m.qkv_bias = true;
+  m.experts = experts;
+  m.experts_per_token = 4;
+  m.sliding_window = 128;
+  m.full_attention_every = 2;
+  return m;
+}
+
 // The small Llama 3.2 models share the token embedding with the output projection.
 TransformerConfig tied(TransformerConfig m) {
   m.tied_embeddings = true;
@@ -281,6 +305,13 @@ const std::vector<std::pair<std::string, Maker>>& table() {
                       "Touvron et al. 2023 (Llama 2, GQA with 8 KV heads); meta-llama/Llama-2-70b-hf config.json: "
                       "68,976,648,192 parameters");
        }},
+      {"codellama-34b",
+       [] {
+         return llama("codellama-34b", 48, 8192, 64, 8, 22016, 32000, 4096,
+                      "Roziere et al. 2023 (Code Llama, the 34B model: Llama 2's layout, GQA with 8 KV heads); "
+                      "codellama/CodeLlama-34b-hf config.json (hidden 8192, 48 layers, 64/8 heads, intermediate "
+                      "22016, vocab 32000, untied); the sequence 4096, Llama 2's: 33,743,970,304 parameters");
+       }},
       {"llama3.1-8b",
        [] {
          return llama("llama3.1-8b", 32, 4096, 32, 8, 14336, 128256, 8192,
@@ -342,6 +373,8 @@ const std::vector<std::pair<std::string, Maker>>& table() {
       {"qwen3-30b-a3b", [] { return qwen3_moe("30B-A3B", 48, 2048, 32, 768, "30,532,122,624", "3,353,032,704"); }},
       {"qwen3-235b-a22b",
        [] { return qwen3_moe("235B-A22B", 94, 4096, 64, 1536, "235,093,634,560", "22,190,763,520"); }},
+      {"gpt-oss-20b", [] { return gpt_oss("20b", 24, 32, "20,914,757,184", "6,706,944"); }},
+      {"gpt-oss-120b", [] { return gpt_oss("120b", 36, 128, "116,829,156,672", "39,923,712"); }},
       {"mixtral-8x7b",
        [] {
          auto m = llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096,
@@ -428,7 +461,8 @@ const Aliases& preset_aliases() {
       {"llama-2-70b", "llama2-70b"},    {"gpt2", "gpt2-124m"},           {"gpt2-medium", "gpt2-355m"},
       {"gpt2-large", "gpt2-774m"},      {"gpt2-xl", "gpt2-1.5b"},        {"llama-3.2-1b", "llama3.2-1b"},
       {"llama-3.2-3b", "llama3.2-3b"},  {"mistral-7b", "mistral-7b-v0.3"},  {"olmo-2-7b", "olmo2-7b"},
-      {"olmo-2-13b", "olmo2-13b"},      {"olmo-2-32b", "olmo2-32b"},
+      {"olmo-2-13b", "olmo2-13b"},      {"olmo-2-32b", "olmo2-32b"},     {"llama2-34b", "codellama-34b"},
+      {"code-llama-34b", "codellama-34b"},
   };
   return aliases;
 }

@@ -242,3 +242,24 @@ TEST_CASE("bad input: hf_config's file, architecture and fields, with file and l
       Contains("f.yaml:1: model.hf_config: a model comes from a preset or from a Hugging Face config, not both"),
       InputError);
 }
+
+TEST_CASE("hf_config: gpt-oss-20b comes out as its preset, its window in every other block") {
+  Dir d;
+  const auto oss = from_json(d, R"({"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+    "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+    "num_local_experts": 32, "num_experts_per_tok": 4, "experts_per_token": 4, "vocab_size": 201088,
+    "sliding_window": 128, "attention_bias": true, "tie_word_embeddings": false, "max_position_embeddings": 131072,
+    "initial_context_length": 4096, "swiglu_limit": 7.0, "router_aux_loss_coef": 0.9,
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]})");
+  CHECK(models::parameter_count(oss) == models::parameter_count(models::preset("gpt-oss-20b")));
+  CHECK(oss.head_dim == 64);
+  CHECK(oss.sliding_window == 128);
+  CHECK(oss.full_attention_every == 2);
+  CHECK(oss.seq_len == 4096);
+  CHECK_THROWS_WITH_AS(from_json(d, R"({"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+    "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+    "num_local_experts": 32, "num_experts_per_tok": 4, "vocab_size": 201088, "sliding_window": 128,
+    "layer_types": ["full_attention", "sliding_attention"]})"),
+                       Contains("config.json:4: layer_types[0]: expected sliding_attention and full_attention alternating"),
+                       InputError);
+}
