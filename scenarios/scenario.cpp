@@ -121,8 +121,7 @@ Point load_point(const Input& doc) {
   if (auto tr = doc.find("training")) t = load_training(*tr);
   const auto& c = p.setup.cluster;
   if (auto tr = doc.find("training"); tr && tr->has("torchtitan_date")) {
-    const auto* prof = sim::device_kernel_profile(c.gpu);
-    p.torchtitan_settings = apply_torchtitan_date(*tr, t, p.setup.model, prof && prof->family == "blackwell");
+    p.torchtitan_settings = apply_torchtitan_date(*tr, t, p.setup.model, sim::device_kernel_profile(c.gpu));
     p.torchtitan_date = (*tr)["torchtitan_date"].as_string();
   }
   if (auto tr = doc.find("training")) {

@@ -7,6 +7,7 @@
 #include "models/model.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <regex>
 
@@ -36,7 +37,8 @@ std::string cite(const Change& c) { return fmt::format("{}, {}", c.pr, c.date); 
 }  // namespace
 
 std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Training& t,
-                                               const models::TransformerConfig& m, bool blackwell) {
+                                               const models::TransformerConfig& m, const sim::KernelProfile* gpu) {
+  const bool blackwell = gpu && gpu->family == "blackwell";
   const auto v = training.find("torchtitan_date");
   if (!v) return {};
   const std::string date = v->as_string();
@@ -79,6 +81,10 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
                             "training.document_length (the data's token-weighted mean document length, "
                             "sum(L^2) / sum(L)), or set training.attention",
                             cite(kFlexDocuments)));
+      if (gpu && !gpu->has_attention(models::AttentionKernel::Flex))
+        v->fail(fmt::format("torchtitan since {} runs FlexAttention, which kernel profile '{}' has no measurement "
+                            "of: set training.attention to the nearest it has ({})",
+                            cite(kFlexDocuments), gpu->name, fmt::join(gpu->attention_kernels(), ", ")));
       t.impl.attention = models::AttentionKernel::Flex;
       set.push_back(fmt::format("attention flex over documents ({})", cite(kFlexDocuments)));
     } else if (blackwell && since(date, kCudnnOnBlackwell)) {

@@ -95,6 +95,15 @@ TEST_CASE("torchtitan_date: since June 9 2026 FlexAttention over documents, whos
   const auto july = point("  torchtitan_date: 2026-07-01\n  document_length: 1500\n");
   CHECK(july.setup.training.impl.attention == AttentionKernel::Flex);
   CHECK(july.setup.training.impl.document_length == 1500);
+  // A GPU whose profile has no FlexAttention curve hears it at the date, with what it has.
+  CHECK_THROWS_WITH_AS(point("  torchtitan_date: 2026-07-01\n  document_length: 1500\n", "llama3.1-8b", "dgx-b200-ib400"),
+                       Contains("t.yaml:5: training.torchtitan_date: torchtitan since torchtitan#3571, 2026-06-09 runs "
+                                "FlexAttention, which kernel profile 'device-b200' has no measurement of: set "
+                                "training.attention to the nearest it has (flash2, math, cudnn)"),
+                       InputError);
+  CHECK(point("  torchtitan_date: 2026-07-01\n  document_length: 1500\n  attention: flash2\n", "llama3.1-8b",
+              "dgx-b200-ib400")
+            .setup.training.impl.attention == AttentionKernel::Flash2);
   // Before it, SDPA over whole sequences.
   CHECK(point("  torchtitan_date: 2026-06-08\n").setup.training.impl.attention == AttentionKernel::Flash2);
 }
