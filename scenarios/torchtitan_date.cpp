@@ -26,6 +26,9 @@ constexpr Change kNoEarlyStop{"2025-08-29", "torchtitan#1580"};     // checkpoin
 constexpr Change kQkNormSharded{"2025-10-14", "torchtitan#1870"};   // Qwen3's q/k norms no longer NoParallel
 constexpr Change kAllSdpaSaved{"2025-12-01", "torchtitan#2095"};    // every SDPA backend in the per-op save list
 constexpr Change kFlexDocuments{"2026-06-09", "torchtitan#3571"};   // FlexAttention over document masks, SDPA gone
+// DeepSeek-V3's configs (latent attention) went to FlexAttention over document masks first: SDPA
+// had only its memory-efficient kernel for V heads narrower than q's (#1610's description).
+constexpr Change kFlexDocumentsDeepSeek{"2025-08-22", "torchtitan#1610"};
 // Not torchtitan's own change: PyTorch 2.9's release, after which a torchtitan checkout (which
 // installs PyTorch nightly) runs nn.RMSNorm as one fused kernel each way. Between 2.8's branch cut
 // (July 2025) and it, the nightly decides: the scenario says.
@@ -75,23 +78,24 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
     set.push_back(fmt::format("tp_qk_norm no_parallel (sharded from {})", cite(kQkNormSharded)));
   }
   if (unset("attention")) {
-    if (since(date, kFlexDocuments)) {
+    const Change& flex_from = m.kv_lora_rank > 0 ? kFlexDocumentsDeepSeek : kFlexDocuments;
+    if (since(date, flex_from)) {
       if (!training.has("document_length"))
         v->fail(fmt::format("torchtitan since {} runs FlexAttention over each sequence's documents: give "
                             "training.document_length (the data's token-weighted mean document length, "
                             "sum(L^2) / sum(L)), or set training.attention",
-                            cite(kFlexDocuments)));
+                            cite(flex_from)));
       if (gpu && !gpu->has_attention(models::AttentionKernel::Flex))
         v->fail(fmt::format("torchtitan since {} runs FlexAttention, which kernel profile '{}' has no measurement "
                             "of: set training.attention to the nearest it has ({})",
-                            cite(kFlexDocuments), gpu->name, fmt::join(gpu->attention_kernels(), ", ")));
+                            cite(flex_from), gpu->name, fmt::join(gpu->attention_kernels(), ", ")));
       t.impl.attention = models::AttentionKernel::Flex;
-      set.push_back(fmt::format("attention flex over documents ({})", cite(kFlexDocuments)));
+      set.push_back(fmt::format("attention flex over documents ({})", cite(flex_from)));
     } else if (blackwell && since(date, kCudnnOnBlackwell)) {
       if (t.impl.document_length > 0)
         v->fail(fmt::format("torchtitan on Blackwell between {} and {} sent SDPA to cuDNN over whole sequences: "
                             "with document_length, set training.attention (flex, or flash3 for varlen)",
-                            cite(kCudnnOnBlackwell), cite(kFlexDocuments)));
+                            cite(kCudnnOnBlackwell), cite(flex_from)));
       t.impl.attention = models::AttentionKernel::Cudnn;
       set.push_back(fmt::format("attention cudnn on Blackwell ({})", cite(kCudnnOnBlackwell)));
     }

@@ -104,6 +104,13 @@ TEST_CASE("torchtitan_date: since June 9 2026 FlexAttention over documents, whos
   CHECK(point("  torchtitan_date: 2026-07-01\n  document_length: 1500\n  attention: flash2\n", "llama3.1-8b",
               "dgx-b200-ib400")
             .setup.training.impl.attention == AttentionKernel::Flash2);
+  // DeepSeek's configs (latent attention) went to FlexAttention over documents first, in Aug 2025.
+  CHECK_THROWS_WITH_AS(point("  torchtitan_date: 2025-09-01\n", "deepseek-v2-lite"),
+                       Contains("torchtitan since torchtitan#1610, 2025-08-22 runs FlexAttention over each sequence's "
+                                "documents"),
+                       InputError);
+  CHECK(point("  torchtitan_date: 2025-09-01\n  document_length: 1000\n", "deepseek-v2-lite")
+            .setup.training.impl.attention == AttentionKernel::Flex);
   // Before it, SDPA over whole sequences.
   CHECK(point("  torchtitan_date: 2026-06-08\n").setup.training.impl.attention == AttentionKernel::Flash2);
 }
