@@ -24,9 +24,10 @@ std::string shape_of(const models::Kernel& k) {
   switch (k.kind) {
     case models::KernelKind::Gemm: return fmt::format("{:g} x {:g} x {:g}", k.m, k.n, k.k);
     case models::KernelKind::Attention:
-      return fmt::format("{:g} seqs x {:g} x d{:g}{}{}{}{}", k.batch_heads, k.seq, k.head_dim, k.causal ? " causal" : "",
+      return fmt::format("{:g} seqs x {:g} x d{:g}{}{}{}{}{}", k.batch_heads, k.seq, k.head_dim, k.causal ? " causal" : "",
                          k.kv_heads > 0 && k.kv_heads * 1.0 < k.batch_heads ? fmt::format(" kv{}", k.kv_heads) : "",
                          k.window > 0 ? fmt::format(" window {:g}", k.window) : "",
+                         k.document > 0 ? fmt::format(" in {:g}-token documents", k.document) : "",
                          k.query_shards > 1 ? fmt::format(", 1/{:g} of the queries", k.query_shards) : "");
     case models::KernelKind::Memory:
       return fmt::format("{:.3g} MB{}", k.bytes / 1e6, k.host_sync ? ", the host reads back" : "");

@@ -142,6 +142,8 @@ TEST_CASE("documents: shorter documents make a long-sequence step faster, and sa
   CHECK(s.points.at(0).setup.training.impl.document_length == 1024);
   const auto report = scenarios::format_results(s, scenarios::run(s), scenarios::Format::Table);
   CHECK_MESSAGE(report.find("documents of 1024 tokens packed into each sequence") != std::string::npos, report);
+  const auto kernels = scenarios::kernel_table(s.points.at(0).setup);
+  CHECK_MESSAGE(kernels.find("32 seqs x 8192 x d128 causal kv8 in 1024-token documents") != std::string::npos, kernels);
 }
 
 TEST_CASE("bad input: documents need a kernel that takes their boundaries") {
