@@ -239,7 +239,9 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
   // The published rows (published_measurements.yaml, then one file per further source,
   // published_fsdp_*.yaml but LLM Foundry's tables, which have their own schema), then our own
   // measurements (measured_*.yaml): the same schema, a scenario file each, each group in name order.
-  std::vector<std::string> files = {"published_measurements.yaml"};
+  // A root of one's own runs (docs/validation.md, "Checking your own runs") may hold only them.
+  std::vector<std::string> files;
+  if (fs::exists(data / "published_measurements.yaml")) files.push_back("published_measurements.yaml");
   std::vector<std::string> published, own;
   for (const auto& f : fs::directory_iterator(data)) {
     const auto name = f.path().filename().string();
