@@ -250,10 +250,12 @@ std::string format_validation(const ValidationRun& run) {
     if (held && !loso) continue;
     const char* which = held ? "held out (leave one source out)" : "in-sample";
     for (bool foundry : {true, false}) {
+      const auto seq = bucket_table(run, held, foundry, "sequence", &ValidationRow::seq_bucket, seq_order);
+      const auto size = bucket_table(run, held, foundry, "model size", &ValidationRow::size_bucket, size_order);
+      const auto gpus = bucket_table(run, held, foundry, "GPUs", &ValidationRow::gpus_bucket, gpus_order);
+      if (seq.empty() && size.empty() && gpus.empty()) continue;  // no such rows (a tree of one's own runs)
       out += fmt::format("\n{} rows, {}, mean signed error by bucket:\n", foundry ? "LLM Foundry" : "All", which);
-      out += fmt::format("\n{}\n{}\n{}", bucket_table(run, held, foundry, "sequence", &ValidationRow::seq_bucket, seq_order),
-                         bucket_table(run, held, foundry, "model size", &ValidationRow::size_bucket, size_order),
-                         bucket_table(run, held, foundry, "GPUs", &ValidationRow::gpus_bucket, gpus_order));
+      out += fmt::format("\n{}\n{}\n{}", seq, size, gpus);
     }
   }
   out += format_what_if_pairs(run.pairs);

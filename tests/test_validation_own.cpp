@@ -48,6 +48,11 @@ TEST_CASE("validate --root: a tree of one's own runs alone, each predicted as ta
   const auto p = scenarios::predict(rows[0]);
   CHECK(p.tps == Approx(direct).epsilon(1e-12));
   CHECK(p.error(6000) == Approx(direct / 6000 - 1).epsilon(1e-12));
+  // The report has the row and the buckets of all rows, and no LLM Foundry section without its rows.
+  const auto report = scenarios::format_validation(scenarios::validate(rows, {}));
+  CHECK(report.find("| fsdp-ours-llama31-8b-h100-16gpu | OURS | Llama 3.1 8B | 16 | 8192 | 6000 |") != std::string::npos);
+  CHECK(report.find("All rows, in-sample, mean signed error by bucket") != std::string::npos);
+  CHECK(report.find("LLM Foundry rows") == std::string::npos);
 
   // An entry without its scenario says which file it expected.
   fs::remove(root / "scenarios" / "validation" / "fsdp-ours-llama31-8b-h100-16gpu.yaml");
