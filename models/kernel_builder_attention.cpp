@@ -9,7 +9,7 @@ namespace tagcsim::models::detail {
 
 void Builder::attention(KernelPiece& p) {
   const double kv = double(detail::kv_dim(m_));
-  const bool head_major = impl_.head_major_layout(s_);
+  const bool head_major = impl_.head_major_layout();
   // K repeated from every head of the group under tp_qk_norm: no_parallel, V from this GPU's.
   const double g = qk_gathered();
   if (impl_.repeats_kv(m_, s_)) {

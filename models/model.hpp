@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -223,16 +224,19 @@ struct Implementation {
   // (flash2, flash3), which runs each document as its own sequence.
   double document_length = 0;
   bool documents(double seq) const { return document_length > 0 && document_length < seq; }
-  // The attention takes PyTorch's (batch, heads, seq, head dim) layout (SDPA, FlexAttention): the
-  // caller transposes q, k, v in and the output back. flash-attn's varlen call and MosaicML's
-  // Triton kernel read the (tokens, heads, head dim) rows as they are.
-  bool head_major_layout(double seq) const {
-    return attention != AttentionKernel::FlashTriton && !(documents(seq) && attention != AttentionKernel::Flex);
-  }
-  // GQA's K and V repeated to every query head before the call (torchtitan's repeat_kv before SDPA);
-  // FlexAttention (enable_gqa), the varlen call and the Triton kernel read the shared heads.
+  // The attention takes PyTorch's (batch, heads, seq, head dim) layout: the caller transposes q, k,
+  // v in and the output back (SDPA, FlexAttention, and torchtitan's varlen wrapper, which transposes
+  // them back into rows). MosaicML's Triton kernel reads the (tokens, heads, head dim) rows as they are.
+  bool head_major_layout() const { return attention != AttentionKernel::FlashTriton; }
+  // Whether GQA's K and V are repeated to every query head before the call (training.repeat_kv);
+  // unset: as the call's API has it, repeated before SDPA (torchtitan's repeat_kv until
+  // pytorch/torchtitan#2259, Hugging Face's sdpa path), read shared by FlexAttention (enable_gqa),
+  // flash-attn's varlen call and MosaicML's Triton kernel.
+  std::optional<bool> repeat_kv;
   bool repeats_kv(const TransformerConfig& m, double seq) const {
-    return head_major_layout(seq) && attention != AttentionKernel::Flex && m.kv_heads < m.heads;
+    if (m.kv_heads >= m.heads) return false;
+    if (repeat_kv) return *repeat_kv;
+    return head_major_layout() && attention != AttentionKernel::Flex && !documents(seq);
   }
 };
 

@@ -165,6 +165,9 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
           : t.impl.compiled            ? "compiled blocks re-run only what their backward reads: not the down projection"
                                        : "the whole block is re-run");
   k.put("attention", models::to_string(t.impl.attention), "the attention kernel");
+  if (t.impl.repeat_kv)
+    k.put("repeat_kv", yaml_flag(*t.impl.repeat_kv),
+          *t.impl.repeat_kv ? "GQA's K and V repeated to every head before the call" : "K and V read shared");
   if (t.impl.document_length > 0)
     k.put("document_length", yaml_number(t.impl.document_length),
           "tokens a document; each attends only within itself (block-causal)");

@@ -24,6 +24,7 @@ constexpr Change kCompiledLoss{"2025-04-02", "torchtitan#1033"};    // the loss 
 constexpr Change kCudnnOnBlackwell{"2025-05-14", "torchtitan#1196"};  // SDPA asks cuDNN first on compute capability 10
 constexpr Change kNoEarlyStop{"2025-08-29", "torchtitan#1580"};     // checkpoint(..., early_stop=False)
 constexpr Change kQkNormSharded{"2025-10-14", "torchtitan#1870"};   // Qwen3's q/k norms no longer NoParallel
+constexpr Change kGqaShared{"2026-01-27", "torchtitan#2259"};       // K and V no longer repeated (enable_gqa)
 constexpr Change kAllSdpaSaved{"2025-12-01", "torchtitan#2095"};    // every SDPA backend in the per-op save list
 constexpr Change kFlexDocuments{"2026-06-09", "torchtitan#3571"};   // FlexAttention over document masks, SDPA gone
 // DeepSeek-V3's configs (latent attention) went to FlexAttention over document masks first: SDPA
@@ -99,6 +100,11 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
       t.impl.attention = models::AttentionKernel::Cudnn;
       set.push_back(fmt::format("attention cudnn on Blackwell ({})", cite(kCudnnOnBlackwell)));
     }
+  }
+  if (m.kv_heads < m.heads && m.kv_lora_rank == 0 && unset("repeat_kv")) {
+    t.impl.repeat_kv = !since(date, kGqaShared);
+    set.push_back(fmt::format("repeat_kv {} ({}{})", since(date, kGqaShared) ? "false" : "true",
+                              since(date, kGqaShared) ? "" : "shared from ", cite(kGqaShared)));
   }
   if (t.impl.selective_op && t.impl.attention == models::AttentionKernel::Cudnn && blackwell &&
       unset("selective_op_recomputes_attention") && since(date, kCudnnOnBlackwell) && !since(date, kAllSdpaSaved)) {

@@ -20,7 +20,7 @@ const std::vector<std::string> kTrainingKeys = {
     "selective_op_recomputes_attention",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
-    "attention",         "unpadded_attention", "document_length", "compile", "compile_loss", "cross_entropy", "rms_norm", "logit_metrics", "float8",
+    "attention",         "unpadded_attention", "document_length", "repeat_kv", "compile", "compile_loss", "cross_entropy", "rms_norm", "logit_metrics", "float8",
     "float8_all_gather", "tensor_parallel", "tp_plan", "tp_qk_norm", "async_tp", "context_parallel", "expert_parallel",
     "expert_imbalance",  "pipeline_parallel",
     "pipeline_schedule", "pipeline_microbatches", "stages_per_rank"};
@@ -302,6 +302,7 @@ sim::Training load_training(const Input& in) {
                           "(attention is {})",
                           models::to_string(a)));
   }
+  if (auto v = in.find("repeat_kv")) t.impl.repeat_kv = v->as_bool();
   if (auto v = in.find("compile")) t.impl.compiled = v->as_bool();
   // Async TP is a torch.compile pass over the compiled blocks (torchtitan refuses it without compile).
   if (auto v = in.find("async_tp"); v && t.async_tp && !t.impl.compiled)

@@ -102,7 +102,7 @@ TEST_CASE("FlexAttention's shipped curves: FlashAttention-2's times the publishe
                        InputError);
 }
 
-TEST_CASE("documents in the kernel lists: varlen reads the shared K and V heads as they are, FlexAttention transposes") {
+TEST_CASE("documents in the kernel lists: varlen and FlexAttention read the shared K and V heads, unless repeat_kv says") {
   const auto m = models::preset("llama3.1-8b");  // 32 heads, 8 KV heads of 128
   models::TrainingShape shape;
   shape.micro_batch = 1;
@@ -116,8 +116,8 @@ TEST_CASE("documents in the kernel lists: varlen reads the shared K and V heads 
   shape.impl.document_length = 512;
   const auto varlen = *models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels;
   CHECK(test::count_prefix(varlen.forward, "repeat_kv") == 0);
-  CHECK(test::count_prefix(varlen.forward, "attention out transpose") == 0);
-  CHECK(test::count_prefix(varlen.backward, "attention grad transpose") == 0);
+  // torchtitan's varlen wrapper takes the (batch, heads, seq, head dim) layout and transposes back.
+  CHECK(test::find(varlen.forward, "attention out transpose").bytes == Approx(2.0 * 2 * 4096 * 4096));
   CHECK(test::find(varlen.forward, "attention").document == 512);
   // 4 x 32 heads x 4096 x 128 x 512 / 2 FLOPs forward.
   CHECK(test::find(varlen.forward, "attention").flops() == Approx(4.0 * 32 * 4096 * 128 * 256));
@@ -126,7 +126,21 @@ TEST_CASE("documents in the kernel lists: varlen reads the shared K and V heads 
   const auto flex = *models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels;
   CHECK(test::count_prefix(flex.forward, "repeat_kv") == 0);  // enable_gqa
   CHECK(test::find(flex.forward, "attention out transpose").bytes == Approx(2.0 * 2 * 4096 * 4096));
+  // torchtitan before #2259 repeated them for every backend: K and V, 2 bytes x T x (1024 read +
+  // 4096 written) each.
+  shape.impl.repeat_kv = true;
+  const auto repeated = *models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels;
+  CHECK(test::find(repeated.forward, "repeat_kv").bytes == Approx(2.0 * 2 * 4096 * (1024 + 4096)));
+  // ... and SDPA with enable_gqa after it reads them shared.
+  shape.impl.attention = AttentionKernel::Flash2;
+  shape.impl.document_length = 0;
+  shape.impl.repeat_kv = false;
+  CHECK(test::count_prefix((*models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels).forward, "repeat_kv") ==
+        0);
   // The units count the same FLOPs for MFU: the out projection's unit carries the attention core.
+  shape.impl.attention = AttentionKernel::Flex;
+  shape.impl.repeat_kv.reset();
+  shape.impl.document_length = 512;
   const auto units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
   shape.impl.document_length = 0;
   const auto whole = models::fsdp_units(m, models::WrapPolicy::Block, shape);

@@ -34,7 +34,8 @@ TEST_CASE("torchtitan_date: before Feb 2025 AdamW is foreach, and before Apr 202
   CHECK(jan.torchtitan_settings ==
         std::vector<std::string>{"optimizer foreach (fused from torchtitan#881, 2025-02-24)",
                                  "the loss eager (compiled from torchtitan#1033, 2025-04-02)",
-                                 "checkpoint_early_stop true (false from torchtitan#1580, 2025-08-29)"});
+                                 "checkpoint_early_stop true (false from torchtitan#1580, 2025-08-29)",
+                                 "repeat_kv true (shared from torchtitan#2259, 2026-01-27)"});
   const auto sept = point("  torchtitan_date: 2025-09-05\n  compile: true\n  activation_checkpointing: full\n");
   CHECK(sept.setup.training.optimizer == sim::Training::Optimizer::Fused);
   CHECK(sept.setup.training.impl.compiled_loss);
@@ -43,7 +44,12 @@ TEST_CASE("torchtitan_date: before Feb 2025 AdamW is foreach, and before Apr 202
   CHECK_FALSE(sept.setup.training.impl.fused_rms_norm);
   const auto nov = point("  torchtitan_date: 2025-11-01\n");
   CHECK(nov.setup.training.impl.fused_rms_norm);
-  CHECK(nov.torchtitan_settings.back() == "rms_norm fused (PyTorch nightly after PyTorch 2.9, 2025-10-15)");
+  CHECK(nov.torchtitan_settings.at(1) == "rms_norm fused (PyTorch nightly after PyTorch 2.9, 2025-10-15)");
+  // K and V repeated to every head before the attention until Jan 27 2026, read shared after.
+  CHECK(*nov.setup.training.impl.repeat_kv);
+  const auto feb = point("  torchtitan_date: 2026-02-01\n");
+  CHECK_FALSE(*feb.setup.training.impl.repeat_kv);
+  CHECK(feb.torchtitan_settings.back() == "repeat_kv false (torchtitan#2259, 2026-01-27)");
   // The day a change merged counts as after it.
   CHECK(point("  torchtitan_date: 2025-02-24\n").setup.training.optimizer == sim::Training::Optimizer::Fused);
   CHECK(point("  torchtitan_date: 2025-02-23\n").setup.training.optimizer == sim::Training::Optimizer::Foreach);
@@ -118,7 +124,8 @@ TEST_CASE("torchtitan_date: since June 9 2026 FlexAttention over documents, whos
 TEST_CASE("torchtitan_date: a key the scenario sets wins, and the report's heading says what the date set") {
   const auto p = point("  torchtitan_date: 2025-01-15\n  optimizer: fused\n  compile: true\n");
   CHECK(p.setup.training.optimizer == sim::Training::Optimizer::Fused);
-  CHECK(p.torchtitan_settings == std::vector<std::string>{"the loss eager (compiled from torchtitan#1033, 2025-04-02)"});
+  CHECK(p.torchtitan_settings == std::vector<std::string>{"the loss eager (compiled from torchtitan#1033, 2025-04-02)",
+                                                          "repeat_kv true (shared from torchtitan#2259, 2026-01-27)"});
   const auto s = scenarios::parse_scenario(
       "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {framework: torchtitan, "
       "torchtitan_date: 2025-01-15}\npolicies: [fsdp]\n",
