@@ -92,13 +92,17 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
                             cite(flex_from), gpu->name, fmt::join(gpu->attention_kernels(), ", ")));
       t.impl.attention = models::AttentionKernel::Flex;
       set.push_back(fmt::format("attention flex over documents ({})", cite(flex_from)));
-    } else if (blackwell && since(date, kCudnnOnBlackwell)) {
-      if (t.impl.document_length > 0)
-        v->fail(fmt::format("torchtitan on Blackwell between {} and {} sent SDPA to cuDNN over whole sequences: "
-                            "with document_length, set training.attention (flex, or flash3 for varlen)",
-                            cite(kCudnnOnBlackwell), cite(flex_from)));
-      t.impl.attention = models::AttentionKernel::Cudnn;
-      set.push_back(fmt::format("attention cudnn on Blackwell ({})", cite(kCudnnOnBlackwell)));
+    } else {
+      // Before it, SDPA's causal mask over whole sequences: the data's documents are not masked.
+      if (t.impl.document_length > 0) {
+        t.impl.document_length = 0;
+        set.push_back(fmt::format("documents not masked (SDPA over whole sequences; block-causal from {})",
+                                  cite(flex_from)));
+      }
+      if (blackwell && since(date, kCudnnOnBlackwell)) {
+        t.impl.attention = models::AttentionKernel::Cudnn;
+        set.push_back(fmt::format("attention cudnn on Blackwell ({})", cite(kCudnnOnBlackwell)));
+      }
     }
   }
   if (m.kv_heads < m.heads && m.kv_lora_rank == 0 && unset("repeat_kv")) {
