@@ -1,5 +1,6 @@
 #include "scenarios/report.hpp"
 #include "scenarios/report_heading.hpp"
+#include "scenarios/report_notes.hpp"
 
 #include "common/json.hpp"
 #include "sim/compute.hpp"
@@ -16,6 +17,7 @@ namespace {
 using detail::collective_model_description;
 using detail::coordinates_text;
 using detail::heading;
+using detail::notes_of;
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
@@ -74,135 +76,6 @@ std::string table_row(const std::vector<std::string>& cells, const std::vector<s
   for (std::size_t i = 0; i < cells.size(); ++i)
     line += i == 0 ? fmt::format("{:<{}}", cells[i], width[i]) : fmt::format("  {:>{}}", cells[i], width[i]);
   return line + "\n";
-}
-
-std::string points_text(const Scenario& s, const std::vector<const Point*>& points) {
-  std::vector<std::pair<std::string, std::string>> shared = points.front()->coordinates;
-  for (const Point* p : points)
-    std::erase_if(shared, [&](const auto& kv) {
-      return std::find(p->coordinates.begin(), p->coordinates.end(), kv) == p->coordinates.end();
-    });
-  std::size_t matching = 0;
-  for (const auto& p : s.points)
-    matching += std::all_of(shared.begin(), shared.end(), [&](const auto& kv) {
-      return std::find(p.coordinates.begin(), p.coordinates.end(), kv) != p.coordinates.end();
-    });
-  std::string out;
-  if (!shared.empty() && matching == points.size()) {
-    for (const auto& [k, v] : shared) out += fmt::format("{}{}={}", out.empty() ? "" : ", ", k, v);
-    return out;
-  }
-  for (const Point* p : points) out += (out.empty() ? "" : "; ") + coordinates_text(*p);
-  return out;
-}
-
-constexpr double kNearCapacity = 0.85;  // of the GPU's memory
-
-// Notes, each once: those that hold at every point plainly, the others with the points they belong to.
-std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& results) {
-  std::vector<std::pair<std::string, std::vector<const Point*>>> notes;
-  auto add = [&](const std::string& text, const Point* p) {
-    auto it = std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.first == text; });
-    if (it == notes.end()) it = notes.insert(notes.end(), {text, {}});
-    if (std::find(it->second.begin(), it->second.end(), p) == it->second.end()) it->second.push_back(p);
-  };
-  for (const auto& r : results)
-    if (!r.step.grad_error_basis.empty()) add(r.step.grad_error_basis, r.point);
-  for (const auto& r : results)
-    if (!r.step.pipeline.empty()) add(r.step.policy + ": " + r.step.pipeline, r.point);
-  for (const auto& p : s.points)
-    for (const auto& w : p.warnings) add("warning: " + w, &p);
-  // The published runs that lost the most to memory pressure all sat within 15% of capacity by
-  // this estimate, as did most runs that lost nothing: a caveat on the prediction, not a cost.
-  for (const auto& r : results)
-    if (const auto& m = r.step.memory; m.fits() && m.peak_bytes() >= kNearCapacity * m.capacity_bytes)
-      add(fmt::format("peak memory is within {:.0f}% of the GPU's: some published runs this close to capacity ran "
-                      "10-40% slower than predicted, from the caching allocator's retries, which are not modelled "
-                      "(docs/validation.md, memory pressure)",
-                      100 * (1 - kNearCapacity)),
-          r.point);
-  // A mechanism, not a measurement: say so where it sets the attention's time.
-  for (const auto& p : s.points)
-    if (const auto& m = p.setup.model; m.sliding_window > 0 && m.sliding_window < p.setup.seq_len() &&
-                                       p.setup.training.impl.attention != models::AttentionKernel::Math)
-      add(fmt::format("attention within the {}-token sliding window is timed at the causal rate of a {}-token "
-                      "sequence; no published windowed kernel measurement checks it (docs/compute-model.md)",
-                      m.sliding_window, m.sliding_window),
-          &p);
-  // Six published pairs (torchtitan, with and without async TP) say the fused collectives hide
-  // less than the model lets them; the cause is not known, so the user hears the size of the miss.
-  for (const auto& p : s.points)
-    if (p.setup.training.async_tp)
-      add("async TP's gain over synchronous TP is over-predicted: 1.21-1.24x modelled where torchtitan's two bf16 "
-          "pairs measured 1.09-1.10x, and 1.11-1.14x where its four float8 pairs measured 1.05-1.16x "
-          "(docs/validation.md, the 2D rows)",
-          &p);
-  // The two published FSDP runs of a mixture of experts shipped miss it in opposite directions where
-  // dense runs on the same GPU fit (docs/validation.md, B200): the user hears the size of both misses.
-  for (const auto& p : s.points)
-    if (p.setup.model.experts > 0)
-      add("a mixture of experts: the two published FSDP runs of one shipped (Qwen3-30B-A3B over 8 B200, torchtitan) "
-          "miss their predictions both ways where the dense runs on B200 fit: fully checkpointed (S72) 28% below it "
-          "(+39% to +40%), with per-op checkpointing (S74) 11% above it (-10%); read this step time as uncertain by "
-          "that much (docs/validation.md, B200)",
-          &p);
-  // torchtitan's defaults moved under its users (fused AdamW, the compiled loss, checkpoint early
-  // stop, FlexAttention over documents since June 2026): an undated scenario takes tagcsim's, which
-  // match none of its checkouts exactly.
-  for (const auto& p : s.points)
-    if (p.setup.training.framework == sim::Framework::Torchtitan && p.torchtitan_date.empty())
-      add("torchtitan's defaults changed under its runs (AdamW fused from Feb 2025, the loss compiled from Apr 2025, "
-          "checkpoints without early stop from Aug 2025, FlexAttention over documents from June 2026): give "
-          "training.torchtitan_date, the date of the run's checkout, to take the ones it had (docs/scenarios.md)",
-          &p);
-  // torchtitan builds its norms from nn.RMSNorm, which PyTorch runs fused from 2.9 on: an eager run
-  // timed with the op-by-op reference may be that run on an older PyTorch, or a slower prediction.
-  // A checkout dated before 2.8's branch cut (July 2025) had no fused backward on any nightly.
-  for (const auto& p : s.points)
-    if (const auto& t = p.setup.training; t.framework == sim::Framework::Torchtitan && !t.impl.compiled &&
-                                          !t.impl.fused_rms_norm && p.setup.model.norm == models::Norm::RMSNorm &&
-                                          !(!p.torchtitan_date.empty() && p.torchtitan_date < "2025-07-01"))
-      add("torchtitan's norms are nn.RMSNorm, which PyTorch 2.9 and newer run as one fused kernel each way: on such a "
-          "PyTorch set training.rms_norm: fused (eager Qwen3-32B on H100: 13-18% more tokens/s; docs/scenarios.md)",
-          &p);
-  // torchtitan's qwen3 TP plan wrapped q_norm and k_norm in NoParallel until #1870 (Oct 2025): a TP run
-  // of a q/k-norm model on an older torchtitan all-gathered q and k in every block. A scenario that
-  // dates its checkout (training.torchtitan_date) has had it decided.
-  for (const auto& p : s.points)
-    if (const auto& t = p.setup.training; t.framework == sim::Framework::Torchtitan && t.tensor_parallel > 1 &&
-                                          p.setup.model.qk_norm && !t.impl.qk_norm_no_parallel &&
-                                          t.impl.tp_plan == models::Implementation::TpPlan::Torchtitan &&
-                                          p.torchtitan_date.empty())
-      add("torchtitan's qwen3 TP plan all-gathered q and k after their norms until pytorch/torchtitan#1870 (Oct 14, "
-          "2025): for a run on a torchtitan before it set training.tp_qk_norm: no_parallel (Qwen3-32B at TP 8 and "
-          "16 x 4096 tokens on H100: the step 8.2 s -> 10.8 s; docs/scenarios.md)",
-          &p);
-  // A swept setting that published pairs of runs changed too: how the model's speedups came out there.
-  for (const auto& key : s.sweep_keys)
-    for (const auto& [setting, line] : sim::what_if_held_out(key))
-      for (const auto& p : s.points)
-        add(fmt::format("{}: {}, held out (docs/validation.md, what-if pairs)", setting, line), &p);
-  for (const auto& p : s.points)
-    if (const auto& c = p.setup.cluster; c.nodes > 1)
-      if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); !caveat.empty()) add(caveat, &p);
-  // A fabric setting that cannot act at this size should not look like a result.
-  for (const auto& p : s.points)
-    if (const auto& c = p.setup.cluster;
-        c.nodes > 1 && c.fabric.kind != topologies::Fabric::Kind::SingleSwitch && c.leaves() == 1 &&
-        c.fabric.oversubscription > 1)
-      add(fmt::format("all {} nodes sit under one leaf switch, so the fabric's {:g}:1 oversubscription does not "
-                      "apply",
-                      c.nodes, c.fabric.oversubscription),
-          &p);
-  std::vector<std::string> out;
-  for (const auto& [text, points] : notes) {
-    if (points.size() == s.points.size()) {
-      out.push_back(text);
-      continue;
-    }
-    out.push_back(fmt::format("(at {}) {}", points_text(s, points), text));
-  }
-  return out;
 }
 
 // The budget's columns, each shown when some point of the scenario gives what it needs.
