@@ -67,8 +67,10 @@ void tag(std::vector<Kernel>& list, Pass pass) {
 // and not counted (per_op_sac_force_recompute_mm_shapes_by_fqns: ["moe.router.gate"]); a float8
 // Linear's aten._scaled_mm and the experts' torch._grouped_mm are not aten.mm, never counted,
 // always re-run. The rest of the forward runs again: norms, rotary, activations, residuals, float8
-// casts, the token permutation. Under expert parallelism the policy keeps the token counts'
-// all-to-all and the host's copy of them, not the token rows' exchanges (sim/model_parallel.cpp).
+// casts, the token permutation. Under expert parallelism the policy keeps the host's copy of the
+// token counts (torchtitan#1672 on) and every all-to-all's output, the counts' and the rows' both
+// ways: the re-run exchanges nothing (sim/model_parallel.cpp), unless the run's list did not name
+// them (selective_op_recomputes_all_to_all).
 bool counted_mm(const Kernel& k) { return k.kind == KernelKind::Gemm && !k.fp8 && !k.grouped && k.op != "mlp.router"; }
 
 bool kept_by_selective_op(const Kernel& k, int mm_ordinal, bool keeps_attention) {

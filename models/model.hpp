@@ -172,6 +172,13 @@ struct Implementation {
   // and efficient backends until b39377f (Dec 2025, "add all SDPA backends to op_sac_save_list",
   // torchtitan#2095).
   bool selective_op_recomputes_attention = false;
+  // Under selective_op with expert parallelism, the all-to-alls are re-run too: the token counts'
+  // exchange and the token rows out and back. torchtitan's save list keeps the outputs of
+  // _c10d_functional.all_to_all_single (which the rows' autograd exchange dispatches to) since
+  // torchtitan#1672 (Sept 2025) for DeepSeek-V3 and Llama 4, and for Qwen3 since #2357 (March 2026)
+  // made one list for every model. The host's copy of the counts is taken as kept either way (the
+  // policy's rule since #1672; the runs before it are not told apart).
+  bool selective_op_recomputes_all_to_all = false;
   // PyTorch >= 2.1's non-reentrant checkpoint stops re-running a block once every tensor its
   // backward saved is back (torch.utils.checkpoint early stop, on by default since pytorch#96866):
   // the block's last matmul, the MLP down projection, and the residual after it are not re-run.

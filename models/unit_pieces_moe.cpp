@@ -23,6 +23,9 @@ std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   if (c.ep > 1) {  // the tokens received from the all-to-all gathered into local-expert order, and back
     router.mem_fwd += 2 * h * re, router.mem_bwd += 2 * h * re;
     router.kf += 1, router.kb += 1;
+    // ... and the all-to-alls' outputs, which the per-op policy keeps (unless the run's list did not
+    // name them): the counts, the rows this GPU's experts received, their outputs come home.
+    if (!c.impl.selective_op_recomputes_all_to_all) router.op_saved += 8 * E + h * re + h * tke;
   }
   UnitPiece up = named(pre + "mlp.experts.gate_up", UnitKind::MlpUp, i);
   // This GPU's experts: all E, or E / ep under expert parallelism (the same Tk rows reach them).

@@ -159,6 +159,9 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   if (t.impl.selective_op_recomputes_attention)
     k.put("selective_op_recomputes_attention", "true",
           "the attention kernel's op is not in the policy's save list: it is re-run too");
+  if (t.impl.selective_op_recomputes_all_to_all)
+    k.put("selective_op_recomputes_all_to_all", "true",
+          "the all-to-alls' outputs are not in the policy's save list: they are exchanged again");
   if (t.activation_checkpointing)
     k.put("checkpoint_early_stop", yaml_flag(t.impl.checkpoint_early_stop),
           t.impl.checkpoint_early_stop ? "PyTorch >= 2.1 non-reentrant: the down projection is not re-run"

@@ -27,6 +27,10 @@ constexpr Change kQkNormSharded{"2025-10-14", "torchtitan#1870"};   // Qwen3's q
 constexpr Change kGqaShared{"2026-01-27", "torchtitan#2259"};       // K and V no longer repeated (enable_gqa)
 constexpr Change kAllSdpaSaved{"2025-12-01", "torchtitan#2095"};    // every SDPA backend in the per-op save list
 constexpr Change kFlexDocuments{"2026-06-09", "torchtitan#3571"};   // FlexAttention over document masks, SDPA gone
+// The per-op save list keeps the all-to-alls' outputs: DeepSeek-V3's and Llama 4's lists from
+// #1672, every model's (Qwen3's among them) once #2357 made them one list.
+constexpr Change kAllToAllSaved{"2025-09-06", "torchtitan#1672"};
+constexpr Change kOneSaveList{"2026-03-23", "torchtitan#2357"};
 // DeepSeek-V3's configs (latent attention) went to FlexAttention over document masks first: SDPA
 // had only its memory-efficient kernel for V heads narrower than q's (#1610's description).
 constexpr Change kFlexDocumentsDeepSeek{"2025-08-22", "torchtitan#1610"};
@@ -114,6 +118,14 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
       unset("selective_op_recomputes_attention") && since(date, kCudnnOnBlackwell) && !since(date, kAllSdpaSaved)) {
     t.impl.selective_op_recomputes_attention = true;
     set.push_back(fmt::format("per-op checkpointing re-runs cuDNN's attention (saved from {})", cite(kAllSdpaSaved)));
+  }
+  if (t.impl.selective_op && t.expert_parallel > 1 && unset("selective_op_recomputes_all_to_all")) {
+    // Qwen3's MoE (q/k norms, no latent attention) kept its own list, without them, until #2357.
+    const Change& saved_from = m.qk_norm && m.kv_lora_rank == 0 ? kOneSaveList : kAllToAllSaved;
+    if (!since(date, saved_from)) {
+      t.impl.selective_op_recomputes_all_to_all = true;
+      set.push_back(fmt::format("per-op checkpointing re-runs the all-to-alls (saved from {})", cite(saved_from)));
+    }
   }
   return set;
 }

@@ -17,7 +17,7 @@ const std::vector<std::string> kTrainingKeys = {
     "framework",         "torchtitan_date", "fsdp",          "api",          "sharding",          "hybrid_shard_gpus",
     "wrap",              "micro_batch",   "seq_len",      "grad_accumulation", "global_batch",
     "no_sync",           "param_dtype",   "reduce_dtype", "autocast", "master_dtype", "optimizer", "activation_checkpointing", "checkpoint_early_stop",
-    "selective_op_recomputes_attention",
+    "selective_op_recomputes_attention", "selective_op_recomputes_all_to_all",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "unpadded_attention", "document_length", "repeat_kv", "compile", "compile_loss", "cross_entropy", "rms_norm", "logit_metrics", "float8",
@@ -88,6 +88,13 @@ void load_expert_parallel(const Input& in, sim::Training& t) {
                                   "to expert_parallel ({}: every row to one GPU), got {}",
                                   t.expert_parallel, r));
     t.expert_imbalance = r;
+  }
+  if (auto rerun = in.find("selective_op_recomputes_all_to_all")) {
+    t.impl.selective_op_recomputes_all_to_all = rerun->as_bool();
+    if (!t.impl.selective_op)
+      rerun->fail("only with activation_checkpointing: selective_op (it says what that policy re-runs)");
+    if (t.expert_parallel == 1)
+      rerun->fail("only with expert_parallel > 1: without it a block exchanges nothing to re-run");
   }
   if (t.expert_parallel == 1) return;
   if (t.api != sim::Api::Fsdp2) v->fail("expert parallelism is modelled with fully_shard (fsdp: 2, or framework: torchtitan)");

@@ -158,14 +158,15 @@ void add_tensor_parallel(const StepSetup& setup, int u, const TpSiteGemms& gemms
 // Expert parallelism (torchtitan's ExpertParallel, _token_dispatch and _token_combine): each MoE
 // block's forward exchanges its tokens' expert counts (E int64s), sends each permuted token row to
 // its expert's GPU and brings the outputs back, three all-to-alls over the EP group; the backward
-// sends the two gradients the other way. A checkpointed block re-runs the two token exchanges, early
-// stop or not: the scores weigh the experts' outputs after the return, and that product's backward
-// reads them (models/units.cpp, early_stop_skips_last). Under full checkpointing it exchanges the
-// counts again too; torchtitan's op-level policy keeps the counts' all-to-all (a plain
-// all_to_all_single, in its save list since torchtitan#1672) and the host's copy of them. The token
-// rows go through all_to_all_single_autograd, and that PR's own run shows them not kept: its peak
-// rose 4.5 GiB (70.02 -> 74.53 GiB, DeepSeek-V3 16B at 8 x 4096 tokens), where keeping both
-// exchanges' rows would add 2 x 805 MB in each of 26 MoE blocks.
+// sends the two gradients the other way. A fully checkpointed block re-runs all three, early stop
+// or not: the scores weigh the experts' outputs after the return, and that product's backward reads
+// them (models/units.cpp, early_stop_skips_last). torchtitan's op-level policy keeps every
+// _c10d_functional.all_to_all_single output (the rows' all_to_all_single_autograd dispatches to it)
+// and the host's copy of the counts, since torchtitan#1672: its re-run exchanges nothing. That PR's
+// run (DeepSeek-V3 16B, EP 4, 8 x ~512 tokens by its log's FLOPs a token, A100s by its MFU) rose
+// 4.51 GiB at its peak (70.02 -> 74.53), where both exchanges' rows in 26 MoE blocks come to 4.87 GiB.
+// selective_op_recomputes_all_to_all: a list that did not name them, re-run as under full
+// checkpointing.
 // Each GPU sends T k rows of h elements; balanced, it receives as many. With
 // training.expert_imbalance r the busiest GPU receives r T k rows, and every exchange waits for it:
 // each token all-to-all is timed as one of r T k rows a GPU.
@@ -189,14 +190,15 @@ ExpertExchange expert_exchange(const StepSetup& setup, int u) {
   const auto count_plan = plan_collective(setup.cluster, CollectiveOp::AllToAll, count_bytes, g);
   const auto token_plan = plan_collective(setup.cluster, CollectiveOp::AllToAll, token_bytes, g);
   const double counts = count_plan.seconds(), tokens = token_plan.seconds();
-  const bool rerun = unit.kernels && unit.kernels->recomputes;
-  const int rerun_counts = rerun && !setup.training.impl.selective_op ? 1 : 0;
+  const auto& impl = setup.training.impl;
+  const bool rerun = unit.kernels && unit.kernels->recomputes &&
+                     (!impl.selective_op || impl.selective_op_recomputes_all_to_all);
   x.forward_seconds = counts + 2 * tokens;
-  x.backward_seconds = 2 * tokens + (rerun ? 2 * tokens : 0) + rerun_counts * counts;
+  x.backward_seconds = 2 * tokens + (rerun ? counts + 2 * tokens : 0);
   x.forward_count = 3;
-  x.backward_count = 2 + (rerun ? 2 : 0) + rerun_counts;
+  x.backward_count = 2 + (rerun ? 3 : 0);
   const int token_exchanges = 2 + 2 + (rerun ? 2 : 0);
-  const int count_exchanges = 1 + rerun_counts;
+  const int count_exchanges = 1 + (rerun ? 1 : 0);
   x.bytes = count_exchanges * count_bytes + token_exchanges * token_bytes;
   x.node_egress_bytes = count_exchanges * count_plan.node_egress_bytes + token_exchanges * token_plan.node_egress_bytes;
   return x;

@@ -2,10 +2,12 @@
 // selective_op; _get_save_ops and _apply_op_sac in torchtitan/distributed/activation_checkpoint.py
 // @0014ac2, where "selective" means it): every second aten.mm's output is kept, the router gate's
 // mm is re-run and not counted, the experts' torch._grouped_mm is not an aten.mm and re-runs, the
-// router's top-k and the token counts' all-to-all are kept. Numbers by hand from each model's shapes.
+// router's top-k and, under expert parallelism, every all-to-all's output are kept. Numbers by
+// hand from each model's shapes.
 #include "kernel_list_testing.hpp"
 #include "models/kernel_list.hpp"
 #include "models/model.hpp"
+#include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/model_parallel.hpp"
 
@@ -104,31 +106,68 @@ TEST_CASE("selective_op with shared experts and latent attention: the count runs
         std::vector<std::string>{"attn.q_b", "attn.kv_b", "mlp.gate", "mlp.down"});
 }
 
-TEST_CASE("selective_op with expert parallelism: the re-run sends the rows out and back, not the counts") {
-  // Qwen3-30B-A3B, EP 8 on 4 DGX H100 nodes: the policy keeps the token counts' all-to-all and the
-  // host's copy of them (no wait on the host), not the rows' exchanges, which the re-run needs for
-  // the grouped GEMMs and the scores' product: the backward runs 2 + 2 token all-to-alls.
-  const auto s = scenarios::parse_scenario(R"(model: qwen3-30b-a3b
+namespace {
+
+scenarios::Scenario qwen3_ep8_selective_op(const std::string& extra = "") {
+  return scenarios::parse_scenario(R"(model: qwen3-30b-a3b
 cluster: {preset: dgx-h100-ib400, nodes: 4}
 training: {framework: torchtitan, micro_batch: 2, seq_len: 4096, activation_checkpointing: selective_op,
-  expert_parallel: 8}
+  expert_parallel: 8)" + extra + R"(}
 policies: [fsdp]
 )",
-                                           "ep.yaml");
+                                   "ep.yaml");
+}
+
+}  // namespace
+
+TEST_CASE("selective_op with expert parallelism: the re-run exchanges nothing, the block keeps what came") {
+  // Qwen3-30B-A3B, EP 8 on 4 DGX H100 nodes, 2 x 4096 tokens a GPU: the policy keeps every
+  // all_to_all_single's output and the host's copy of the counts (torchtitan#1672, one list for
+  // every model since #2357), so the backward sends only the two gradients, and each block keeps
+  // the 65,536 rows of 2,048 bf16 its experts received and as many coming home, and 128 counts.
+  const auto s = qwen3_ep8_selective_op();
   const auto& setup = s.points.at(0).setup;
   const double tokens = sim::plan_collective(setup.cluster, sim::CollectiveOp::AllToAll, 65536 * 2048.0 * 2,
                                              *setup.expert_parallel_group)
                             .seconds();
   const auto t = sim::model_parallel_time(setup, 1);
-  CHECK(t.backward_seconds == Approx(4 * tokens));
-  CHECK(t.backward_launches == 4);
+  CHECK(t.backward_seconds == Approx(2 * tokens));
+  CHECK(t.backward_launches == 2);
   const auto& kernels = *setup.units.at(1).kernels;
   CHECK(test::find(kernels.forward, "tokens per expert").host_sync);
   CHECK(rerun_of(kernels).host_syncs == 0);
-  // The block keeps what it keeps without expert parallelism: no received rows.
+  const auto alone = models::fsdp_units(models::preset("qwen3-30b-a3b"), models::WrapPolicy::Torchtitan,
+                                        selective_op_2x4096());
+  CHECK(setup.units.at(1).activation_bytes - alone.at(1).activation_bytes == Approx(8 * 128 + 2 * 65536 * 2048.0 * 2));
+}
+
+TEST_CASE("selective_op_recomputes_all_to_all: a list without them exchanges counts and rows again, keeps none") {
+  // As Qwen3's own list ran it before torchtitan#2357: under full checkpointing's rule, 1 count
+  // exchange and 2 + 2 token exchanges in the backward, and the block keeps what it keeps alone.
+  const auto s = qwen3_ep8_selective_op(", selective_op_recomputes_all_to_all: true");
+  const auto& setup = s.points.at(0).setup;
+  const auto plan = [&](double bytes) {
+    return sim::plan_collective(setup.cluster, sim::CollectiveOp::AllToAll, bytes, *setup.expert_parallel_group)
+        .seconds();
+  };
+  const auto t = sim::model_parallel_time(setup, 1);
+  CHECK(t.backward_seconds == Approx(plan(8 * 128) + 4 * plan(65536 * 2048.0 * 2)));
+  CHECK(t.backward_launches == 5);
   const auto alone = models::fsdp_units(models::preset("qwen3-30b-a3b"), models::WrapPolicy::Torchtitan,
                                         selective_op_2x4096());
   CHECK(setup.units.at(1).activation_bytes == Approx(alone.at(1).activation_bytes));
+  CHECK(scenarios::resolved_yaml(s).find("selective_op_recomputes_all_to_all: true") != std::string::npos);
+  CHECK_THROWS_WITH_AS(scenarios::parse_scenario("model: qwen3-30b-a3b\ncluster: dgx-h100-ib400\ntraining: {framework: torchtitan, "
+                                                 "activation_checkpointing: true, expert_parallel: 8,\n"
+                                                 "  selective_op_recomputes_all_to_all: true}\n",
+                                                 "bad.yaml"),
+                       doctest::Contains("only with activation_checkpointing: selective_op"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(scenarios::parse_scenario("model: qwen3-30b-a3b\ncluster: dgx-h100-ib400\ntraining: {framework: torchtitan, "
+                                                 "activation_checkpointing: selective_op,\n"
+                                                 "  selective_op_recomputes_all_to_all: true}\n",
+                                                 "bad.yaml"),
+                       doctest::Contains("bad.yaml:4: training.selective_op_recomputes_all_to_all: only with expert_parallel > 1"), InputError);
 }
 
 TEST_CASE("checkpoint early stop: a dense block skips its down projection, an MoE block re-runs its experts' down") {

@@ -94,6 +94,30 @@ TEST_CASE("torchtitan_date: on Blackwell SDPA runs cuDNN from May 14 2025, and p
   CHECK(point("  torchtitan_date: 2025-09-01\n" + sac).setup.training.impl.attention == AttentionKernel::Flash2);
 }
 
+TEST_CASE("torchtitan_date: per-op checkpointing keeps the all-to-alls from Sept 6 2025, Qwen3's from Mar 23 2026") {
+  const std::string ep = "  activation_checkpointing: selective_op\n  expert_parallel: 8\n  document_length: 1024\n";
+  const auto rerun = [&](const std::string& date, const std::string& model, const std::string& extra = "") {
+    return point("  torchtitan_date: " + date + "\n" + ep + extra, model).setup.training.impl
+        .selective_op_recomputes_all_to_all;
+  };
+  // DeepSeek-V3's list named all_to_all_single from torchtitan#1672; Qwen3's own list never did, and
+  // its MoE kept them only when #2357 made one list for every model.
+  CHECK(rerun("2025-09-05", "deepseek-v2-lite"));
+  CHECK_FALSE(rerun("2025-09-06", "deepseek-v2-lite"));
+  CHECK(rerun("2026-03-22", "qwen3-30b-a3b"));
+  CHECK_FALSE(rerun("2026-03-23", "qwen3-30b-a3b"));
+  CHECK_FALSE(rerun("2025-09-05", "deepseek-v2-lite", "  selective_op_recomputes_all_to_all: false\n"));
+  const auto sept = point("  torchtitan_date: 2025-09-05\n" + ep, "deepseek-v2-lite");
+  CHECK(std::find(sept.torchtitan_settings.begin(), sept.torchtitan_settings.end(),
+                  "per-op checkpointing re-runs the all-to-alls (saved from torchtitan#1672, 2025-09-06)") !=
+        sept.torchtitan_settings.end());
+  // Without expert parallelism there is nothing to exchange, and the date says nothing of it.
+  const auto alone = point("  torchtitan_date: 2025-09-05\n  activation_checkpointing: selective_op\n"
+                           "  document_length: 1024\n",
+                           "deepseek-v2-lite");
+  CHECK_FALSE(alone.setup.training.impl.selective_op_recomputes_all_to_all);
+}
+
 TEST_CASE("torchtitan_date: since June 9 2026 FlexAttention over documents, whose length the scenario must give") {
   CHECK_THROWS_WITH_AS(point("  torchtitan_date: 2026-07-01\n"),
                        Contains("t.yaml:5: training.torchtitan_date: torchtitan since torchtitan#3571, 2026-06-09 runs "
