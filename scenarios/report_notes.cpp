@@ -85,8 +85,9 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
       add("a mixture of experts: of the three published FSDP runs of one shipped (torchtitan), DeepSeek-V3 16B with "
           "expert parallelism over 8 H100 (S76) lands within 1% of its prediction; Qwen3-30B-A3B over 8 B200 misses "
           "both ways where the dense runs on B200 fit: fully checkpointed (S72) 28% below it (+39% to +40%), with "
-          "per-op checkpointing (S74) 11% above it (-10%); read this step time as uncertain by that much, on B200 "
-          "above all (docs/validation.md, B200)",
+          "per-op checkpointing (S74) 11% above it (-10%), and two more B200 runs found since (not entered) ran 21-46% "
+          "below theirs; read this step time as uncertain by that much, and on B200 as optimistic (docs/validation.md, "
+          "B200)",
           &p);
   // torchtitan's defaults moved under its users (fused AdamW, the compiled loss, checkpoint early
   // stop, FlexAttention over documents since June 2026): an undated scenario takes tagcsim's, which
