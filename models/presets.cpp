@@ -463,6 +463,8 @@ const Aliases& preset_aliases() {
       {"llama-3.2-3b", "llama3.2-3b"},  {"mistral-7b", "mistral-7b-v0.3"},  {"olmo-2-7b", "olmo2-7b"},
       {"olmo-2-13b", "olmo2-13b"},      {"olmo-2-32b", "olmo2-32b"},     {"llama2-34b", "codellama-34b"},
       {"code-llama-34b", "codellama-34b"},
+      // torchtitan's names for DeepSeek's shapes: its flavor "16B" is DeepSeek-V2-Lite's.
+      {"deepseek-v3-16b", "deepseek-v2-lite"}, {"deepseek-v3", "deepseek-v3-671b"},
   };
   return aliases;
 }

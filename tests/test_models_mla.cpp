@@ -33,6 +33,8 @@ TEST_CASE("DeepSeek-V2-Lite: 15.7B parameters, latent attention of 13.8M a block
   // MFU's attention term: 6 L (q + v) s per token, q = 16 x 192 and v = 16 x 128 wide.
   CHECK(model_flops_per_token(m, 4096) ==
         doctest::Approx(6 * double(active_parameter_count(m) - 102400 * 2048) + 6.0 * 27 * (3072 + 2048) * 4096));
+  // torchtitan names this shape its DeepSeek-V3 "16B" flavor.
+  CHECK(parameter_count(preset("deepseek-v3-16b")) == 15'706'484'224);
 }
 
 TEST_CASE("DeepSeek-V3: 671B parameters, q through a 1536 latent, 37.6B a token uses") {
@@ -44,6 +46,7 @@ TEST_CASE("DeepSeek-V3: 671B parameters, q through a 1536 latent, 37.6B a token 
   CHECK(double(parameter_count(m)) == total);
   CHECK(parameter_count(m) == 671'026'404'352);
   CHECK(active_parameter_count(m) == 37'552'282'624);  // the report's 37B
+  CHECK(parameter_count(preset("deepseek-v3")) == 671'026'404'352);
 }
 
 TEST_CASE("latent attention's kernels: q, the latent, the up projection, and V narrower than q in the kernel") {
