@@ -2,6 +2,7 @@
 // and which parameter count they reproduce, so a user can check a preset
 // against the model card without reading this file.
 #include "models/model.hpp"
+#include "models/preset_makers.hpp"
 
 #include <fmt/format.h>
 
@@ -11,25 +12,7 @@
 #include <utility>
 
 namespace tagcsim::models {
-namespace {
-
-TransformerConfig gpt2(std::string name, int layers, int hidden, int heads, std::string source) {
-  TransformerConfig m;
-  m.name = std::move(name);
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.ffn = 4LL * hidden;
-  m.vocab = 50257;
-  m.tied_embeddings = true;
-  m.seq_len = 1024;
-  m.learned_positions = 1024;
-  m.norm = Norm::LayerNorm;
-  m.bias = true;
-  m.source = std::move(source);
-  return m;
-}
+namespace detail {
 
 TransformerConfig llama(std::string name, int layers, int hidden, int heads, int kv_heads, std::int64_t ffn,
                         std::int64_t vocab, int seq_len, std::string source) {
@@ -51,30 +34,36 @@ TransformerConfig llama(std::string name, int layers, int hidden, int heads, int
   return m;
 }
 
-// DeepSeek-V2/V3: latent attention (kv_lora_rank 512, q and k heads of 128 + 64 rotary, v of 128),
-// the first dense_layers blocks dense, the rest a mixture of experts with shared ones; the sequence
-// 4096 (torchtitan's training configs').
-TransformerConfig deepseek(std::string name, int layers, int hidden, int heads, int q_lora_rank, std::int64_t dense_ffn,
-                           std::int64_t expert_ffn, int experts, int shared, int top_k, int dense_layers,
-                           std::int64_t vocab, std::string source) {
-  auto m = llama(std::move(name), layers, hidden, heads, heads, expert_ffn, vocab, 4096, std::move(source));
-  m.head_dim = 128 + 64;
-  m.rope_head_dim = 64;
-  m.v_head_dim = 128;
-  m.kv_lora_rank = 512;
-  m.q_lora_rank = q_lora_rank;
-  m.experts = experts;
-  m.experts_per_token = top_k;
-  m.shared_experts = shared;
-  m.dense_layers = dense_layers;
-  m.dense_ffn = dense_ffn;
-  return m;
-}
-
-// A preset's name carries its size in lower case ("8B" -> "qwen3-8b").
 std::string lowercase(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
   return s;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::llama;
+using detail::lowercase;
+using detail::moe_presets;
+using detail::PresetTable;
+
+TransformerConfig gpt2(std::string name, int layers, int hidden, int heads, std::string source) {
+  TransformerConfig m;
+  m.name = std::move(name);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.ffn = 4LL * hidden;
+  m.vocab = 50257;
+  m.tied_embeddings = true;
+  m.seq_len = 1024;
+  m.learned_positions = 1024;
+  m.norm = Norm::LayerNorm;
+  m.bias = true;
+  m.source = std::move(source);
+  return m;
 }
 
 // Qwen3's dense models: Llama's layout with 128-wide heads whatever the hidden size, RMSNorm on
@@ -93,25 +82,6 @@ TransformerConfig qwen3(const std::string& flavor, int layers, int hidden, int h
   m.head_dim = 128;
   m.qk_norm = true;
   m.tied_embeddings = tied_embeddings;
-  return m;
-}
-
-// Qwen3's mixtures of experts: the dense models' attention (4 KV heads here), every block's MLP a
-// router and 128 SwiGLU experts of which a token runs 8. Shapes as torchtitan's qwen3_configs at
-// b5bcd76 (its MoE configs came after cfb9326).
-TransformerConfig qwen3_moe(const std::string& flavor, int layers, int hidden, int heads, std::int64_t expert_ffn,
-                            const std::string& parameters, const std::string& active) {
-  TransformerConfig m = llama("qwen3-" + lowercase(flavor), layers, hidden, heads, 4, expert_ffn, 151936, 4096,
-                              fmt::format("Qwen Team 2025 (Qwen3 technical report); pytorch/torchtitan "
-                                          "torchtitan/models/qwen3/__init__.py @b5bcd76 qwen3_configs['{}'] (dim {}, "
-                                          "{} layers, {} heads of 128, 4 KV heads, qk_norm, 128 experts of {}, top 8, "
-                                          "vocab 151936, untied; the sequence as the dense presets'): {} parameters, "
-                                          "{} a token uses",
-                                          flavor, hidden, layers, heads, expert_ffn, parameters, active));
-  m.head_dim = 128;
-  m.qk_norm = true;
-  m.experts = 128;
-  m.experts_per_token = 8;
   return m;
 }
 
@@ -190,30 +160,6 @@ TransformerConfig gemma3(const std::string& size, int layers, int hidden, int he
   return m;
 }
 
-// gpt-oss (OpenAI 2025): a mixture of experts of Llama's layout with biases on q, k and v, 64 heads
-// of 64 (q 4096 wide over a 2880-wide stream), 8 KV heads, SwiGLU experts as wide as the stream, 4 of
-// E a token, a 128-token sliding window in every other block (the first one local), the o200k_harmony
-// vocabulary of 201,088, untied; pretrained at 4,096 tokens before YaRN. Not modelled, 0.03% of the
-// parameters and element-wise work: the biases on the out projection, the router and the experts,
-// the attention sinks (one logit a head), the clamped SwiGLU.
-TransformerConfig gpt_oss(const std::string& size, int layers, int experts, const std::string& parameters,
-                          const std::string& unmodelled) {
-  TransformerConfig m = llama("gpt-oss-" + size, layers, 2880, 64, 8, 2880, 201088, 4096,
-                              fmt::format("OpenAI 2025 (gpt-oss-120b & gpt-oss-20b model card, arXiv 2508.10925); "
-                                          "openai/gpt-oss-{} config.json (hidden 2880, {} layers, 64/8 heads of 64, "
-                                          "{} experts of 2880, top 4, sliding window 128 every other layer, vocab "
-                                          "201088, attention_bias): {} parameters, {} of them (biases on the out "
-                                          "projection, router and experts; the attention sinks) not modelled",
-                                          size, layers, experts, parameters, unmodelled));
-  m.head_dim = 64;
-  m.qkv_bias = true;
-  m.experts = experts;
-  m.experts_per_token = 4;
-  m.sliding_window = 128;
-  m.full_attention_every = 2;
-  return m;
-}
-
 // The small Llama 3.2 models share the token embedding with the output projection.
 TransformerConfig tied(TransformerConfig m) {
   m.tied_embeddings = true;
@@ -248,10 +194,9 @@ std::string foundry(const char* size, int hidden, int heads, int layers, const c
       size, hidden, heads, layers, count);
 }
 
-using Maker = std::function<TransformerConfig()>;
-
-const std::vector<std::pair<std::string, Maker>>& table() {
-  static const std::vector<std::pair<std::string, Maker>> t = {
+const PresetTable& table() {
+  static const PresetTable t = [] {
+    PresetTable dense = {
       {"gpt2-124m",
        [] {
          return gpt2("gpt2-124m", 12, 768, 12,
@@ -369,42 +314,11 @@ const std::vector<std::pair<std::string, Maker>>& table() {
       {"qwen3-8b", [] { return qwen3("8B", 36, 4096, 32, 12288, false, "8,190,735,360"); }},
       {"qwen3-14b", [] { return qwen3("14B", 40, 5120, 40, 17408, false, "14,768,307,200"); }},
       {"qwen3-32b", [] { return qwen3("32B", 64, 5120, 64, 25600, false, "32,762,123,264"); }},
-      // The model cards say 30.5B total / 3.3B activated and 235B / 22B.
-      {"qwen3-30b-a3b", [] { return qwen3_moe("30B-A3B", 48, 2048, 32, 768, "30,532,122,624", "3,353,032,704"); }},
-      {"qwen3-235b-a22b",
-       [] { return qwen3_moe("235B-A22B", 94, 4096, 64, 1536, "235,093,634,560", "22,190,763,520"); }},
-      {"gpt-oss-20b", [] { return gpt_oss("20b", 24, 32, "20,914,757,184", "6,706,944"); }},
-      {"gpt-oss-120b", [] { return gpt_oss("120b", 36, 128, "116,829,156,672", "39,923,712"); }},
-      {"mixtral-8x7b",
-       [] {
-         auto m = llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096,
-                        "Jiang et al. 2024 (Mixtral of Experts, Table 1: 8 experts, top 2, full attention); "
-                        "mistralai/Mixtral-8x7B-v0.1 config.json (dim 4096, 32 layers, 32/8 heads, experts of 14336, "
-                        "vocab 32000, untied); the sequence 4096, the paper's 32k context being its limit: "
-                        "46,702,792,704 parameters, 12,879,925,248 a token uses");
-         m.experts = 8;
-         m.experts_per_token = 2;
-         return m;
-       }},
-      // DeepSeek's latent attention and mixture of experts, as torchtitan's deepseek_v3 configs have them.
-      {"deepseek-v2-lite",
-       [] {
-         return deepseek("deepseek-v2-lite", 27, 2048, 16, 0, 10944, 1408, 64, 2, 6, 1, 102400,
-                         "DeepSeek-AI 2024 (DeepSeek-V2, DeepSeek-V2-Lite: 15.7B parameters, 2.4B activated); "
-                         "pytorch/torchtitan torchtitan/models/deepseek_v3/__init__.py @0014ac2 _16b (dim 2048, 27 "
-                         "layers, 1 dense of 10944, 16 heads, q direct, kv_lora_rank 512, qk 128 + 64 rotary, v 128, "
-                         "64 experts of 1408, top 6, 2 shared, vocab 102400, untied): 15,706,484,224 parameters, "
-                         "2,661,150,208 a token uses (2.45B without the token embedding)");
-       }},
-      {"deepseek-v3-671b",
-       [] {
-         return deepseek("deepseek-v3-671b", 61, 7168, 128, 1536, 18432, 2048, 256, 1, 8, 3, 129280,
-                         "DeepSeek-AI 2024 (DeepSeek-V3 technical report: 671B parameters, 37B activated; the "
-                         "multi-token prediction module left out); pytorch/torchtitan torchtitan/models/deepseek_v3/"
-                         "__init__.py @0014ac2 _671b (dim 7168, 61 layers, 3 dense of 18432, 128 heads, q_lora_rank "
-                         "1536, kv_lora_rank 512, qk 128 + 64 rotary, v 128, 256 experts of 2048, top 8, 1 shared, "
-                         "vocab 129280, untied): 671,026,404,352 parameters, 37,552,282,624 a token uses");
-       }},
+    };
+    // The mixtures of experts (presets_moe.cpp) sit between Qwen3's dense models and Qwen2.5's.
+    PresetTable moe = moe_presets();
+    dense.insert(dense.end(), moe.begin(), moe.end());
+    PresetTable rest = {
       // The model cards round these to 0.49B, 1.54B, 3.09B, 7.61B, 14.7B, 72.7B; 32B's says 32.5B.
       {"qwen2.5-0.5b", [] { return qwen25("0.5B", 24, 896, 14, 2, 4864, 151936, true, "494,032,768"); }},
       {"qwen2.5-1.5b", [] { return qwen25("1.5B", 28, 1536, 12, 2, 8960, 151936, true, "1,543,714,304"); }},
@@ -440,7 +354,10 @@ const std::vector<std::pair<std::string, Maker>>& table() {
                     "(d_model 7168, n_heads 56, n_layers 48, vocab 50368): 29,956,742,144 parameters");
        }},
       {"mpt-70b", [] { return mpt("mpt-70b", 80, 8192, 64, foundry("70b", 8192, 64, 80, "64,838,443,008")); }},
-  };
+    };
+    dense.insert(dense.end(), rest.begin(), rest.end());
+    return dense;
+  }();
   return t;
 }
 
@@ -465,6 +382,8 @@ const Aliases& preset_aliases() {
       {"code-llama-34b", "codellama-34b"},
       // torchtitan's names for DeepSeek's shapes: its flavor "16B" is DeepSeek-V2-Lite's.
       {"deepseek-v3-16b", "deepseek-v2-lite"}, {"deepseek-v3", "deepseek-v3-671b"},
+      {"llama4-scout", "llama4-scout-17b-16e"}, {"llama-4-scout", "llama4-scout-17b-16e"},
+      {"llama4-maverick", "llama4-maverick-17b-128e"}, {"llama-4-maverick", "llama4-maverick-17b-128e"},
   };
   return aliases;
 }

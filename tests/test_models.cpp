@@ -95,6 +95,9 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
       // DeepSeek's latent attention and dense first blocks (test_models_mla.cpp by hand).
       {"deepseek-v2-lite", 15'706'484'224},
       {"deepseek-v3-671b", 671'026'404'352},
+      // Llama 4 as torchtitan builds it (test_models_moe.cpp by hand).
+      {"llama4-scout-17b-16e", 107'769'861'120},
+      {"llama4-maverick-17b-128e", 400'711'848'960},
   };
   for (const auto& r : rows) {
     CAPTURE(r.name);

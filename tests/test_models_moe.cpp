@@ -151,3 +151,21 @@ TEST_CASE("a mixture of experts with dense blocks: the first dense_layers, then 
   CHECK_THROWS_WITH_AS(load("model: {preset: mixtral-8x7b, moe_every: 0}"), doctest::Contains("model.moe_every"),
                        InputError);
 }
+
+TEST_CASE("Llama 4 as torchtitan builds it: one of E experts and a shared one, Maverick's MoE every second block") {
+  // A block: q and out 5120 x 5120, k and v 5120 x 1024, two norms; an expert or the shared one
+  // 3 x 5120 x 8192; the router 5120 x E; Maverick's dense blocks an MLP of 3 x 5120 x 16384.
+  const double attention = 2 * 5120.0 * 5120 + 2 * 5120.0 * 1024 + 2 * 5120, expert = 3 * 5120.0 * 8192;
+  const double ends = 2 * 202048.0 * 5120 + 5120;  // embedding, output, final norm
+  const auto scout = preset("llama4-scout-17b-16e");
+  CHECK(double(parameter_count(scout)) == ends + 48 * (attention + 17 * expert + 5120.0 * 16));
+  CHECK(parameter_count(scout) == 107'769'861'120);  // the language model of the card's 109B (multimodal)
+  CHECK(active_parameter_count(scout) == 17'172'894'720);
+  const auto maverick = preset("llama4-maverick-17b-128e");
+  const double dense_block = attention + 3 * 5120.0 * 16384;
+  CHECK(double(parameter_count(maverick)) == ends + 24 * (attention + 129 * expert + 5120.0 * 128) + 24 * dense_block);
+  CHECK(parameter_count(maverick) == 400'711'848'960);  // the card's 400B
+  CHECK(active_parameter_count(maverick) == 17'184'691'200);
+  CHECK(moe_block_count(maverick) == 24);
+  CHECK(parameter_count(preset("llama4-scout")) == parameter_count(scout));
+}
