@@ -169,20 +169,11 @@ TransformerConfig tied(TransformerConfig m) {
 // LLM Foundry's MPT: ALiBi, no biases anywhere (no_bias: true, LayerNorm
 // weight only), tied embeddings, expansion ratio 4, GPT-NeoX vocab padded to 50368.
 TransformerConfig mpt(std::string name, int layers, int hidden, int heads, std::string source) {
-  TransformerConfig m;
-  m.name = std::move(name);
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.ffn = 4LL * hidden;
+  TransformerConfig m = gpt2(std::move(name), layers, hidden, heads, std::move(source));
   m.vocab = 50368;
-  m.tied_embeddings = true;
   m.seq_len = 2048;
-  m.learned_positions = 0;
-  m.norm = Norm::LayerNorm;
+  m.learned_positions = 0;  // ALiBi
   m.bias = false;
-  m.source = std::move(source);
   return m;
 }
 
