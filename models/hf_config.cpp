@@ -19,7 +19,7 @@ namespace {
 const std::vector<std::string> kModelTypes = {"gpt2",      "llama",  "mistral",     "mixtral",     "phi3",
                                               "qwen2",     "qwen3",  "qwen2_moe",   "qwen3_moe",   "olmo2",
                                               "glm4_moe",  "gemma2", "gemma3",      "gemma3_text", "deepseek_v2",
-                                              "deepseek_v3", "gpt_oss"};
+                                              "deepseek_v3", "gpt_oss",   "llama4",      "llama4_text"};
 
 int int_of(const Input& v, int min) {
   const auto n = v.as_int_at_least(min);
@@ -151,6 +151,34 @@ void deepseek(const Input& c, TransformerConfig& m) {
     c["moe_layer_freq"].fail("a mixture of experts in every k-th block after the dense ones is not modelled (1)");
 }
 
+// Llama 4 (llama4, whose text_config is llama4_text): num_local_experts of intermediate_size, one a
+// token and one shared expert beside it, in every interleave_moe_layer_step-th block (moe_layers
+// must say the same), the other blocks a dense MLP of intermediate_size_mlp; q and k normed
+// (use_qk_norm: an L2 norm without weights, timed as tagcsim's per-head norm, whose 2 x head_dim
+// weights a block it also counts); chunked attention (attention_chunk_size), which is timed as
+// the causal mask up to one chunk and refused past it (its every-fourth global, unrotated blocks
+// then make no difference). The router's scores scaling the tokens before the experts is not
+// modelled (one element-wise kernel).
+void llama4(const Input& c, TransformerConfig& m) {
+  m.experts = required(c, "num_local_experts", 2);
+  m.experts_per_token = required(c, "num_experts_per_tok");
+  m.shared_experts = 1;
+  m.moe_every = optional(c, "interleave_moe_layer_step", 1, 1);
+  if (m.moe_every > 1) m.dense_ffn = c["intermediate_size_mlp"].as_int_at_least(1);
+  if (const auto listed = c.find("moe_layers"); listed && !listed->is_null()) {
+    std::size_t n = 0;
+    for (int i = m.moe_every - 1; i < m.layers; i += m.moe_every) ++n;
+    bool same = listed->size() == n;
+    for (std::size_t i = 0; same && i < n; ++i) same = listed->at(i).as_int() == std::int64_t((i + 1) * m.moe_every - 1);
+    if (!same)
+      listed->fail(fmt::format("expected the blocks interleave_moe_layer_step {} gives the experts ({}, {}, ... "
+                               "up to {}): other layouts of the mixture of experts are not modelled",
+                               m.moe_every, m.moe_every - 1, 2 * m.moe_every - 1, m.layers / m.moe_every * m.moe_every - 1));
+  }
+  m.qk_norm = flag(c, "use_qk_norm", false);
+  m.attention_chunk = optional(c, "attention_chunk_size", 0, 1);
+}
+
 // Gemma 2 and 3: local (sliding window) blocks among global ones, norms after the attention and
 // the MLP too; Gemma 2 caps its logits, Gemma 3 norms q and k.
 void gemma(const Input& c, const std::string& type, TransformerConfig& m) {
@@ -214,6 +242,7 @@ TransformerConfig model_from_hf_config(const Input& file_root) {
   if (type == "glm4_moe") glm4_moe(c, m);
   if (type == "deepseek_v2" || type == "deepseek_v3") deepseek(c, m);
   if (type == "gpt_oss") gpt_oss(c, m);
+  if (type == "llama4" || type == "llama4_text") llama4(c, m);
   if (type.rfind("gemma", 0) == 0) gemma(c, type == "gemma2" ? type : "gemma3", m);
 
   const auto named = file_root.find("_name_or_path");

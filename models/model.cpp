@@ -41,6 +41,7 @@ void check(const TransformerConfig& m, const Complain& complain) {
                           "this shape fuses q, k and v");
   at_least("sliding_window", m.sliding_window, 0);
   at_least("full_attention_every", m.full_attention_every, 0);
+  at_least("attention_chunk", m.attention_chunk, 0);
   if (m.full_attention_every > 0 && m.sliding_window == 0)
     complain({"full_attention_every", "sliding_window"},
              "full_attention_every interleaves full-attention blocks among windowed ones: set sliding_window too");
@@ -133,7 +134,7 @@ TransformerConfig load_model(const Input& in) {
   if (!in.is_map()) in.fail("expected a preset name or a map with the model's shape (or 'preset' plus overrides)");
   in.expect_keys({"preset", "hf_config", "name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "qk_norm", "ffn",
                   "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias",
-                  "sliding_window", "full_attention_every", "post_norms", "logit_softcap", "experts",
+                  "sliding_window", "full_attention_every", "attention_chunk", "post_norms", "logit_softcap", "experts",
                   "experts_per_token", "shared_experts", "shared_expert_gate", "dense_layers", "moe_every", "dense_ffn", "kv_lora_rank",
                   "q_lora_rank", "rope_head_dim", "v_head_dim"});
 
@@ -163,6 +164,7 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("qk_norm")) m.qk_norm = v->as_bool();
   if (auto v = in.find("sliding_window")) m.sliding_window = read_int(*v, 0);
   if (auto v = in.find("full_attention_every")) m.full_attention_every = read_int(*v, 0);
+  if (auto v = in.find("attention_chunk")) m.attention_chunk = read_int(*v, 0);
   if (auto v = in.find("post_norms")) m.post_norms = v->as_bool();
   if (auto v = in.find("logit_softcap")) m.logit_softcap = v->as_bool();
   if (auto v = in.find("ffn")) m.ffn = v->as_int_at_least(1);

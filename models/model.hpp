@@ -38,6 +38,10 @@ struct TransformerConfig {
   bool qk_norm = false;    // RMSNorm on each head of q and k before rotary (Qwen3): weights of head_dim each
   int sliding_window = 0;  // keys a query attends at most, itself included (Mistral 7B v0.1: 4096); 0 = all before it
   int full_attention_every = 0;  // with a window: every K-th block attends fully (Gemma 2: 2, Gemma 3: 6); 0 = none
+  // Chunked attention (Llama 4's attention_chunk_size, 8192): each query attends within its chunk of
+  // this many tokens. Up to one chunk that is the causal mask, which is how it is timed; a longer
+  // sequence is refused (scenarios/scenario.cpp). 0 = none.
+  int attention_chunk = 0;
   bool post_norms = false;       // a norm on the attention's and the MLP's outputs too, before each residual (Gemma 2, 3)
   bool logit_softcap = false;    // logits = c tanh(logits / c) before the loss (Gemma 2's final_logit_softcapping)
   std::int64_t ffn = 0;    // FFN inner size

@@ -70,6 +70,8 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
     k.put("v_head_dim", yaml_number(m.v_head_dim), "V's width a head");
   }
   if (m.sliding_window > 0) k.put("sliding_window", yaml_number(m.sliding_window), "keys a query attends at most");
+  if (m.attention_chunk > 0)
+    k.put("attention_chunk", yaml_number(m.attention_chunk), "each query attends within its chunk of this many tokens");
   if (m.full_attention_every > 0)
     k.put("full_attention_every", yaml_number(m.full_attention_every), "every K-th block attends fully");
   if (m.post_norms) k.put("post_norms", yaml_flag(true), "norms on the attention's and the MLP's outputs too");

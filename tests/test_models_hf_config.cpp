@@ -263,3 +263,48 @@ TEST_CASE("hf_config: gpt-oss-20b comes out as its preset, its window in every o
                        Contains("config.json:4: layer_types[0]: expected sliding_attention and full_attention alternating"),
                        InputError);
 }
+
+TEST_CASE("hf_config: Llama 4 Maverick's text_config, the torchtitan preset plus its q/k norms, chunks refused past one") {
+  Dir d;
+  // The fields of meta-llama/Llama-4-Maverick-17B-128E's config.json that tagcsim reads, under
+  // text_config as the released file has them (and some it ignores).
+  const std::string maverick = R"({"model_type": "llama4", "text_config": {"model_type": "llama4_text",
+    "hidden_size": 5120, "intermediate_size": 8192, "intermediate_size_mlp": 16384, "num_hidden_layers": 48,
+    "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 202048,
+    "num_local_experts": 128, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "use_qk_norm": true,
+    "attention_chunk_size": 8192, "max_position_embeddings": 1048576, "tie_word_embeddings": false,
+    "rope_theta": 500000.0, "router_aux_loss_coef": 0.001},
+    "vision_config": {"hidden_size": 1408}})";
+  const auto m = from_json(d, maverick);
+  CHECK(m.experts == 128);
+  CHECK(m.experts_per_token == 1);
+  CHECK(m.shared_experts == 1);
+  CHECK(m.moe_every == 2);
+  CHECK(m.dense_ffn == 16384);
+  CHECK(m.attention_chunk == 8192);
+  CHECK(m.seq_len == 4096);
+  // torchtitan's flavor has no q/k norms; the released model's weigh 2 x 128 a block.
+  CHECK(models::parameter_count(m) == models::parameter_count(models::preset("llama4-maverick-17b-128e")) + 48 * 256);
+
+  // Up to one chunk the attention is causal; past it the scenario is refused where the length is set.
+  d.write("l4/config.json", maverick);
+  const std::string head = "model: {hf_config: l4/config.json}\ncluster: {preset: dgx-h100-ib400, nodes: 32}\n";
+  const auto ok = scenarios::load_scenario(d.write("ok.yaml", head + "training: {framework: torchtitan, seq_len: 8192, "
+                                                                     "expert_parallel: 8}\npolicies: [fsdp]\n"));
+  CHECK(ok.points.at(0).setup.seq_len() == 8192);
+  CHECK(scenarios::resolved_yaml(ok).find("attention_chunk: 8192") != std::string::npos);
+  CHECK_THROWS_WITH_AS(
+      scenarios::load_scenario(d.write("long.yaml", head + "training:\n  framework: torchtitan\n  seq_len: 16384\n")),
+      Contains("long.yaml:5: training.seq_len: sequence length 16384 exceeds the model's attention chunk of 8192 "
+               "tokens"),
+      InputError);
+  CHECK_THROWS_WITH_AS(scenarios::load_scenario(d.write("longm.yaml", "model: {hf_config: l4/config.json, seq_len: "
+                                                                      "32768}\ncluster: dgx-h100-ib400\n")),
+                       Contains("longm.yaml:1: model.seq_len: sequence length 32768 exceeds"), InputError);
+  // A mixture of experts laid out otherwise than every interleave_moe_layer_step-th block.
+  CHECK_THROWS_WITH_AS(from_json(d, R"({"model_type": "llama4_text", "hidden_size": 64, "intermediate_size": 32,
+    "intermediate_size_mlp": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 100,
+    "num_local_experts": 4, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
+    "moe_layers": [0, 2]})"),
+                       Contains("config.json:4: moe_layers: expected the blocks interleave_moe_layer_step 2 gives the experts (1, 3, ..."), InputError);
+}
