@@ -85,10 +85,12 @@ TransformerConfig llama4(const std::string& name, int experts, int moe_every, co
   TransformerConfig m = llama(name, 48, 5120, 40, 8, 8192, 202048, 8192,
                               fmt::format("Meta 2025 (Llama 4 model card: {}); pytorch/torchtitan "
                                           "torchtitan/models/llama4/__init__.py @cbdb311 '17bx{}e' (dim 5120, 48 "
-                                          "layers, 40/8 heads of 128, {} experts of 8192, top 1, 1 shared, MoE every "
-                                          "{} block{}, vocab 202048, untied; causal SDPA, no q/k norms; seq_len 8192 "
-                                          "as its train configs): {} parameters, {} a token uses",
-                                          card, experts, experts, moe_every, moe_every > 1 ? "s, the others a dense MLP of 16384" : "",
+                                          "layers, 40/8 heads of 128, {} experts of 8192, top 1, 1 shared, {}, vocab "
+                                          "202048, untied; causal SDPA, no q/k norms; seq_len 8192 as its train "
+                                          "configs): {} parameters, {} a token uses",
+                                          card, experts, experts,
+                                          moe_every > 1 ? "MoE every second block, the others a dense MLP of 16384"
+                                                        : "MoE in every block",
                                           parameters, active));
   m.experts = experts;
   m.experts_per_token = 1;

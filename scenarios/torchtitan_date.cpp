@@ -120,8 +120,10 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
     set.push_back(fmt::format("per-op checkpointing re-runs cuDNN's attention (saved from {})", cite(kAllSdpaSaved)));
   }
   if (t.impl.selective_op && t.expert_parallel > 1 && unset("selective_op_recomputes_all_to_all")) {
-    // Qwen3's MoE (q/k norms, no latent attention) kept its own list, without them, until #2357.
-    const Change& saved_from = m.qk_norm && m.kv_lora_rank == 0 ? kOneSaveList : kAllToAllSaved;
+    // Qwen3's MoE (q/k norms, no shared expert: not DeepSeek's, GLM's or Llama 4's shape) kept its
+    // own list, without them, until #2357.
+    const bool qwen3 = m.qk_norm && m.shared_experts == 0 && m.kv_lora_rank == 0;
+    const Change& saved_from = qwen3 ? kOneSaveList : kAllToAllSaved;
     if (!since(date, saved_from)) {
       t.impl.selective_op_recomputes_all_to_all = true;
       set.push_back(fmt::format("per-op checkpointing re-runs the all-to-alls (saved from {})", cite(saved_from)));

@@ -106,6 +106,9 @@ TEST_CASE("torchtitan_date: per-op checkpointing keeps the all-to-alls from Sept
   CHECK_FALSE(rerun("2025-09-06", "deepseek-v2-lite"));
   CHECK(rerun("2026-03-22", "qwen3-30b-a3b"));
   CHECK_FALSE(rerun("2026-03-23", "qwen3-30b-a3b"));
+  // Llama 4 (a shared expert) took #1672's list, with q/k norms (as its released config has them) or not.
+  CHECK_FALSE(rerun("2025-10-01", "{preset: llama4-scout-17b-16e, qk_norm: true}"));
+  CHECK(rerun("2025-09-05", "llama4-scout-17b-16e"));
   CHECK_FALSE(rerun("2025-09-05", "deepseek-v2-lite", "  selective_op_recomputes_all_to_all: false\n"));
   const auto sept = point("  torchtitan_date: 2025-09-05\n" + ep, "deepseek-v2-lite");
   CHECK(std::find(sept.torchtitan_settings.begin(), sept.torchtitan_settings.end(),
