@@ -113,28 +113,28 @@ void check_sweep_key(const Input& doc, const std::string& key, const Input& at) 
 
 std::string bits_per_s(double bytes_per_s) { return fmt::format("{:g} Gb/s", bytes_per_s * 8 / 1e9); }
 
-// Chunked attention is timed as the causal mask it is up to one chunk (models::TransformerConfig::
-// attention_chunk); past it each chunk would be its own causal block, which is not modelled.
-std::string chunk_refusal(int seq_len, int chunk) {
-  return fmt::format("sequence length {} exceeds the model's attention chunk of {} tokens: chunked attention past "
-                     "one chunk is not modelled (train at most {} tokens a sequence, or take the model's preset "
-                     "without chunks, as torchtitan's llama4 flavors run, causal over the whole sequence)",
-                     seq_len, chunk, chunk);
-}
-
 Point load_point(const Input& doc) {
   Point p;
   p.setup.model = models::load_model(doc["model"]);
-  if (const auto& m = p.setup.model; m.attention_chunk > 0 && m.seq_len > m.attention_chunk) {
-    const auto tr = doc.find("training");
-    if (!tr || !tr->has("seq_len")) {
-      const auto model = doc["model"];
-      (model.is_map() && model.has("seq_len") ? model["seq_len"] : model).fail(chunk_refusal(m.seq_len, m.attention_chunk));
-    }
-  }
   p.setup.cluster = topologies::load_cluster(doc["cluster"]);
   sim::Training t;
   if (auto tr = doc.find("training")) t = load_training(*tr);
+  // Chunked attention is timed as the causal mask it is up to one chunk (models::TransformerConfig::
+  // attention_chunk); past it each chunk would be its own causal block, which is not modelled. The
+  // sequence is training.seq_len's, else the model's: the error goes to whichever key set it.
+  if (const auto& m = p.setup.model; m.attention_chunk > 0) {
+    const auto tr = doc.find("training");
+    const bool trained = tr && tr->has("seq_len");
+    const int seq = trained ? t.seq_len : m.seq_len;
+    if (seq > m.attention_chunk) {
+      const auto model = doc["model"];
+      const Input at = trained ? (*tr)["seq_len"] : model.is_map() && model.has("seq_len") ? model["seq_len"] : model;
+      at.fail(fmt::format("sequence length {} exceeds the model's attention chunk of {} tokens: chunked attention "
+                          "past one chunk is not modelled (train at most {} tokens a sequence, or take the model's "
+                          "preset without chunks, as torchtitan's llama4 flavors run, causal over the whole sequence)",
+                          seq, m.attention_chunk, m.attention_chunk));
+    }
+  }
   const auto& c = p.setup.cluster;
   if (auto tr = doc.find("training"); tr && tr->has("torchtitan_date")) {
     p.torchtitan_settings = apply_torchtitan_date(*tr, t, p.setup.model, sim::device_kernel_profile(c.gpu));
@@ -154,8 +154,6 @@ Point load_point(const Input& doc) {
                                       t.seq_len > p.setup.model.learned_positions)
       s->fail(fmt::format("sequence length {} exceeds the model's {} learned positions", t.seq_len,
                           p.setup.model.learned_positions));
-    if (auto s = tr->find("seq_len"); s && p.setup.model.attention_chunk > 0 && t.seq_len > p.setup.model.attention_chunk)
-      s->fail(chunk_refusal(t.seq_len, p.setup.model.attention_chunk));
     // Sequences per step over all GPUs (every GPU is a data-parallel rank, HSDP included; under
     // tensor or context parallelism, every group of GPUs that shares a micro-batch).
     if (auto gb = tr->find("global_batch")) {
