@@ -193,12 +193,20 @@ void gemma(const Input& c, const std::string& type, TransformerConfig& m) {
   m.full_attention_every = optional(c, "sliding_window_pattern", 6, 1);
 }
 
-// gpt-oss: num_local_experts of intermediate_size, num_experts_per_tok a token; biases on q, k and
-// v (attention_bias; those on the out projection, the router and the experts, and the attention
-// sinks, 0.03% of the parameters, are not modelled: models/presets.cpp); a sliding window in every
-// other block, the first one local, as layer_types lists them.
+// gpt-oss: num_local_experts of intermediate_size, num_experts_per_tok a token, each expert with
+// biases and the clamped SwiGLU (swiglu_limit); biases on q, k and v (attention_bias; those on the
+// out projection and the router, 0.0003% of the parameters, are not modelled: models/presets_moe.cpp);
+// the attention sinks; a sliding window in every other block, the first one local, as layer_types
+// lists them.
 void gpt_oss(const Input& c, TransformerConfig& m) {
   m.qkv_bias = flag(c, "attention_bias", true);
+  m.expert_bias = true;
+  m.attention_sinks = true;
+  m.swiglu_limit = 7.0;
+  if (const auto v = c.find("swiglu_limit"); v && !v->is_null()) {
+    m.swiglu_limit = v->as_double();
+    if (!(m.swiglu_limit > 0)) v->fail(fmt::format("expected the clamped SwiGLU's limit (> 0), got {}", m.swiglu_limit));
+  }
   m.experts = required(c, "num_local_experts", 2);
   m.experts_per_token = required(c, "num_experts_per_tok");
   sliding_window(c, m);

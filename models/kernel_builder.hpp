@@ -28,7 +28,13 @@ class Builder {
       : m_(m), impl_(shape.impl), s_(shape.seq_len > 0 ? shape.seq_len : m.seq_len), cp_(shape.context_parallel),
         b_(shape.micro_batch), T_(double(shape.micro_batch) * s_ / cp_), e_(shape.activation_bytes),
         r_(shape.impl.autocast_casts ? 4 : e_), Tsp_(T_ / shape.tensor_parallel), tp_(shape.tensor_parallel),
-        ep_(shape.expert_parallel), rows_(shape.expert_rows(T_, m.experts_per_token)) {}
+        ep_(shape.expert_parallel), rows_(shape.expert_rows(T_, m.experts_per_token)) {
+    // A mixture of experts' blocks under torch.compile: as impl.compile_moe says (models/model.hpp).
+    if (impl_.compiled && detail::moe(m_)) {
+      if (impl_.compile_moe == Implementation::MoeCompile::Eager) impl_.compiled = false;
+      submodules_ = impl_.compile_moe == Implementation::MoeCompile::Submodules;
+    }
+  }
 
   // The sliding window the next blocks' attention keeps to (0: none); the math path computes the
   // whole score matrix and masks it, so only the flash-style kernels skip what is outside it.
@@ -116,6 +122,8 @@ class Builder {
   KernelPiece experts_down();     // the experts' down projection, weighted by the scores, scattered back
   KernelPiece shared_gate_up();   // the shared experts' gate and up projections over every token, SwiGLU
   KernelPiece shared_down();      // their down projection, added to the routed experts' output
+  void expert_bias(KernelPiece& p, const std::string& name, double width);  // gpt-oss's, gathered to the rows
+  void clamped_swiglu(KernelPiece& p, double n);                            // gpt-oss's, op by op
 
   KernelPiece fc() {  // GPT-2 / MPT: ln_2, up, GELU
     KernelPiece p;
@@ -312,46 +320,7 @@ class Builder {
   // there and gathered in float8; wgrad then wants the gathered tensor column-major, one transposed
   // copy of it.
   void float8_casts(std::vector<Kernel>& to, const std::string& name, double i, double o, bool backward,
-                    bool cast_input, Parallel tp) {
-    const bool compiled = impl_.compiled;
-    auto amax = [&](const std::string& what, double elems) { mem(to, name + " fp8 amax " + what, e_ * elems); };
-    auto cast = [&](const std::string& what, double elems, int layouts) {
-      mem(to, name + " fp8 cast " + what, (e_ + layouts) * elems);
-    };
-    auto transpose = [&](const std::string& what, double elems) { mem(to, name + " fp8 " + what + " transpose", 2 * elems); };
-    const bool column = tp.column, row = tp.row;
-    const double weight = o * i, x = T_ * i, g = T_ * o;
-    if (!backward) {
-      if (column) {
-        if (cast_input) amax("input", Tsp_ * i), cast("input", Tsp_ * i, 1);
-      } else if (cast_input) {
-        amax("input", x), cast("input", x, compiled ? 2 : 1);
-      }
-      if (!impl_.float8_all_gather) amax("weight", weight), cast("weight", weight, 1);
-      return;
-    }
-    if (row) {
-      amax("grad_output", Tsp_ * o), cast("grad_output", Tsp_ * o, 1), transpose("grad_output", g);
-    } else {
-      amax("grad_output", g);
-      if (compiled) {
-        cast("grad_output", g, 2);
-      } else {
-        cast("grad_output", g, 1), cast("grad_output", g, 1);
-      }
-    }
-    if (impl_.float8_all_gather) {
-      transpose("weight", weight);
-    } else {
-      if (!compiled) amax("weight", weight);
-      cast("weight", weight, 1);
-    }
-    if (column) {
-      if (cast_input || !compiled) transpose("input", x);
-    } else if (!compiled) {
-      amax("input", x), cast("input", x, 1);
-    }
-  }
+                    bool cast_input, Parallel tp);
 
   // Qwen3's RMSNorm on each head of q or k (`heads` rows of head_dim a token). Compiled, it joins
   // the rotary kernel after it both ways, leaving the weight gradient's reduction; eager, it runs
@@ -368,7 +337,16 @@ class Builder {
   // output promotes every residual add, and layer_norm is on its fp32 list).
   void norm(KernelPiece& p, const std::string& name) {
     const double n = Tsp_ * h();
-    if (impl_.compiled) {
+    if (impl_.compiled && submodules_) {
+      // A norm compiled alone (its residual add before it eager): the stream in, the normalized
+      // input out, each row's statistics kept; backward as a compiled block's.
+      if (m_.norm == Norm::RMSNorm) {
+        mem(p.fwd, name, (r_ + e_) * n + 4 * Tsp_);
+        mem(p.bwd, name + " bwd", (2 * r_ + e_) * n + 4 * Tsp_);
+        mem(p.bwd, name + " weight grad", (r_ + e_) * n);
+        return;
+      }
+    } else if (impl_.compiled) {
       // Fused with the residual add before it: the stream and the sub-block's output in, the
       // stream and the normalized input of the next Linears out (16-bit: autocast's cast fused).
       mem(p.fwd, name, (2 * r_ + 2 * e_) * n);
@@ -426,7 +404,7 @@ class Builder {
   // the stream's gradient to the sub-block output's dtype (autograd's engine casts a gradient to
   // its input's).
   void residual(KernelPiece& p, const std::string& name) {
-    if (impl_.compiled) return;  // fused into the next norm
+    if (impl_.compiled && !submodules_) return;  // fused into the next norm
     const double n = Tsp_ * h();
     mem(p.fwd, name, (2 * r_ + e_) * n);
     mem(p.bwd, name + " grad accumulate", 3 * r_ * n);
@@ -460,6 +438,7 @@ class Builder {
   // layout, flash-attn's unpadding): models/kernel_builder_attention.cpp.
   void attention(KernelPiece& p);
   void unpad_qkv(KernelPiece& p, double kv);
+  void sinks(KernelPiece& p);
 
   const TransformerConfig& m_;
   Implementation impl_;
@@ -472,6 +451,12 @@ class Builder {
   double Tsp_;  // the tokens of one sequence shard under tensor parallelism: the norms' and residuals'
   int tp_;      // tensor parallelism's degree
   int ep_;      // expert parallelism's degree: this GPU runs experts / ep_ of them
+  bool submodules_ = false;  // a compiled mixture of experts' block, compiled child by child (compile_moe)
+  // Whether the experts' element-wise work runs compiled: under submodules only the generic
+  // experts' function is, not gpt-oss's (its biases or clamped SwiGLU).
+  bool experts_compiled() const {
+    return impl_.compiled && !(submodules_ && (m_.expert_bias || m_.swiglu_limit > 0));
+  }
   double rows_;  // the rows this GPU's experts run (TrainingShape::expert_rows)
   double local_experts() const { return double(m_.experts / ep_); }
 };

@@ -43,6 +43,7 @@ void Builder::attention(KernelPiece& p) {
     mem(p.fwd, "context parallel merge", (8 + 4 + e_) * T_ * q_width());
     mem(p.bwd, "context parallel dq accumulate", (8 + e_) * T_ * q_width());
   }
+  if (m_.attention_sinks) sinks(p);
   if (unpad) {  // pad_input: zeros, then index_put of the unpadded rows; backward gathers them
     mem(p.fwd, "pad output zeros", e_ * T_ * q_width());
     mem(p.fwd, "pad output index_put", 2 * e_ * T_ * q_width());
@@ -60,6 +61,31 @@ void Builder::attention(KernelPiece& p) {
   a.backward = true;
   a.op = "attention bwd";
   p.bwd.push_back(a);
+}
+
+// gpt-oss's attention sinks as torchtitan applies them to FlexAttention's output and its fp32
+// log-sum-exp (b x heads x s): scale = sigmoid(lse - sink) cast to the output's dtype, output *
+// scale. Backward: the output's gradient times the scale, the scale's gradient as the sum over
+// each head's width of the gradient times the output, then back through the cast, the sigmoid
+// and the subtraction (the sinks' gradient a sum over the tokens; the lse's flows into the
+// attention kernel's backward). Compiled, the forward joins the output's layout copy, and the
+// backward is one kernel: the gradient and the output in, the output's and the lse's gradients out.
+void Builder::sinks(KernelPiece& p) {
+  const double n = T_ * q_width(), lse = double(b_) * m_.heads * s_ / cp_;
+  if (impl_.compiled) {
+    mem(p.bwd, "sinks bwd", 3 * e_ * n + 4 * lse);
+    return;
+  }
+  mem(p.fwd, "sinks lse sub", 8 * lse);
+  mem(p.fwd, "sinks sigmoid", 8 * lse);
+  mem(p.fwd, "sinks scale cast", (4 + e_) * lse);
+  mem(p.fwd, "sinks rescale", 3 * e_ * n);
+  mem(p.bwd, "sinks rescale bwd", 3 * e_ * n);
+  mem(p.bwd, "sinks scale grad mul", 3 * e_ * n);
+  mem(p.bwd, "sinks scale grad sum", e_ * n + e_ * lse);
+  mem(p.bwd, "sinks scale cast bwd", (e_ + 4) * lse);
+  mem(p.bwd, "sinks sigmoid bwd", 12 * lse);
+  mem(p.bwd, "sinks grad sum", 4 * lse);
 }
 
 // flash-attn's unpad_input for q, k and v (bert_padding.py): the mask's row sums, torch.nonzero

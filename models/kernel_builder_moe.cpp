@@ -47,18 +47,78 @@ KernelPiece Builder::router() {
 KernelPiece Builder::experts_gate_up() {
   KernelPiece p;
   const double E = local_experts(), R = rows_;
+  if (m_.swiglu_limit > 0) {  // gpt-oss: gate and up interleaved in one matrix, mlp1
+    grouped_gemm(p.fwd, "mlp.experts.mlp1 (grouped)", R, 2 * f(), h());
+    expert_bias(p, "mlp1", 2 * f());
+    clamped_swiglu(p, R * f());
+    grouped_gemm(p.bwd, "mlp.experts.mlp1 dgrad (grouped)", R, h(), 2 * f());
+    grouped_gemm(p.bwd, "mlp.experts.mlp1 wgrad (grouped)", E * 2 * f(), h(), R / E);
+    return p;
+  }
   for (const std::string w : {"mlp.experts.gate", "mlp.experts.up"}) {
     grouped_gemm(p.fwd, w + " (grouped)", R, f(), h());
     grouped_gemm(p.bwd, w + " dgrad (grouped)", R, h(), f());
     grouped_gemm(p.bwd, w + " wgrad (grouped)", E * f(), h(), R / E);
   }
+  expert_bias(p, "mlp1", 2 * f());
   swiglu(p, R);
   return p;
+}
+
+// gpt-oss's expert biases (TransformerConfig::expert_bias), as torchtitan's
+// _run_experts_grouped_mm adds them: the bias table with a zero row for the padding
+// (torch.cat), repeat_interleave'd to the rows by the experts' counts (an index, then an
+// index_select writing every row's bias) and added to the grouped GEMM's output. Backward,
+// index_select's gradient is an index_add of the rows' gradients into a zeroed table (the add
+// passes the gradient on as it is). Compiled, the gather and the add join the next element-wise
+// kernel, and the gradient's reduction stays a kernel of its own.
+void Builder::expert_bias(KernelPiece& p, const std::string& name, double width) {
+  if (!m_.expert_bias) return;
+  const double E = local_experts(), R = rows_;
+  if (!experts_compiled()) {
+    mem(p.fwd, name + " bias cat", 2 * e_ * (E + 1) * width);
+    mem(p.fwd, name + " bias repeat index", 8 * R + 16 * (E + 1));
+    mem(p.fwd, name + " bias gather", e_ * R * width + 8 * R);
+    mem(p.fwd, name + " bias add", 3 * e_ * R * width);
+    mem(p.bwd, name + " bias grad zeros", e_ * (E + 1) * width);
+  }
+  mem(p.bwd, name + " bias grad index_add", e_ * R * width + 8 * R);
+}
+
+// gpt-oss's clamped SwiGLU over n elements (rows x ffn) of the mlp1 output's 2n, as its reference
+// code and torchtitan write it: x_glu, x_linear = x[..., ::2], x[..., 1::2] (strided views, whose
+// reads touch every element of x), each clamped, glu * sigmoid(1.702 glu) * (linear + 1), op by
+// op; backward each op's gradient, the two clamps' masks (reading x again), and each slice's
+// gradient scattered into a zeroed tensor as wide as x, the two then summed. Compiled, one kernel
+// each way as the plain SwiGLU: x in, the product out; x and the product's gradient in, x's out.
+void Builder::clamped_swiglu(KernelPiece& p, double n) {
+  if (experts_compiled()) {
+    mem(p.fwd, "swiglu", 3 * e_ * n);
+    mem(p.bwd, "swiglu bwd", 5 * e_ * n);
+    return;
+  }
+  mem(p.fwd, "swiglu clamp glu", 3 * e_ * n);
+  mem(p.fwd, "swiglu clamp linear", 3 * e_ * n);
+  mem(p.fwd, "swiglu alpha mul", 2 * e_ * n);
+  mem(p.fwd, "swiglu sigmoid", 2 * e_ * n);
+  mem(p.fwd, "swiglu glu mul", 3 * e_ * n);
+  mem(p.fwd, "swiglu linear add 1", 2 * e_ * n);
+  mem(p.fwd, "swiglu mul", 3 * e_ * n);
+  mem(p.bwd, "swiglu mul bwd", 3 * e_ * n, 2);
+  mem(p.bwd, "swiglu glu mul bwd", 3 * e_ * n, 2);
+  mem(p.bwd, "swiglu sigmoid bwd", 3 * e_ * n);
+  mem(p.bwd, "swiglu alpha mul bwd", 2 * e_ * n);
+  mem(p.bwd, "swiglu glu grad accumulate", 3 * e_ * n);
+  mem(p.bwd, "swiglu clamp bwd", 4 * e_ * n, 2);
+  mem(p.bwd, "swiglu slice bwd zeros", 2 * e_ * n, 2);
+  mem(p.bwd, "swiglu slice bwd copy", 3 * e_ * n, 2);
+  mem(p.bwd, "swiglu slices grad accumulate", 6 * e_ * n);
 }
 KernelPiece Builder::experts_down() {
   KernelPiece p;
   const double E = local_experts(), Tk = T_ * m_.experts_per_token, R = rows_;
   grouped_gemm(p.fwd, "mlp.experts.down (grouped)", R, h(), f());
+  expert_bias(p, "down", h());
   if (ep_ > 1) {
     mem(p.fwd, "unpermute received tokens", 2 * e_ * R * h());
     mem(p.bwd, "unpermute received tokens bwd", 2 * e_ * R * h());

@@ -77,13 +77,20 @@ void check(const TransformerConfig& m, const Complain& complain) {
                fmt::format("expected the experts each token runs, 1 to experts ({}), got {}", m.experts,
                            m.experts_per_token));
     if (!m.gated_mlp) complain({"gated_mlp", "experts"}, "experts are SwiGLU MLPs here: set gated_mlp: true");
-    if (m.bias) complain({"bias", "experts"}, "experts with biases are not modelled: set bias: false (or qkv)");
+    if (m.bias)
+      complain({"bias", "experts"},
+               "bias: true puts biases on every Linear, which a mixture of experts does not model: set bias: qkv "
+               "(biases on q, k and v) and expert_bias: true (on each expert's matrices, as gpt-oss's)");
     if (m.dense_layers < 0 || m.moe_every < 1 || m.dense_ffn < 0 || detail::moe_layers(m) == 0)
       complain({m.dense_layers < 0 || detail::moe_layers(m) == 0 ? "dense_layers" : m.moe_every < 1 ? "moe_every" : "dense_ffn",
                 "experts"},
                fmt::format("expected dense_layers >= 0, moe_every >= 1 and dense_ffn >= 0 leaving some of the {} blocks "
                            "with experts; got dense_layers {}, moe_every {}, dense_ffn {}",
                            m.layers, m.dense_layers, m.moe_every, m.dense_ffn));
+  } else if (m.expert_bias || m.swiglu_limit != 0) {
+    complain({m.expert_bias ? "expert_bias" : "swiglu_limit", "experts"},
+             fmt::format("{} is modelled on a mixture of experts' experts (gpt-oss's) only: set experts too",
+                         m.expert_bias ? "expert_bias" : "swiglu_limit"));
   } else if (m.experts_per_token != 0 || m.shared_experts != 0 || m.dense_layers != 0 || m.moe_every != 1 ||
              m.dense_ffn != 0) {
     const auto [key, value] = m.experts_per_token != 0 ? std::pair{"experts_per_token", std::int64_t(m.experts_per_token)}
@@ -94,6 +101,15 @@ void check(const TransformerConfig& m, const Complain& complain) {
     complain({key, "experts"}, fmt::format("only a mixture of experts has {} ({}): set experts too, or {}: {} for a dense MLP",
                                            key, value, key, std::string_view(key) == "moe_every" ? "1" : "0"));
   }
+  if (!(m.swiglu_limit >= 0))
+    complain({"swiglu_limit"}, fmt::format("expected the clamped SwiGLU's limit (gpt-oss: 7.0), or 0 for the plain "
+                                           "SwiGLU; got {}",
+                                           m.swiglu_limit));
+  if (m.swiglu_limit > 0 && m.shared_experts > 0)
+    complain({"shared_experts", "swiglu_limit"},
+             "the clamped SwiGLU is modelled as gpt-oss runs it, without shared experts: set shared_experts: 0");
+  if (m.attention_sinks && detail::mla(m))
+    complain({"attention_sinks", "kv_lora_rank"}, "attention sinks are modelled on gpt-oss's attention, not latent attention");
   if (m.learned_positions != 0 && m.learned_positions < m.seq_len)
     complain({"seq_len", "learned_positions"},
              fmt::format("seq_len {} is longer than the {} learned positions (set learned_positions >= seq_len, "
@@ -136,7 +152,7 @@ TransformerConfig load_model(const Input& in) {
                   "gated_mlp", "vocab", "tied_embeddings", "seq_len", "learned_positions", "norm", "bias",
                   "sliding_window", "full_attention_every", "attention_chunk", "post_norms", "logit_softcap", "experts",
                   "experts_per_token", "shared_experts", "shared_expert_gate", "dense_layers", "moe_every", "dense_ffn", "kv_lora_rank",
-                  "q_lora_rank", "rope_head_dim", "v_head_dim"});
+                  "q_lora_rank", "rope_head_dim", "v_head_dim", "expert_bias", "swiglu_limit", "attention_sinks"});
 
   TransformerConfig m;
   auto preset_key = in.find("preset");
@@ -179,6 +195,9 @@ TransformerConfig load_model(const Input& in) {
   if (auto v = in.find("dense_layers")) m.dense_layers = read_int(*v, 0);
   if (auto v = in.find("moe_every")) m.moe_every = read_int(*v, 1);
   if (auto v = in.find("dense_ffn")) m.dense_ffn = v->as_int_at_least(1);
+  if (auto v = in.find("expert_bias")) m.expert_bias = v->as_bool();
+  if (auto v = in.find("swiglu_limit")) m.swiglu_limit = v->as_double();
+  if (auto v = in.find("attention_sinks")) m.attention_sinks = v->as_bool();
   if (auto v = in.find("gated_mlp")) m.gated_mlp = v->as_bool();
   if (auto v = in.find("vocab")) m.vocab = v->as_int_at_least(1);
   if (auto v = in.find("tied_embeddings")) m.tied_embeddings = v->as_bool();

@@ -69,6 +69,16 @@ struct TransformerConfig {
   int dense_layers = 0;
   int moe_every = 1;
   std::int64_t dense_ffn = 0;
+  // gpt-oss's experts (OpenAI 2025), as its reference code and torchtitan's gpt_oss run them:
+  // expert_bias, a bias on each expert's two matrices, gathered to the expert's rows
+  // (repeat_interleave) and added after each grouped GEMM; swiglu_limit > 0, the clamped SwiGLU of
+  // gate and up interleaved in one matrix (x[..., ::2], x[..., 1::2]): glu clamped above, linear
+  // both ways at the limit, glu sigmoid(1.702 glu) (linear + 1), op by op in eager PyTorch.
+  bool expert_bias = false;
+  double swiglu_limit = 0;
+  // gpt-oss's attention sinks: one learned logit a head, applied after the attention kernel as
+  // its output times sigmoid(lse - sink) (torchtitan's FlexAttention path, return_lse).
+  bool attention_sinks = false;
   std::string source;              // where the shape comes from (paper, model card)
 };
 
@@ -157,6 +167,15 @@ struct Implementation {
   // 2025, torchtitan#1033); before, its train.py left it eager ("compiling loss function causes
   // CUDA errors", @9dec370), and a loss computed outside a compiled model stays eager.
   bool compiled_loss = false;
+  // What torch.compile covers of a mixture of experts' blocks (training.compile_moe). Block: each
+  // block whole (torchtitan since #2741, Apr 2026). Submodules: each child of the block compiled on
+  // its own, around FSDP's hooks on the experts (torchtitan #1895 to #2741): the norms alone (not
+  // fused with the residual adds, which run eager), the attention, the router, the shared experts and
+  // the generic experts' grouped-GEMM function with its SwiGLU, but not gpt-oss's own experts
+  // function (its biases and clamped SwiGLU run eager). Eager: the MoE blocks not compiled at all
+  // (torchtitan before #1895 under activation checkpointing, where the experts' graph break sent
+  // the whole block back to eager). Dense blocks are compiled whole either way.
+  enum class MoeCompile { Block, Submodules, Eager } compile_moe = MoeCompile::Block;
   bool fused_cross_entropy = false;  // one-kernel cross-entropy (flash-attn's xentropy) instead of eager fp32
   // Eager RMSNorms as PyTorch >= 2.9 runs nn.RMSNorm / F.rms_norm on CUDA: one kernel forward
   // (_fused_rms_norm, pytorch#153666) and one backward (_fused_rms_norm_backward), where false is the

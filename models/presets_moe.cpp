@@ -47,22 +47,27 @@ TransformerConfig qwen3_moe(const std::string& flavor, int layers, int hidden, i
 }
 
 // gpt-oss (OpenAI 2025): a mixture of experts of Llama's layout with biases on q, k and v, 64 heads
-// of 64 (q 4096 wide over a 2880-wide stream), 8 KV heads, SwiGLU experts as wide as the stream, 4 of
-// E a token, a 128-token sliding window in every other block (the first one local), the o200k_harmony
-// vocabulary of 201,088, untied; pretrained at 4,096 tokens before YaRN. Not modelled, 0.03% of the
-// parameters and element-wise work: the biases on the out projection, the router and the experts,
-// the attention sinks (one logit a head), the clamped SwiGLU.
+// of 64 (q 4096 wide over a 2880-wide stream), 8 KV heads, SwiGLU experts as wide as the stream with
+// biases and the clamped SwiGLU (limit 7), 4 of E a token, the attention sinks (one logit a head),
+// a 128-token sliding window in every other block (the first one local), the o200k_harmony
+// vocabulary of 201,088, untied; pretrained at 4,096 tokens before YaRN. Not modelled, 0.0003% of
+// the parameters and one bias gradient's reduction each: the biases on the out projection and the
+// router.
 TransformerConfig gpt_oss(const std::string& size, int layers, int experts, const std::string& parameters,
                           const std::string& unmodelled) {
   TransformerConfig m = llama("gpt-oss-" + size, layers, 2880, 64, 8, 2880, 201088, 4096,
                               fmt::format("OpenAI 2025 (gpt-oss-120b & gpt-oss-20b model card, arXiv 2508.10925); "
                                           "openai/gpt-oss-{} config.json (hidden 2880, {} layers, 64/8 heads of 64, "
-                                          "{} experts of 2880, top 4, sliding window 128 every other layer, vocab "
-                                          "201088, attention_bias): {} parameters, {} of them (biases on the out "
-                                          "projection, router and experts; the attention sinks) not modelled",
+                                          "{} experts of 2880 with biases, top 4, swiglu_limit 7.0, attention sinks, "
+                                          "sliding window 128 every other layer, vocab 201088, attention_bias): {} "
+                                          "parameters, {} of them (biases on the out projection and the router) not "
+                                          "modelled",
                                           size, layers, experts, parameters, unmodelled));
   m.head_dim = 64;
   m.qkv_bias = true;
+  m.expert_bias = true;
+  m.swiglu_limit = 7.0;
+  m.attention_sinks = true;
   m.experts = experts;
   m.experts_per_token = 4;
   m.sliding_window = 128;
@@ -108,8 +113,8 @@ PresetTable moe_presets() {
       {"qwen3-30b-a3b", [] { return qwen3_moe("30B-A3B", 48, 2048, 32, 768, "30,532,122,624", "3,353,032,704"); }},
       {"qwen3-235b-a22b",
        [] { return qwen3_moe("235B-A22B", 94, 4096, 64, 1536, "235,093,634,560", "22,190,763,520"); }},
-      {"gpt-oss-20b", [] { return gpt_oss("20b", 24, 32, "20,914,757,184", "6,706,944"); }},
-      {"gpt-oss-120b", [] { return gpt_oss("120b", 36, 128, "116,829,156,672", "39,923,712"); }},
+      {"gpt-oss-20b", [] { return gpt_oss("20b", 24, 32, "20,914,757,184", "69,888"); }},
+      {"gpt-oss-120b", [] { return gpt_oss("120b", 36, 128, "116,829,156,672", "108,288"); }},
       {"mixtral-8x7b",
        [] {
          auto m = llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096,

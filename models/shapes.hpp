@@ -61,8 +61,9 @@ inline std::int64_t attention_params(const TransformerConfig& m) {
   if (mla(m))  // q, wkv_a, the latent's RMSNorm, wkv_b, out (no biases)
     return mla_q_params(m) + m.hidden * mla_kv_a_dim(m) + m.kv_lora_rank + m.kv_lora_rank * mla_kv_b_dim(m) +
            attn_out_dim(m) * m.hidden;
-  // Fused or not, q/k/v hold the same weights and biases.
-  return qkv_linear_params(m, m.hidden, q_dim(m) + 2 * kv_dim(m)) + linear_params(m, q_dim(m), m.hidden);
+  // Fused or not, q/k/v hold the same weights and biases; attention sinks one logit a head.
+  return qkv_linear_params(m, m.hidden, q_dim(m) + 2 * kv_dim(m)) + linear_params(m, q_dim(m), m.hidden) +
+         (m.attention_sinks ? m.heads : 0);
 }
 
 // Mixture of experts: the router and every expert's three matrices (no biases).
@@ -70,7 +71,16 @@ inline bool moe(const TransformerConfig& m) { return m.experts > 0; }
 // The router's columns: one an expert, and Qwen2-MoE's shared-expert gate.
 inline int router_width(const TransformerConfig& m) { return m.experts + (m.shared_expert_gate ? 1 : 0); }
 inline std::int64_t router_params(const TransformerConfig& m) { return std::int64_t(m.hidden) * router_width(m); }
+// An expert's gate and up (2 ffn x hidden) and down (hidden x ffn), with gpt-oss's biases on them.
+inline std::int64_t expert_up_params(const TransformerConfig& m) {
+  return 2LL * m.hidden * m.ffn + (m.expert_bias ? 2 * m.ffn : 0);
+}
+inline std::int64_t expert_down_params(const TransformerConfig& m) {
+  return std::int64_t(m.hidden) * m.ffn + (m.expert_bias ? m.hidden : 0);
+}
+// The shared experts (models/unit_pieces_moe.cpp) have no biases in any modelled family.
 inline std::int64_t expert_params(const TransformerConfig& m) { return 3LL * m.hidden * m.ffn; }
+inline std::int64_t routed_expert_params(const TransformerConfig& m) { return expert_up_params(m) + expert_down_params(m); }
 
 // Whether block `layer` runs the experts (the rest of a mixture of experts' blocks are dense).
 inline bool moe_layer(const TransformerConfig& m, int layer) {
@@ -95,13 +105,14 @@ inline TransformerConfig dense_view(const TransformerConfig& m) {
 inline std::int64_t shared_ffn(const TransformerConfig& m) { return std::int64_t(m.shared_experts) * m.ffn; }
 
 inline std::int64_t mlp_params(const TransformerConfig& m) {
-  if (moe(m)) return router_params(m) + (m.experts + m.shared_experts) * expert_params(m);
+  if (moe(m)) return router_params(m) + m.experts * routed_expert_params(m) + m.shared_experts * expert_params(m);
   std::int64_t up = linear_params(m, m.hidden, m.ffn) * (m.gated_mlp ? 2 : 1);
   return up + linear_params(m, m.ffn, m.hidden);
 }
 // The MLP weights one token's matmuls use: a MoE token runs the router and experts_per_token experts.
 inline std::int64_t active_mlp_params(const TransformerConfig& m) {
-  return moe(m) ? router_params(m) + (m.experts_per_token + m.shared_experts) * expert_params(m) : mlp_params(m);
+  return moe(m) ? router_params(m) + m.experts_per_token * routed_expert_params(m) + m.shared_experts * expert_params(m)
+                : mlp_params(m);
 }
 
 // The window block `layer` attends within (0: the whole causal prefix). With full_attention_every K,

@@ -352,6 +352,12 @@ inline std::vector<UnitPiece> layer_pieces(const Ctx& c, int i) {
     o.kernel_out = vo * c.elem + 4.0 * m.heads * c.tokens;
   }
   elementwise(o, 2 + (c.flash ? 0 : 3));  // attention core, residual add (scale, mask, softmax)
+  if (m.attention_sinks) {  // the output rescaled by sigmoid(lse - sink): a new out-projection input
+    o.u.params += m.heads, o.u.attention_params += m.heads;
+    o.mem_fwd += 3 * q * c.elem, o.mem_bwd += 7 * q * c.elem;
+    o.act += q * c.elem;
+    o.kf += 4, o.kb += 6;
+  }
   if (m.post_norms) post_norm(c, o);
   out.push_back(std::move(o));
 

@@ -30,22 +30,35 @@ std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   UnitPiece up = named(pre + "mlp.experts.gate_up", UnitKind::MlpUp, i);
   // This GPU's experts: all E, or E / ep under expert parallelism (the same Tk rows reach them).
   const std::int64_t local = m.experts / std::int64_t(c.ep);
-  up.u.params = up.u.mlp_params = up.u.expert_params = 2LL * local * m.hidden * m.ffn;
+  up.u.params = up.u.mlp_params = up.u.expert_params = local * detail::expert_up_params(m);
   up.gemm = 2.0 * Tk * h * 2 * f;  // the model's FLOPs (MFU): the busiest GPU's extra rows are others' fewer
   up.mem_fwd = 5 * f * re;  // silu, mul
   up.mem_bwd = 9 * f * re;
   up.act = h * re + 3 * f * re;  // permuted input, g, silu(g), u
   up.work = (h + 3 * f) * re;
   up.kf = 2 + 2, up.kb = 4 + 3;
+  if (m.swiglu_limit > 0) {  // gpt-oss's clamped SwiGLU, eager (kernel_builder_moe.cpp): one GEMM, 7 ops
+    up.mem_fwd = 18 * f * re, up.mem_bwd = 44 * f * re;
+    up.act = h * re + 6 * f * re;  // permuted input, x (gate and up), clamped glu, sigmoid, glu product, linear + 1
+    up.kf = 1 + 7, up.kb = 2 + 12;
+  }
+  if (m.expert_bias) {  // gathered to the rows and added; its gradient an index_add
+    up.mem_fwd += 8 * f * re, up.mem_bwd += 2 * f * re;
+    up.kf += 4, up.kb += 2;
+  }
   up.mms = {{up.gemm / 2, f * re, false}, {up.gemm / 2, f * re, false}};  // torch._grouped_mm: re-run
   UnitPiece down = named(pre + "mlp.experts.down", UnitKind::MlpDown, i);
-  down.u.params = down.u.mlp_params = down.u.expert_params = 1LL * local * m.hidden * m.ffn;
+  down.u.params = down.u.mlp_params = down.u.expert_params = local * detail::expert_down_params(m);
   down.gemm = 2.0 * Tk * f * h;
   down.mem_fwd = 4 * h * tke + 2 * h * c.elem + 3 * h * c.stream;  // scores' product, scatter back, residual
   down.mem_bwd = 7 * h * tke + 3 * h * c.stream;
   down.act = f * re + h * tke + 4 * Tk;  // the product, the experts' output (back home), the scores
   down.kf = 1 + 4, down.kb = 2 + 4;
   down.mms = {{down.gemm, h * re, false}};
+  if (m.expert_bias) {  // gathered to the rows and added; its gradient an index_add
+    down.mem_fwd += 4 * h * re, down.mem_bwd += h * re;
+    down.kf += 4, down.kb += 2;
+  }
   if (c.ep > 1) {  // the experts' output scattered back to the order the all-to-all returns it in
     down.mem_fwd += 2 * h * re, down.mem_bwd += 2 * h * re;
     down.kf += 1, down.kb += 1;

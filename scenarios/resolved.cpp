@@ -74,6 +74,7 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
     k.put("attention_chunk", yaml_number(m.attention_chunk), "each query attends within its chunk of this many tokens");
   if (m.full_attention_every > 0)
     k.put("full_attention_every", yaml_number(m.full_attention_every), "every K-th block attends fully");
+  if (m.attention_sinks) k.put("attention_sinks", "true", "one learned logit a head rescales the attention's output (gpt-oss)");
   if (m.post_norms) k.put("post_norms", yaml_flag(true), "norms on the attention's and the MLP's outputs too");
   if (m.logit_softcap) k.put("logit_softcap", yaml_flag(true), "c tanh(logits / c) before the loss");
   k.put("ffn", yaml_number(double(m.ffn)), "FFN inner size");
@@ -88,6 +89,9 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
     if (m.dense_layers > 0) k.put("dense_layers", yaml_number(m.dense_layers), "first blocks with a dense MLP instead");
     if (m.moe_every > 1) k.put("moe_every", yaml_number(m.moe_every), "every this-many-th block has the experts, the others a dense MLP");
     if (m.dense_ffn > 0) k.put("dense_ffn", yaml_number(double(m.dense_ffn)), "the dense blocks' MLP width");
+    if (m.expert_bias) k.put("expert_bias", "true", "biases on each expert's matrices, gathered to its rows (gpt-oss)");
+    if (m.swiglu_limit > 0)
+      k.put("swiglu_limit", yaml_number(m.swiglu_limit), "the clamped SwiGLU, gate and up interleaved (gpt-oss)");
   }
   k.put("vocab", yaml_number(double(m.vocab)));
   k.put("tied_embeddings", yaml_flag(m.tied_embeddings));
@@ -178,6 +182,9 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
           "tokens a document; each attends only within itself (block-causal)");
   k.put("compile", yaml_flag(t.impl.compiled), "torch.compile: element-wise chains fused");
   k.put("compile_loss", yaml_flag(t.impl.compiled_loss), "the loss compiled: one kernel, 16-bit logits kept");
+  if (t.impl.compiled && t.impl.compile_moe != models::Implementation::MoeCompile::Block)
+    k.put("compile_moe", t.impl.compile_moe == models::Implementation::MoeCompile::Submodules ? "submodules" : "eager",
+          "what torch.compile covers of a mixture of experts' blocks");
   if (t.impl.unpadded_attention)
     k.put("unpadded_attention", "true", "flash-attn's varlen kernels, q/k/v unpadded and the output padded per layer");
   k.put("cross_entropy", t.impl.fused_cross_entropy ? "fused" : "fp32");

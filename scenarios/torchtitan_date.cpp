@@ -27,6 +27,11 @@ constexpr Change kQkNormSharded{"2025-10-14", "torchtitan#1870"};   // Qwen3's q
 constexpr Change kGqaShared{"2026-01-27", "torchtitan#2259"};       // K and V no longer repeated (enable_gqa)
 constexpr Change kAllSdpaSaved{"2025-12-01", "torchtitan#2095"};    // every SDPA backend in the per-op save list
 constexpr Change kFlexDocuments{"2026-06-09", "torchtitan#3571"};   // FlexAttention over document masks, SDPA gone
+// How torch.compile covers a mixture of experts' blocks: child by child around FSDP's hooks on the
+// experts from #1895 (before it a checkpointed MoE block fell back to eager whole), each block whole
+// from #2741 (FSDP applied per block since #2281).
+constexpr Change kMoeSubmodules{"2025-10-29", "torchtitan#1895"};
+constexpr Change kMoeWholeBlock{"2026-04-14", "torchtitan#2741"};
 // The per-op save list keeps the all-to-alls' outputs: DeepSeek-V3's and Llama 4's lists from
 // #1672, every model's (Qwen3's among them) once #2357 made them one list.
 constexpr Change kAllToAllSaved{"2025-09-06", "torchtitan#1672"};
@@ -68,6 +73,16 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
     set.push_back(fmt::format("the loss {} ({}{})", since(date, kCompiledLoss) ? "compiled" : "eager",
                               since(date, kCompiledLoss) ? "" : "compiled from ", cite(kCompiledLoss)));
   }
+  if (t.impl.compiled && m.experts > 0 && unset("compile_moe") && !since(date, kMoeWholeBlock)) {
+    using M = models::Implementation::MoeCompile;
+    // Before #1895 an uncheckpointed block compiled around its graph break, as child by child.
+    const bool eager = !since(date, kMoeSubmodules) && t.activation_checkpointing;
+    t.impl.compile_moe = eager ? M::Eager : M::Submodules;
+    set.push_back(eager ? fmt::format("compile_moe eager (checkpointed MoE blocks fell back to eager until {}; whole "
+                                      "blocks compiled from {})",
+                                      cite(kMoeSubmodules), cite(kMoeWholeBlock))
+                        : fmt::format("compile_moe submodules (whole blocks compiled from {})", cite(kMoeWholeBlock)));
+  }
   if (m.norm == models::Norm::RMSNorm && unset("rms_norm") && since(date, kPytorch29)) {
     t.impl.fused_rms_norm = true;
     set.push_back(fmt::format("rms_norm fused (PyTorch nightly after {})", cite(kPytorch29)));
@@ -103,7 +118,17 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
         set.push_back(fmt::format("documents not masked (SDPA over whole sequences; block-causal from {})",
                                   cite(flex_from)));
       }
-      if (blackwell && since(date, kCudnnOnBlackwell)) {
+      if (m.attention_sinks) {
+        // gpt-oss's attention (its sinks) runs on FlexAttention only, causal until then.
+        if (gpu && !gpu->has_attention(models::AttentionKernel::Flex))
+          v->fail(fmt::format("torchtitan's gpt-oss runs FlexAttention only, which kernel profile '{}' has no "
+                              "measurement of: set training.attention to the nearest it has ({})",
+                              gpu->name, fmt::join(gpu->attention_kernels(), ", ")));
+        t.impl.attention = models::AttentionKernel::Flex;
+        set.push_back(fmt::format("attention flex over whole sequences (gpt-oss's sinks run on FlexAttention only; "
+                                  "documents masked from {})",
+                                  cite(flex_from)));
+      } else if (blackwell && since(date, kCudnnOnBlackwell)) {
         t.impl.attention = models::AttentionKernel::Cudnn;
         set.push_back(fmt::format("attention cudnn on Blackwell ({})", cite(kCudnnOnBlackwell)));
       }

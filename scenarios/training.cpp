@@ -20,7 +20,7 @@ const std::vector<std::string> kTrainingKeys = {
     "selective_op_recomputes_attention", "selective_op_recomputes_all_to_all",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
-    "attention",         "unpadded_attention", "document_length", "repeat_kv", "compile", "compile_loss", "cross_entropy", "rms_norm", "logit_metrics", "float8",
+    "attention",         "unpadded_attention", "document_length", "repeat_kv", "compile", "compile_loss", "compile_moe", "cross_entropy", "rms_norm", "logit_metrics", "float8",
     "float8_all_gather", "tensor_parallel", "tp_plan", "tp_qk_norm", "async_tp", "context_parallel", "expert_parallel",
     "expert_imbalance",  "pipeline_parallel",
     "pipeline_schedule", "pipeline_microbatches", "stages_per_rank"};
@@ -318,6 +318,15 @@ sim::Training load_training(const Input& in) {
   // Apr 2025, or a loss computed outside the compiled model).
   t.impl.compiled_loss = t.impl.compiled;
   if (auto v = in.find("compile_loss")) t.impl.compiled_loss = v->as_bool();
+  // What of a mixture of experts' blocks torch.compile covers (models::Implementation::MoeCompile;
+  // scenario.cpp refuses it on a dense model).
+  if (auto v = in.find("compile_moe")) {
+    const auto s = v->as_choice({"block", "submodules", "eager"});
+    if (!t.impl.compiled)
+      v->fail("says what torch.compile covers of a mixture of experts' blocks: set compile: true as well");
+    using M = models::Implementation::MoeCompile;
+    t.impl.compile_moe = s == "block" ? M::Block : s == "submodules" ? M::Submodules : M::Eager;
+  }
   // torchao's Float8Linear on the blocks' Linears (torchtitan: model.converters float8), and FSDP2's
   // float8 all-gather of their weights (enable_fsdp_float8_all_gather).
   if (auto v = in.find("float8")) {

@@ -84,12 +84,12 @@ TEST_CASE("presets reproduce the published parameter counts exactly where the sh
       {"mixtral-8x7b", 46'702'792'704},
       {"qwen3-30b-a3b", 30'532'122'624},
       {"qwen3-235b-a22b", 235'093'634'560},
-      // gpt-oss: 2*201088*2880 + L*(2880*(4096 + 2*512) + 4096*2880 + (4096 + 2*512) + E*3*2880*2880 +
-      // 2880*E + 2*2880) + 2880; the model card's counts less what is not modelled a layer: the out
-      // projection's bias (2880), the attention sinks (64), the router's bias (E) and the experts'
-      // (E*(2*2880 + 2880)). 20b: 24*(2880 + 64 + 32 + 32*8640) = 6,706,944.
-      {"gpt-oss-20b", 20'914'757'184 - 24 * (2880 + 64 + 32 + 32 * 8640)},
-      {"gpt-oss-120b", 116'829'156'672 - 36 * (2880 + 64 + 128 + 128 * 8640)},
+      // gpt-oss: 2*201088*2880 + L*(2880*(4096 + 2*512) + 4096*2880 + (4096 + 2*512) + 64 + E*(3*2880*2880
+      // + 2*2880 + 2880) + 2880*E + 2*2880) + 2880 (the sinks, 64 a layer; each expert's biases, 8640);
+      // the model card's counts less what is not modelled a layer: the out projection's bias (2880) and
+      // the router's (E). 20b: 24*(2880 + 32) = 69,888.
+      {"gpt-oss-20b", 20'914'757'184 - 24 * (2880 + 32)},
+      {"gpt-oss-120b", 116'829'156'672 - 36 * (2880 + 128)},
       // Code Llama 34B: 2*32000*8192 + 48*(2*8192^2 + 2*8192*1024 + 3*8192*22016 + 2*8192) + 8192.
       {"codellama-34b", 33'743'970'304},
       // DeepSeek's latent attention and dense first blocks (test_models_mla.cpp by hand).

@@ -256,6 +256,14 @@ TEST_CASE("hf_config: gpt-oss-20b comes out as its preset, its window in every o
   CHECK(oss.sliding_window == 128);
   CHECK(oss.full_attention_every == 2);
   CHECK(oss.seq_len == 4096);
+  CHECK(oss.expert_bias);
+  CHECK(oss.attention_sinks);
+  CHECK(oss.swiglu_limit == 7.0);
+  CHECK_THROWS_WITH_AS(from_json(d, R"({"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+    "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+    "num_local_experts": 32, "num_experts_per_tok": 4, "vocab_size": 201088, "swiglu_limit": -1})"),
+                       Contains("config.json:3: swiglu_limit: expected the clamped SwiGLU's limit (> 0), got -1"),
+                       InputError);
   CHECK_THROWS_WITH_AS(from_json(d, R"({"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
     "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
     "num_local_experts": 32, "num_experts_per_tok": 4, "vocab_size": 201088, "sliding_window": 128,

@@ -188,3 +188,46 @@ TEST_CASE("bad input: torchtitan_date is a YYYY-MM-DD date of a torchtitan run")
       Contains("p.yaml:4: training.torchtitan_date: says which torchtitan a run used: set framework: torchtitan"),
       InputError);
 }
+
+TEST_CASE("torchtitan_date: a compiled mixture of experts' blocks, eager when checkpointed before #1895, child by child until #2741") {
+  using M = models::Implementation::MoeCompile;
+  const std::string moe = "qwen3-30b-a3b";
+  const auto ac = [&](const std::string& date) {
+    return point("  torchtitan_date: " + date + "\n  compile: true\n  activation_checkpointing: full\n", moe);
+  };
+  CHECK(ac("2025-10-28").setup.training.impl.compile_moe == M::Eager);
+  CHECK(ac("2025-10-29").setup.training.impl.compile_moe == M::Submodules);
+  CHECK(ac("2026-04-13").setup.training.impl.compile_moe == M::Submodules);
+  CHECK(ac("2026-04-14").setup.training.impl.compile_moe == M::Block);
+  const auto settings = ac("2026-03-29").torchtitan_settings;
+  CHECK(std::count(settings.begin(), settings.end(),
+                   "compile_moe submodules (whole blocks compiled from torchtitan#2741, 2026-04-14)") == 1);
+  // Without checkpointing the block compiled around its graph break: child by child.
+  CHECK(point("  torchtitan_date: 2025-10-01\n  compile: true\n", moe).setup.training.impl.compile_moe == M::Submodules);
+  // The scenario's own key wins; eager runs and dense models are left alone.
+  CHECK(point("  torchtitan_date: 2025-10-01\n  compile: true\n  compile_moe: block\n", moe).setup.training.impl.compile_moe ==
+        M::Block);
+  CHECK(point("  torchtitan_date: 2025-10-01\n", moe).setup.training.impl.compile_moe == M::Block);
+  CHECK(point("  torchtitan_date: 2025-10-01\n  compile: true\n").setup.training.impl.compile_moe == M::Block);
+}
+
+TEST_CASE("torchtitan_date: gpt-oss runs FlexAttention over whole sequences before the block-causal default") {
+  const auto oss = point("  torchtitan_date: 2026-03-29\n", "gpt-oss-20b");
+  CHECK(oss.setup.training.impl.attention == AttentionKernel::Flex);
+  CHECK(oss.setup.training.impl.document_length == 0);
+  CHECK(point("  torchtitan_date: 2026-03-29\n  attention: flash2\n", "gpt-oss-20b").setup.training.impl.attention ==
+        AttentionKernel::Flash2);
+  CHECK(point("  torchtitan_date: 2026-03-29\n").setup.training.impl.attention == AttentionKernel::Flash2);
+}
+
+TEST_CASE("compile_moe: bad input names its line") {
+  CHECK_THROWS_WITH_AS(point("  compile_moe: submodules\n", "qwen3-30b-a3b"),
+                       Contains("t.yaml:5: training.compile_moe: says what torch.compile covers of a mixture of experts' "
+                                "blocks: set compile: true as well"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(point("  compile: true\n  compile_moe: submodules\n"),
+                       Contains("t.yaml:6: training.compile_moe: model 'llama3.1-8b' has no mixture of experts' blocks"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(point("  compile: true\n  compile_moe: partly\n", "qwen3-30b-a3b"),
+                       Contains("t.yaml:6: training.compile_moe"), InputError);
+}
