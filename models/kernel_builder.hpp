@@ -339,7 +339,8 @@ class Builder {
     const double n = Tsp_ * h();
     if (impl_.compiled && submodules_) {
       // A norm compiled alone (its residual add before it eager): the stream in, the normalized
-      // input out, each row's statistics kept; backward as a compiled block's.
+      // input out, each row's statistics kept; backward as a compiled block's (LayerNorm's native
+      // kernels are one each way already).
       if (m_.norm == Norm::RMSNorm) {
         mem(p.fwd, name, (r_ + e_) * n + 4 * Tsp_);
         mem(p.bwd, name + " bwd", (2 * r_ + e_) * n + 4 * Tsp_);

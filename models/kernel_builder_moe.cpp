@@ -92,11 +92,7 @@ void Builder::expert_bias(KernelPiece& p, const std::string& name, double width)
 // gradient scattered into a zeroed tensor as wide as x, the two then summed. Compiled, one kernel
 // each way as the plain SwiGLU: x in, the product out; x and the product's gradient in, x's out.
 void Builder::clamped_swiglu(KernelPiece& p, double n) {
-  if (experts_compiled()) {
-    mem(p.fwd, "swiglu", 3 * e_ * n);
-    mem(p.bwd, "swiglu bwd", 5 * e_ * n);
-    return;
-  }
+  if (experts_compiled()) return swiglu(p, n, 1);
   mem(p.fwd, "swiglu clamp glu", 3 * e_ * n);
   mem(p.fwd, "swiglu clamp linear", 3 * e_ * n);
   mem(p.fwd, "swiglu alpha mul", 2 * e_ * n);

@@ -40,7 +40,7 @@ std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   if (m.swiglu_limit > 0) {  // gpt-oss's clamped SwiGLU, eager (kernel_builder_moe.cpp): one GEMM, 7 ops
     up.mem_fwd = 18 * f * re, up.mem_bwd = 44 * f * re;
     up.act = h * re + 6 * f * re;  // permuted input, x (gate and up), clamped glu, sigmoid, glu product, linear + 1
-    up.kf = 1 + 7, up.kb = 2 + 12;
+    up.kf = 1 + 7, up.kb = 2 + 14;
   }
   if (m.expert_bias) {  // gathered to the rows and added; its gradient an index_add
     up.mem_fwd += 8 * f * re, up.mem_bwd += 2 * f * re;
