@@ -305,20 +305,8 @@ class Builder {
     if (biased) mem(p.bwd, name + " bias grad", e_ * T_ * o);
   }
 
-  // torchao's Float8Linear with tensorwise dynamic scaling (torchao/float8/float8_linear.py,
-  // matmul_with_hp_or_float8_args): each float8 operand is a high-precision tensor cast with a
-  // scale from its absolute maximum, one reduction (reads e per element) and one cast (reads e,
-  // writes 1 per element and layout: torch._scaled_mm wants its second operand column-major, so
-  // wgrad needs x and g column-major, dgrad W transposed). Eager, every use casts again: forward x
-  // and W, backward g twice, W and x again. Compiled, as torchao's own roofline counts it
-  // (torchao/testing/training/roofline_utils.py, tensorwise): x and g are cast once into both
-  // layouts (x in forward, kept for wgrad), W cast forward and again transposed backward, its amax
-  // reused. With float8 all-gather W arrives in float8: its casts become one transposed copy.
-  // Under tensor parallelism (torchao's Float8ColwiseParallel and Float8RowwiseParallel) a Linear
-  // that reads the gathered sequence has its input cast on the GPU's sequence shard and gathered in
-  // float8, and one whose output is reduce-scattered to the shards has its output gradient cast
-  // there and gathered in float8; wgrad then wants the gathered tensor column-major, one transposed
-  // copy of it.
+  // torchao's Float8Linear casts around a Linear's GEMMs (tensorwise dynamic scaling, eager or compiled,
+  // under tensor parallelism too): models/kernel_builder_float8.cpp.
   void float8_casts(std::vector<Kernel>& to, const std::string& name, double i, double o, bool backward,
                     bool cast_input, Parallel tp);
 
