@@ -413,8 +413,10 @@ def gemm_sweep(deadline):
 # split evenly over the groups (balanced routing), (total rows, n, k, groups). The shipped profiles'
 # grouped efficiency comes from published runs (docs/compute-model.md, "Grouped GEMM"); these are
 # the same measurement on the lent GPU: Llama 4's 16-expert shape of pytorch/ao#2490, Mixtral
-# 8x7B's and Qwen3 30B-A3B's at 4,096 tokens.
-GROUPED_SHAPES = [(8192, 8192, 5120, 16), (8192, 14336, 4096, 8), (32768, 768, 2048, 128)]
+# 8x7B's and Qwen3 30B-A3B's at 4,096 tokens, and gpt-oss-20b's two at 8,192 (gate and up
+# interleaved, then down: the candidate for the 15% its runs share, docs/validation.md, S77).
+GROUPED_SHAPES = [(8192, 8192, 5120, 16), (8192, 14336, 4096, 8), (32768, 768, 2048, 128),
+                  (32768, 5760, 2880, 32), (32768, 2880, 2880, 32)]
 
 
 def grouped_gemm_sweep(deadline):
