@@ -15,7 +15,7 @@ the budget while nvidia-smi samples clocks, power and temperature every second
 (torch-fsdp-step-sustained.json): whether the step slows down once the GPU is hot. --gemms times
 F.linear and torch._scaled_mm at the shapes `tagcsim calibrate box` timed with cuBLAS
 (torch-fsdp-step-gemms.json), to compare with `tagcsim validate --kernels-against`, and
-torch._grouped_mm at three mixtures of experts' shapes (its "grouped_gemms"). --memory-pressure
+torch._grouped_mm at five mixtures of experts' shapes (its "grouped_gemms"). --memory-pressure
 runs one configuration under a shrinking cap on the caching allocator
 (torch.cuda.set_per_process_memory_fraction), from its unconstrained reserved peak down toward its
 allocated peak, and records the step time and the allocator's retries (free the cache, synchronize,
