@@ -29,6 +29,9 @@ struct Kernel {
   // Gemm: C[m x n] = A[m x k] B[k x n]; fp8: float8 inputs (torchao's Float8Linear), bf16 output.
   double m = 0, n = 0, k = 0;
   bool fp8 = false;
+  // fp32 inputs and output without TF32 (the router gate under fp32 autocast): CUDA cores, not
+  // tensor cores, at the GPU's fp32 rate.
+  bool fp32 = false;
   // A grouped GEMM (torch._grouped_mm over a mixture of experts' experts): this many GEMMs in one
   // launch, their rows stacked into m (or, for the weight gradients, their outputs): the device
   // profile times it as that dense GEMM at its measured grouped rate.

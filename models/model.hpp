@@ -202,6 +202,11 @@ struct Implementation {
   // made one list for every model. The host's copy of the counts is taken as kept either way (the
   // policy's rule since #1672; the runs before it are not told apart).
   bool selective_op_recomputes_all_to_all = false;
+  // A mixture of experts' router gate computed under torch.autocast(dtype=float32), as torchtitan's
+  // TokenChoiceTopKRouter does since #2389 (2026-03-04): its bf16 input and weight cast to fp32, and
+  // its GEMMs (forward, dgrad, wgrad) fp32 without TF32, which cuBLAS runs on CUDA cores
+  // (torchtitan#4273 measured the SIMT sgemm, 4% of speed-of-light, at 8-9% of a step on B300).
+  bool router_fp32 = false;
   // PyTorch >= 2.1's non-reentrant checkpoint stops re-running a block once every tensor its
   // backward saved is back (torch.utils.checkpoint early stop, on by default since pytorch#96866):
   // the block's last matmul, the MLP down projection, and the residual after it are not re-run.

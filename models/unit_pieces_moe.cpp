@@ -18,6 +18,11 @@ std::vector<UnitPiece> moe_pieces(const Ctx& c, int i) {
   router.mem_bwd = 3 * h * c.stream + c.tokens * E * (4 + 12 + 4 + e) + 12 * Tk + (2 * Tk * e + 2 * c.tokens * e) * h;
   router.act = c.norm_saved() + 4 * c.tokens * E + 12 * Tk;
   router.kf = 1 + 1 + 6, router.kb = 2 + 6;  // ln_2, GEMM, cast/softmax/topk/counts/argsort/permute
+  if (c.impl.router_fp32) {  // the gate under fp32 autocast: its input and weight cast, their gradients back
+    const double w = detail::router_width(m);
+    router.mem_fwd += (c.e + 4) * (c.tokens + w) * h, router.mem_bwd += (4 + c.e) * (c.tokens + w) * h;
+    router.kf += 1, router.kb += 1;  // two casts each way in place of the scores' one
+  }
   router.mms = {{router.gemm, c.tokens * E * e, false}};  // the gate: re-run by selective_op, not counted
   router.op_saved = 12 * Tk;                              // ... which keeps the top-k scores and ids
   if (c.ep > 1) {  // the tokens received from the all-to-all gathered into local-expert order, and back

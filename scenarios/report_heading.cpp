@@ -87,7 +87,7 @@ std::string heading(const Scenario& s, const Point& p) {
                      t.master_dtype != sim::Dtype::FP32 ? fmt::format(" / state {}", sim::to_string(t.master_dtype)) : "");
   if (const auto& m = st.model; m.experts > 0)
     out += fmt::format("  mixture of experts: {} experts of {} a block, {} a token{}{} ({:.2f}B of the {:.2f}B parameters "
-                       "a token uses); {}, {}; five published runs validated: on H100 within 1% and 15% slower than predicted, on B200 10% and 28% slower, one 11% faster (docs/fsdp-semantics.md)\n",
+                       "a token uses); {}, {}; five published runs validated: on H100 within 1% and 15% slower than predicted, on B200 10% and 27% slower, one 14% faster (docs/fsdp-semantics.md)\n",
                        m.experts, m.ffn, m.experts_per_token,
                        m.shared_experts > 0 ? fmt::format(" and {} shared", m.shared_experts) : "",
                        models::moe_block_count(m) < m.layers

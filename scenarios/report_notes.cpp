@@ -84,11 +84,11 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   for (const auto& p : s.points)
     if (p.setup.model.experts > 0)
       add("a mixture of experts: of the five published FSDP runs of one shipped (torchtitan), DeepSeek-V3 16B with "
-          "expert parallelism over 8 H100 (S76) lands within 1% of its prediction, gpt-oss-20b 15-16% below it over 8 "
-          "H100 (S77: +17% compiled, +19% eager) and 10% below over 8 B200 (S78: +11%, +12%); Qwen3-30B-A3B over 8 B200 "
+          "expert parallelism over 8 H100 (S76) lands within 1% of its prediction, gpt-oss-20b 15% below it over 8 "
+          "H100 (S77: +17% compiled, +18% eager) and 10% below over 8 B200 (S78: +11%, +12%); Qwen3-30B-A3B over 8 B200 "
           "misses "
-          "both ways where the dense runs on B200 fit: fully checkpointed (S72) 28% below it (+39% to +40%), with "
-          "per-op checkpointing (S74) 11% above it (-10%), and two more B200 runs found since (not entered) ran 21-46% "
+          "both ways where the dense runs on B200 fit: fully checkpointed (S72) 27% below it (+36% to +37%), with "
+          "per-op checkpointing (S74) 14% above it (-12%), and two more B200 runs found since (not entered) ran 21-46% "
           "below theirs; read this step time as uncertain by that much, and on B200 as optimistic (docs/validation.md, "
           "B200)",
           &p);

@@ -165,6 +165,8 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   if (t.impl.selective_op_recomputes_attention)
     k.put("selective_op_recomputes_attention", "true",
           "the attention kernel's op is not in the policy's save list: it is re-run too");
+  if (t.impl.router_fp32)
+    k.put("router_fp32", "true", "the MoE router's gate under fp32 autocast: fp32 GEMMs on CUDA cores");
   if (t.impl.selective_op_recomputes_all_to_all)
     k.put("selective_op_recomputes_all_to_all", "true",
           "the all-to-alls' outputs are not in the policy's save list: they are exchanged again");

@@ -135,10 +135,13 @@ Point load_point(const Input& doc) {
                           seq, m.attention_chunk, m.attention_chunk));
     }
   }
-  if (auto tr = doc.find("training"); tr && !models::moe_block_count(p.setup.model))
+  if (auto tr = doc.find("training"); tr && !models::moe_block_count(p.setup.model)) {
     if (auto v = tr->find("compile_moe"))
       v->fail(fmt::format("model '{}' has no mixture of experts' blocks for it to say how they are compiled",
                           p.setup.model.name));
+    if (auto v = tr->find("router_fp32"))
+      v->fail(fmt::format("model '{}' has no mixture of experts, so no router", p.setup.model.name));
+  }
   const auto& c = p.setup.cluster;
   if (auto tr = doc.find("training"); tr && tr->has("torchtitan_date")) {
     p.torchtitan_settings = apply_torchtitan_date(*tr, t, p.setup.model, sim::device_kernel_profile(c.gpu));

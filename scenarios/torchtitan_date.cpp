@@ -32,6 +32,8 @@ constexpr Change kFlexDocuments{"2026-06-09", "torchtitan#3571"};   // FlexAtten
 // from #2741 (FSDP applied per block since #2281).
 constexpr Change kMoeSubmodules{"2025-10-29", "torchtitan#1895"};
 constexpr Change kMoeWholeBlock{"2026-04-14", "torchtitan#2741"};
+// The router's gate under fp32 autocast (its GEMMs on CUDA cores; torchtitan#4273).
+constexpr Change kRouterFp32{"2026-03-04", "torchtitan#2389"};
 // The per-op save list keeps the all-to-alls' outputs: DeepSeek-V3's and Llama 4's lists from
 // #1672, every model's (Qwen3's among them) once #2357 made them one list.
 constexpr Change kAllToAllSaved{"2025-09-06", "torchtitan#1672"};
@@ -82,6 +84,10 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
                                       "blocks compiled from {})",
                                       cite(kMoeSubmodules), cite(kMoeWholeBlock))
                         : fmt::format("compile_moe submodules (whole blocks compiled from {})", cite(kMoeWholeBlock)));
+  }
+  if (m.experts > 0 && unset("router_fp32") && since(date, kRouterFp32)) {
+    t.impl.router_fp32 = true;
+    set.push_back(fmt::format("router_fp32 (the gate under fp32 autocast from {})", cite(kRouterFp32)));
   }
   if (m.norm == models::Norm::RMSNorm && unset("rms_norm") && since(date, kPytorch29)) {
     t.impl.fused_rms_norm = true;

@@ -17,7 +17,7 @@ const std::vector<std::string> kTrainingKeys = {
     "framework",         "torchtitan_date", "fsdp",          "api",          "sharding",          "hybrid_shard_gpus",
     "wrap",              "micro_batch",   "seq_len",      "grad_accumulation", "global_batch",
     "no_sync",           "param_dtype",   "reduce_dtype", "autocast", "master_dtype", "optimizer", "activation_checkpointing", "checkpoint_early_stop",
-    "selective_op_recomputes_attention", "selective_op_recomputes_all_to_all",
+    "selective_op_recomputes_attention", "selective_op_recomputes_all_to_all", "router_fp32",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "unpadded_attention", "document_length", "repeat_kv", "compile", "compile_loss", "compile_moe", "cross_entropy", "rms_norm", "logit_metrics", "float8",
@@ -89,6 +89,7 @@ void load_expert_parallel(const Input& in, sim::Training& t) {
                                   t.expert_parallel, r));
     t.expert_imbalance = r;
   }
+  if (auto v = in.find("router_fp32")) t.impl.router_fp32 = v->as_bool();
   if (auto rerun = in.find("selective_op_recomputes_all_to_all")) {
     t.impl.selective_op_recomputes_all_to_all = rerun->as_bool();
     if (!t.impl.selective_op)

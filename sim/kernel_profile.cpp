@@ -392,6 +392,12 @@ double KernelProfile::fp8_gemm_seconds(double m, double n, double k) const {
   return std::max(t, min_kernel_seconds);
 }
 
+double KernelProfile::fp32_simt_gemm_seconds(double m, double n, double k) const {
+  const double compute = 2 * m * n * k / peak.fp32;
+  const double traffic = 4 * (m * k + k * n + m * n) / stream_bandwidth();
+  return std::max({compute, traffic, min_kernel_seconds});
+}
+
 double KernelProfile::memory_seconds(double bytes) const {
   const auto& p = memory;
   double t;
@@ -422,6 +428,7 @@ double KernelProfile::kernel_seconds(const models::Kernel& k, models::AttentionK
   switch (k.kind) {
     case models::KernelKind::Gemm:
       if (k.fp8) return fp8_gemm_seconds(k.m, k.n, k.k);
+      if (k.fp32) return fp32_simt_gemm_seconds(k.m, k.n, k.k);
       if (per_group(k)) return k.groups * group_seconds(k, dtype, tf32);
       // A grouped GEMM (k.groups > 1) at its stacked shape's dense time over the measured efficiency.
       return std::max(min_kernel_seconds,

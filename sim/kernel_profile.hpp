@@ -137,6 +137,10 @@ class KernelProfile {
   // A float8 GEMM (torchao's Float8Linear: e4m3 inputs, bf16 output) at peak.fp8, corrected by the
   // measured fp8 shapes nearest it (the 16-bit ones where the profile has none). Needs peak.fp8.
   double fp8_gemm_seconds(double m, double n, double k) const;
+  // An fp32 GEMM without TF32 on CUDA cores (cuBLAS's SIMT sgemm, Kernel::fp32): its FLOPs at the
+  // datasheet's fp32 rate (peak.fp32, an upper bound: no sgemm measurement is shipped), or its
+  // fp32 operands and output at the stream bandwidth, whichever is longer.
+  double fp32_simt_gemm_seconds(double m, double n, double k) const;
   // Within a sliding window shorter than the sequence, at the causal rate of a sequence as long as
   // the window (docs/compute-model.md).
   // Under context parallelism (query_shards c > 1), one GPU's load-balanced share: its causal

@@ -1,7 +1,9 @@
 // gpt-oss's experts and attention as torchtitan's gpt_oss runs them (model keys expert_bias,
-// swiglu_limit, attention_sinks): the kernels eager PyTorch launches for them and what a compiled
-// block leaves, their bytes by hand from a toy shape, the parameters they add, and bad input.
+// swiglu_limit, attention_sinks), and what torchtitan's MoE code of 2026 does around them
+// (training.compile_moe, training.router_fp32): the kernels eager PyTorch launches and what a
+// compiled block leaves, their bytes by hand from a toy shape, the parameters they add, bad input.
 #include "kernel_list_testing.hpp"
+#include "toy_profile.hpp"
 #include "models/kernel_list.hpp"
 #include "models/model.hpp"
 #include "scenarios/scenario.hpp"
@@ -171,4 +173,36 @@ TEST_CASE("compile_moe submodules: norms compiled alone, residual adds eager, gp
   const auto plain = models::fsdp_units(toy(), models::WrapPolicy::Torchtitan, shape);
   CHECK(eager.at(1).kernels->forward.size() == plain.at(1).kernels->forward.size());
   CHECK(eager.at(1).kernels->backward.size() == plain.at(1).kernels->backward.size());
+}
+
+TEST_CASE("router_fp32: the gate's input and weight cast to fp32, its three GEMMs on CUDA cores, the gradients cast back") {
+  models::TrainingShape shape;
+  shape.micro_batch = 1, shape.seq_len = 64, shape.activation_bytes = 2;
+  shape.impl.router_fp32 = true;
+  const auto units = models::fsdp_units(toy(), models::WrapPolicy::Torchtitan, shape);
+  const auto& k = *units.at(1).kernels;
+  CHECK(find(k.forward, "router input to fp32").bytes == (e + 4) * 64 * h);
+  CHECK(find(k.forward, "router weight to fp32").bytes == (e + 4) * 4 * h);
+  CHECK(find(k.forward, "mlp.router").fp32);
+  CHECK(find(k.backward, "mlp.router dgrad").fp32);
+  CHECK(find(k.backward, "mlp.router wgrad").fp32);
+  CHECK(find(k.backward, "router input grad to bf16").bytes == (4 + e) * 64 * h);
+  CHECK(count_prefix(k.forward, "router scores to fp32") == 0);  // the GEMM writes fp32 already
+  shape.impl.router_fp32 = false;
+  const auto bf16 = models::fsdp_units(toy(), models::WrapPolicy::Torchtitan, shape);
+  CHECK_FALSE(find(bf16.at(1).kernels->forward, "mlp.router").fp32);
+  CHECK(count_prefix(bf16.at(1).kernels->forward, "router input to fp32") == 0);
+}
+
+TEST_CASE("an fp32 GEMM on CUDA cores takes its FLOPs at peak.fp32, or its fp32 operands at the stream bandwidth") {
+  const auto p = test::toy();  // fp32 50 TFLOP/s, stream 100 TB/s, kernels at least 2 us
+  // gpt-oss-20b's gate at 8,192 tokens: 2 x 8192 x 32 x 2880 FLOP over 50 TFLOP/s = 30.2 us.
+  CHECK(p.fp32_simt_gemm_seconds(8192, 32, 2880) == doctest::Approx(2.0 * 8192 * 32 * 2880 / 50e12));
+  // 1e8 rows of one: 4 us of FLOPs, 8 us of fp32 traffic (4 x 2e8 bytes).
+  CHECK(p.fp32_simt_gemm_seconds(1e8, 1, 1) == doctest::Approx(4 * (2e8 + 1) / 100e12));
+  CHECK(p.fp32_simt_gemm_seconds(10, 10, 10) == doctest::Approx(2e-6));
+  models::Kernel g;
+  g.kind = models::KernelKind::Gemm, g.m = 8192, g.n = 32, g.k = 2880, g.fp32 = true;
+  CHECK(p.kernel_seconds(g, models::AttentionKernel::Flash2, sim::Dtype::BF16, false) ==
+        doctest::Approx(2.0 * 8192 * 32 * 2880 / 50e12));
 }

@@ -231,3 +231,16 @@ TEST_CASE("compile_moe: bad input names its line") {
   CHECK_THROWS_WITH_AS(point("  compile: true\n  compile_moe: partly\n", "qwen3-30b-a3b"),
                        Contains("t.yaml:6: training.compile_moe"), InputError);
 }
+
+TEST_CASE("torchtitan_date: a mixture of experts' router gate runs under fp32 autocast from #2389") {
+  const auto at = [](const std::string& date) {
+    return point("  torchtitan_date: " + date + "\n", "qwen3-30b-a3b").setup.training.impl.router_fp32;
+  };
+  CHECK_FALSE(at("2026-03-03"));
+  CHECK(at("2026-03-04"));
+  CHECK_FALSE(point("  torchtitan_date: 2026-03-04\n  router_fp32: false\n", "qwen3-30b-a3b").setup.training.impl.router_fp32);
+  CHECK_FALSE(point("  torchtitan_date: 2026-03-04\n").setup.training.impl.router_fp32);  // dense: no router
+  CHECK_THROWS_WITH_AS(point("  router_fp32: true\n"),
+                       Contains("t.yaml:5: training.router_fp32: model 'llama3.1-8b' has no mixture of experts, so no router"),
+                       InputError);
+}

@@ -409,7 +409,7 @@ TEST_CASE("a family without a fit is reported apart: the held-out summary of the
 }
 
 TEST_CASE("a not-fitted row is counted and predicted, and moves no fit") {
-  // Lambda's mixture of experts on B200 (S72) runs 28% below the prediction at the dense row's scale:
+  // Lambda's mixture of experts on B200 (S72) runs 27% below the prediction at the dense row's scale:
   // fitted with it, the B200's scale would take the MoE's miss; kept out, it is the dense row's alone.
   const auto dense = row("fsdp-tt1196-llama3-8b-b200-flash");
   const auto moe = row("fsdp-lambda-qwen3-30b-a3b-b200-8gpu-bs8");
