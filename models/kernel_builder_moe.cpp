@@ -22,15 +22,16 @@ KernelPiece Builder::router() {
   KernelPiece p;
   norm(p, "ln_2");
   const double E = m_.experts, Tk = T_ * m_.experts_per_token, W = detail::router_width(m_);
-  if (impl_.router_fp32) {  // under fp32 autocast: the input and the weight cast, the GEMM on CUDA cores
+  // Under fp32 autocast (router_fp32) the input and the weight are cast and the GEMMs run on CUDA
+  // cores in fp32, so the scores need no cast of their own.
+  const bool fp32 = impl_.router_fp32, scores_cast = !fp32 && !impl_.compiled;
+  if (fp32) {
     mem(p.fwd, "router input to fp32", (e_ + 4) * T_ * h());
     mem(p.fwd, "router weight to fp32", (e_ + 4) * W * h());
-    gemm(p.fwd, "mlp.router", T_, W, h());
-    p.fwd.back().fp32 = true;
-  } else {
-    gemm(p.fwd, "mlp.router", T_, W, h());
-    if (!impl_.compiled) mem(p.fwd, "router scores to fp32", (e_ + 4) * T_ * E);
   }
+  gemm(p.fwd, "mlp.router", T_, W, h());
+  p.fwd.back().fp32 = fp32;
+  if (scores_cast) mem(p.fwd, "router scores to fp32", (e_ + 4) * T_ * E);
   mem(p.fwd, "router softmax", 8 * T_ * E);
   mem(p.fwd, "router topk", 4 * T_ * E + 12 * Tk);
   mem(p.fwd, "tokens per expert", 8 * Tk + 8 * E);
@@ -46,18 +47,15 @@ KernelPiece Builder::router() {
   mem(p.bwd, "permute tokens bwd scatter", (2 * e_ * Tk + e_ * T_) * h());
   mem(p.bwd, "router topk bwd", 4 * T_ * E + 12 * Tk);
   mem(p.bwd, "router softmax bwd", 12 * T_ * E);
-  if (impl_.router_fp32) {  // fp32 GEMMs, then their gradients cast back to the bf16 input and weight
-    gemm(p.bwd, "mlp.router dgrad", T_, h(), W);
-    p.bwd.back().fp32 = true;
-    gemm(p.bwd, "mlp.router wgrad", W, h(), T_);
-    p.bwd.back().fp32 = true;
+  if (scores_cast) mem(p.bwd, "router scores grad to bf16", (4 + e_) * T_ * E);
+  gemm(p.bwd, "mlp.router dgrad", T_, h(), W);
+  p.bwd.back().fp32 = fp32;
+  gemm(p.bwd, "mlp.router wgrad", W, h(), T_);
+  p.bwd.back().fp32 = fp32;
+  if (fp32) {  // the gradients cast back to the bf16 input and weight
     mem(p.bwd, "router input grad to bf16", (4 + e_) * T_ * h());
     mem(p.bwd, "router weight grad to bf16", (4 + e_) * W * h());
-    return p;
   }
-  if (!impl_.compiled) mem(p.bwd, "router scores grad to bf16", (4 + e_) * T_ * E);
-  gemm(p.bwd, "mlp.router dgrad", T_, h(), W);
-  gemm(p.bwd, "mlp.router wgrad", W, h(), T_);
   return p;
 }
 KernelPiece Builder::experts_gate_up() {
