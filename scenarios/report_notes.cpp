@@ -93,12 +93,13 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
           "B200)",
           &p);
   // torchtitan's defaults moved under its users (fused AdamW, the compiled loss, checkpoint early
-  // stop, FlexAttention over documents since June 2026): an undated scenario takes tagcsim's, which
-  // match none of its checkouts exactly.
+  // stop, cuDNN's attention, FlexAttention over documents since June 2026): an undated scenario takes
+  // tagcsim's, which match none of its checkouts exactly.
   for (const auto& p : s.points)
     if (p.setup.training.framework == sim::Framework::Torchtitan && p.torchtitan_date.empty())
       add("torchtitan's defaults changed under its runs (AdamW fused from Feb 2025, the loss compiled from Apr 2025, "
-          "checkpoints without early stop from Aug 2025, FlexAttention over documents from June 2026): give "
+          "checkpoints without early stop from Aug 2025, SDPA asking cuDNN first from Oct 2025, FlexAttention over "
+          "documents from June 2026): give "
           "training.torchtitan_date, the date of the run's checkout, to take the ones it had (docs/scenarios.md)",
           &p);
   // torchtitan builds its norms from nn.RMSNorm, which PyTorch runs fused from 2.9 on: an eager run

@@ -22,6 +22,9 @@ struct Change {
 constexpr Change kFusedAdamW{"2025-02-24", "torchtitan#881"};       // AdamW fused=True by default
 constexpr Change kCompiledLoss{"2025-04-02", "torchtitan#1033"};    // the loss compiled with the model
 constexpr Change kCudnnOnBlackwell{"2025-05-14", "torchtitan#1196"};  // SDPA asks cuDNN first on compute capability 10
+// The attention refactor left one SDPA backend list for every GPU, cuDNN first with set_priority
+// (torchtitan/models/attention.py at 6a3a9da95): Hopper and Ampere run cuDNN's kernels from then on.
+constexpr Change kCudnnFirst{"2025-10-09", "torchtitan#1776"};
 constexpr Change kNoEarlyStop{"2025-08-29", "torchtitan#1580"};     // checkpoint(..., early_stop=False)
 constexpr Change kQkNormSharded{"2025-10-14", "torchtitan#1870"};   // Qwen3's q/k norms no longer NoParallel
 constexpr Change kGqaShared{"2026-01-27", "torchtitan#2259"};       // K and V no longer repeated (enable_gqa)
@@ -137,6 +140,18 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
       } else if (blackwell && since(date, kCudnnOnBlackwell)) {
         t.impl.attention = models::AttentionKernel::Cudnn;
         set.push_back(fmt::format("attention cudnn on Blackwell ({})", cite(kCudnnOnBlackwell)));
+      } else if (since(date, kCudnnFirst) && gpu) {
+        // A profile without cuDNN curves (Ampere's: no published cuDNN attention measurement) keeps
+        // FlashAttention-2's, and the heading says what it stands in for. Without a profile the
+        // datasheet roofline times every attention kernel alike.
+        if (gpu->has_attention(models::AttentionKernel::Cudnn)) {
+          t.impl.attention = models::AttentionKernel::Cudnn;
+          set.push_back(fmt::format("attention cudnn (SDPA asks cuDNN first from {})", cite(kCudnnFirst)));
+        } else {
+          set.push_back(fmt::format("attention flash2 standing in for cuDNN's, which SDPA asks first from {} "
+                                    "(kernel profile '{}' has no cuDNN attention measurement)",
+                                    cite(kCudnnFirst), gpu->name));
+        }
       }
     }
   }
@@ -145,8 +160,11 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
     set.push_back(fmt::format("repeat_kv {} ({}{})", since(date, kGqaShared) ? "false" : "true",
                               since(date, kGqaShared) ? "" : "shared from ", cite(kGqaShared)));
   }
-  if (t.impl.selective_op && t.impl.attention == models::AttentionKernel::Cudnn && blackwell &&
-      unset("selective_op_recomputes_attention") && since(date, kCudnnOnBlackwell) && !since(date, kAllSdpaSaved)) {
+  // cuDNN's op joined the per-op save list after it joined the backend list, so until then the
+  // backward re-ran it.
+  const bool cudnn_listed = since(date, blackwell ? kCudnnOnBlackwell : kCudnnFirst);
+  if (t.impl.selective_op && t.impl.attention == models::AttentionKernel::Cudnn && cudnn_listed &&
+      unset("selective_op_recomputes_attention") && !since(date, kAllSdpaSaved)) {
     t.impl.selective_op_recomputes_attention = true;
     set.push_back(fmt::format("per-op checkpointing re-runs cuDNN's attention (saved from {})", cite(kAllSdpaSaved)));
   }

@@ -90,8 +90,39 @@ TEST_CASE("torchtitan_date: on Blackwell SDPA runs cuDNN from May 14 2025, and p
   const auto dec = point("  torchtitan_date: 2025-12-05\n" + sac, "llama3.1-8b", "dgx-b200-ib400");
   CHECK(dec.setup.training.impl.attention == AttentionKernel::Cudnn);
   CHECK_FALSE(dec.setup.training.impl.selective_op_recomputes_attention);
-  // Hopper keeps flash.
+  // Hopper keeps flash until one list asks cuDNN first on every GPU.
   CHECK(point("  torchtitan_date: 2025-09-01\n" + sac).setup.training.impl.attention == AttentionKernel::Flash2);
+}
+
+TEST_CASE("torchtitan_date: on every GPU SDPA asks cuDNN first from Oct 9 2025, re-run under per-op checkpointing until Dec 2025") {
+  const std::string sac = "  activation_checkpointing: selective_op\n";
+  const auto before = point("  torchtitan_date: 2025-10-08\n" + sac);
+  CHECK(before.setup.training.impl.attention == AttentionKernel::Flash2);
+  CHECK_FALSE(before.setup.training.impl.selective_op_recomputes_attention);
+  const auto oct = point("  torchtitan_date: 2025-10-09\n" + sac);
+  CHECK(oct.setup.training.impl.attention == AttentionKernel::Cudnn);
+  CHECK(oct.setup.training.impl.selective_op_recomputes_attention);
+  CHECK(std::count(oct.torchtitan_settings.begin(), oct.torchtitan_settings.end(),
+                   "attention cudnn (SDPA asks cuDNN first from torchtitan#1776, 2025-10-09)") == 1);
+  CHECK(std::count(oct.torchtitan_settings.begin(), oct.torchtitan_settings.end(),
+                   "per-op checkpointing re-runs cuDNN's attention (saved from torchtitan#2095, 2025-12-01)") == 1);
+  const auto dec = point("  torchtitan_date: 2025-12-01\n" + sac);
+  CHECK(dec.setup.training.impl.attention == AttentionKernel::Cudnn);
+  CHECK_FALSE(dec.setup.training.impl.selective_op_recomputes_attention);
+  // The step sees it: at 8,192 tokens cuDNN's kernels are faster than FlashAttention-2's on H100.
+  const std::string run = "  seq_len: 8192\n  activation_checkpointing: full\n";
+  const double flash = sim::simulate_fsdp(point("  torchtitan_date: 2025-10-08\n" + run).setup).step_time_s;
+  const double cudnn = sim::simulate_fsdp(point("  torchtitan_date: 2025-10-09\n" + run).setup).step_time_s;
+  CHECK(cudnn < 0.95 * flash);
+  // A100's profile has no cuDNN attention curve: FlashAttention-2's stands in, and the heading says so.
+  const auto a100 = point("  torchtitan_date: 2025-10-09\n", "llama3.1-8b", "dgx-a100-ib200");
+  CHECK(a100.setup.training.impl.attention == AttentionKernel::Flash2);
+  CHECK(std::count(a100.torchtitan_settings.begin(), a100.torchtitan_settings.end(),
+                   "attention flash2 standing in for cuDNN's, which SDPA asks first from torchtitan#1776, 2025-10-09 "
+                   "(kernel profile 'device-a100-80gb' has no cuDNN attention measurement)") == 1);
+  // The scenario's own key wins.
+  CHECK(point("  torchtitan_date: 2025-10-09\n  attention: flash2\n").setup.training.impl.attention ==
+        AttentionKernel::Flash2);
 }
 
 TEST_CASE("torchtitan_date: per-op checkpointing keeps the all-to-alls from Sept 6 2025, Qwen3's from Mar 23 2026") {
@@ -147,7 +178,7 @@ TEST_CASE("torchtitan_date: since June 9 2026 FlexAttention over documents, whos
             .setup.training.impl.attention == AttentionKernel::Flex);
   // Before it, SDPA over whole sequences: the data's documents, if the scenario gives them, go unmasked.
   const auto june = point("  torchtitan_date: 2026-06-08\n  document_length: 1500\n");
-  CHECK(june.setup.training.impl.attention == AttentionKernel::Flash2);
+  CHECK(june.setup.training.impl.attention == AttentionKernel::Cudnn);
   CHECK(june.setup.training.impl.document_length == 0);
   CHECK(std::count(june.torchtitan_settings.begin(), june.torchtitan_settings.end(),
                    "documents not masked (SDPA over whole sequences; block-causal from torchtitan#3571, 2026-06-09)") ==
@@ -156,7 +187,7 @@ TEST_CASE("torchtitan_date: since June 9 2026 FlexAttention over documents, whos
   CHECK(b200.setup.training.impl.attention == AttentionKernel::Cudnn);
   CHECK(b200.setup.training.impl.document_length == 0);
   // Before it, SDPA over whole sequences.
-  CHECK(point("  torchtitan_date: 2026-06-08\n").setup.training.impl.attention == AttentionKernel::Flash2);
+  CHECK(point("  torchtitan_date: 2026-06-08\n").setup.training.impl.attention == AttentionKernel::Cudnn);
 }
 
 TEST_CASE("torchtitan_date: a key the scenario sets wins, and the report's heading says what the date set") {
@@ -217,7 +248,7 @@ TEST_CASE("torchtitan_date: gpt-oss runs FlexAttention over whole sequences befo
   CHECK(oss.setup.training.impl.document_length == 0);
   CHECK(point("  torchtitan_date: 2026-03-29\n  attention: flash2\n", "gpt-oss-20b").setup.training.impl.attention ==
         AttentionKernel::Flash2);
-  CHECK(point("  torchtitan_date: 2026-03-29\n").setup.training.impl.attention == AttentionKernel::Flash2);
+  CHECK(point("  torchtitan_date: 2026-03-29\n").setup.training.impl.attention == AttentionKernel::Cudnn);
 }
 
 TEST_CASE("compile_moe: bad input names its line") {

@@ -51,8 +51,9 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // H200 benchmark 14; AWS's torchtitan on p5 2; OLMo-core's H100 table 10; our own H200 measurements 9;
   // Lambda's Qwen3-30B-A3B on B200 3; torchtitan#1196's Llama 3 8B on B200 2; pith-train#79's torchtitan
   // Qwen3-30B-A3B on B200 1; torchtitan#1690's Qwen3-32B on H100 8; torchtitan#1789's DeepSeek-V3 16B
-  // on H100 1; torchtitan#2687's gpt-oss-20b on H100 2; torchtitan#2389's gpt-oss-20b on B200 2.
-  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2);
+  // on H100 1; torchtitan#2687's gpt-oss-20b on H100 2; torchtitan#2389's gpt-oss-20b on B200 2; NeMo
+  // AutoModel's Llama 3.1 70B on 64 H100 1.
+  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 1);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -63,15 +64,26 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
     CHECK(r.measured_tps > 0);
     CHECK(r.family != "roofline");  // every row's GPU has a kernel profile
   }
-  // float8 rows too; not the 52 H100 rows whose attention kernel has no H100 measurement, nor the three
-  // context-parallel rows, nor our two host-bound small-model rows, nor KempnerForge's eight that cross
+  // float8 rows too; not the 52 H100 rows whose attention kernel has no H100 measurement, nor the four
+  // context-parallel rows (torchtitan's three, NeMo AutoModel's one), nor our two host-bound small-model rows, nor KempnerForge's eight that cross
   // nodes whose NIC count is not published, nor torchao's two power-limited B200 rows; Lambda's three,
   // torchtitan#1196's two, pith-train#79's one, torchtitan#1690's eight, torchtitan#1789's one and
   // torchtitan#2687's two and torchtitan#2389's two are.
   CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2 + 1 + 8 + 1 + 2 + 2);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
                                          "S62", "S63", "S66", "S67", "S68", "S70", "S72", "S73", "S74", "S75", "S76",
-                                         "S77", "S78"});
+                                         "S77", "S78", "S79"});
+  // NeMo AutoModel (S79): 128 x 8192 tokens in 18.90 s on 64 GPUs; context parallel, so listed only.
+  CHECK(row("fsdp-nemo-llama31-70b-h100-64gpu-cp2").measured_tps == Approx(866.77));
+  CHECK_FALSE(row("fsdp-nemo-llama31-70b-h100-64gpu-cp2").counted);
+  {
+    const auto s = setup_of("fsdp-nemo-llama31-70b-h100-64gpu-cp2");
+    CHECK(s.training.context_parallel == 2);
+    CHECK(s.training.grad_accumulation == 4);
+    CHECK_FALSE(s.training.no_sync);
+    CHECK(s.training.impl.attention == models::AttentionKernel::Cudnn);
+    CHECK(s.cluster.gpus() == 64);
+  }
   // torchtitan#2389 (S78): gpt-oss-20b on B200, the main branch's log lines (full checkpointing, none).
   CHECK(row("fsdp-tt2389-gpt-oss-20b-b200-8gpu-full-ac").measured_tps == 10050);
   CHECK(row("fsdp-tt2389-gpt-oss-20b-b200-8gpu-no-ac").published_reserved_gib == Approx(175.60));
