@@ -52,8 +52,8 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // Lambda's Qwen3-30B-A3B on B200 3; torchtitan#1196's Llama 3 8B on B200 2; pith-train#79's torchtitan
   // Qwen3-30B-A3B on B200 1; torchtitan#1690's Qwen3-32B on H100 8; torchtitan#1789's DeepSeek-V3 16B
   // on H100 1; torchtitan#2687's gpt-oss-20b on H100 2; torchtitan#2389's gpt-oss-20b on B200 2; NeMo
-  // AutoModel's Llama 3.1 70B on 64 H100 1.
-  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 1);
+  // AutoModel's Llama 3.1 70B on 64 H100 1; lightning-thunder#940's Llama 2 7B on 8 H100 2.
+  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 1 + 2);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -68,11 +68,24 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // context-parallel rows (torchtitan's three, NeMo AutoModel's one), nor our two host-bound small-model rows, nor KempnerForge's eight that cross
   // nodes whose NIC count is not published, nor torchao's two power-limited B200 rows; Lambda's three,
   // torchtitan#1196's two, pith-train#79's one, torchtitan#1690's eight, torchtitan#1789's one and
-  // torchtitan#2687's two and torchtitan#2389's two are.
-  CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2 + 1 + 8 + 1 + 2 + 2);
+  // torchtitan#2687's two, torchtitan#2389's two and lightning-thunder#940's two are.
+  CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 2);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
                                          "S62", "S63", "S66", "S67", "S68", "S70", "S72", "S73", "S74", "S75", "S76",
-                                         "S77", "S78", "S79"});
+                                         "S77", "S78", "S79", "S80"});
+  // lightning-thunder#940 (S80): LitGPT's Llama-2-7b-hf, FSDP2 zero2, 1 x 4096 on 8 H100; max allocated 47.45 GB
+  // and 40.21 GB printed, in GiB here.
+  CHECK(row("fsdp-thunder940-llama2-7b-h100-8gpu-fsdp2-eager").measured_tps == Approx(9325.13));
+  CHECK(row("fsdp-thunder940-llama2-7b-h100-8gpu-fsdp2-compile").measured_tps == Approx(11855.92));
+  CHECK(row("fsdp-thunder940-llama2-7b-h100-8gpu-fsdp2-compile").published_allocated_gib == Approx(40.21e9 / (1 << 30)).epsilon(1e-3));
+  {
+    const auto s = setup_of("fsdp-thunder940-llama2-7b-h100-8gpu-fsdp2-compile");
+    CHECK(s.training.reshard_after_forward == 0);  // zero2
+    CHECK(s.training.master_dtype == sim::Dtype::BF16);
+    CHECK(s.training.reduce_dtype == sim::Dtype::BF16);
+    CHECK(s.training.impl.compiled);
+    CHECK_FALSE(s.training.impl.compiled_loss);
+  }
   // NeMo AutoModel (S79): 128 x 8192 tokens in 18.90 s on 64 GPUs; context parallel, so listed only.
   CHECK(row("fsdp-nemo-llama31-70b-h100-64gpu-cp2").measured_tps == Approx(866.77));
   CHECK_FALSE(row("fsdp-nemo-llama31-70b-h100-64gpu-cp2").counted);

@@ -6,6 +6,7 @@
 #include "sim/step.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <unistd.h>
 
@@ -17,26 +18,40 @@ using namespace tagcsim;
 using doctest::Approx;
 using doctest::Contains;
 
-TEST_CASE("validate --root: a tree of one's own runs alone, each predicted as tagcsim run predicts it") {
+namespace {
+
+// A tree of one's own runs under the temporary directory: one data file of entries and one
+// scenario, named by its entry id.
+std::filesystem::path own_tree(const std::string& name, const std::string& entries, const std::string& id,
+                               const std::string& scenario) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() / ("tagcsim-own-runs-" + std::to_string(::getpid()));
+  const fs::path root = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
   fs::remove_all(root);
   fs::create_directories(root / "validation" / "data");
   fs::create_directories(root / "scenarios" / "validation");
-  std::ofstream(root / "validation" / "data" / "measured_fsdp_ours.yaml")
-      << "about: our cluster's runs\n"
-         "entries:\n"
-         "- id: fsdp-ours-llama31-8b-h100-16gpu\n"
-         "  kind: fsdp\n"
-         "  source: {ref: OURS, url: our logs}\n"
-         "  hardware: {gpu: NVIDIA H100 SXM, num_gpus: 16, gpus_per_node: 8}\n"
-         "  setup: {framework: torchtitan, model: Llama 3.1 8B, seq_len: 8192}\n"
-         "  measured: {tokens_per_s_per_gpu: 6000, peak_memory_GiB: 60}\n";
+  std::ofstream(root / "validation" / "data" / "measured_fsdp_ours.yaml") << entries;
+  std::ofstream(root / "scenarios" / "validation" / (id + ".yaml")) << scenario;
+  return root;
+}
+
+}  // namespace
+
+TEST_CASE("validate --root: a tree of one's own runs alone, each predicted as tagcsim run predicts it") {
+  namespace fs = std::filesystem;
   const std::string scenario =
       "name: fsdp-ours-llama31-8b-h100-16gpu\nmodel: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 2}\n"
       "training: {framework: torchtitan, torchtitan_date: 2025-09-01, seq_len: 8192, micro_batch: 2, compile: true, "
       "activation_checkpointing: selective_op}\npolicies: [fsdp]\n";
-  std::ofstream(root / "scenarios" / "validation" / "fsdp-ours-llama31-8b-h100-16gpu.yaml") << scenario;
+  const fs::path root = own_tree("tagcsim-own-runs",
+                                 "about: our cluster's runs\n"
+                                 "entries:\n"
+                                 "- id: fsdp-ours-llama31-8b-h100-16gpu\n"
+                                 "  kind: fsdp\n"
+                                 "  source: {ref: OURS, url: our logs}\n"
+                                 "  hardware: {gpu: NVIDIA H100 SXM, num_gpus: 16, gpus_per_node: 8}\n"
+                                 "  setup: {framework: torchtitan, model: Llama 3.1 8B, seq_len: 8192}\n"
+                                 "  measured: {tokens_per_s_per_gpu: 6000, peak_memory_GiB: 60}\n",
+                                 "fsdp-ours-llama31-8b-h100-16gpu", scenario);
 
   const auto rows = scenarios::validation_rows(root.string());
   REQUIRE(rows.size() == 1);
@@ -60,5 +75,32 @@ TEST_CASE("validate --root: a tree of one's own runs alone, each predicted as ta
                        Contains("no scenario for this entry (expected scenarios/validation/"
                                 "fsdp-ours-llama31-8b-h100-16gpu.yaml)"),
                        InputError);
-  fs::remove_all(root);
+  std::filesystem::remove_all(root);
+}
+
+TEST_CASE("validate --root: a run that gives only its max allocated memory is held against the predicted allocated") {
+  const auto root =
+      own_tree("tagcsim-own-alloc",
+               "entries:\n"
+               "- id: fsdp-ours-llama2-7b-h100-8gpu\n"
+               "  kind: fsdp\n"
+               "  source: {ref: OURS, url: our logs}\n"
+               "  hardware: {gpu: NVIDIA H100 SXM, num_gpus: 8, gpus_per_node: 8}\n"
+               "  setup: {framework: pytorch, model: Llama 2 7B, seq_len: 4096}\n"
+               "  measured: {tokens_per_s_per_gpu: 9000, peak_allocated_GiB: 40}\n",
+               "fsdp-ours-llama2-7b-h100-8gpu",
+               "name: fsdp-ours-llama2-7b-h100-8gpu\nmodel: llama2-7b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
+               "training: {fsdp: 2, seq_len: 4096, master_dtype: bf16, reduce_dtype: bf16}\npolicies: [fsdp]\n");
+  const auto rows = scenarios::validation_rows(root.string());
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].published_reserved_gib == 0);
+  CHECK(rows[0].published_allocated_gib == 40);
+  const auto p = scenarios::predict(rows[0]);
+  const auto report = scenarios::format_validation(scenarios::validate(rows, {}));
+  // No published reserved memory: its columns say so; the allocated one is compared.
+  CHECK_MESSAGE(report.find(fmt::format("| fsdp-ours-llama2-7b-h100-8gpu | - | {:.1f} | - | {:.1f} | 40.0 | {:+.1f}% |",
+                                        p.reserved_gib, p.allocated_gib, 100 * (p.allocated_gib / 40 - 1))) !=
+                    std::string::npos,
+                report);
+  std::filesystem::remove_all(root);
 }
