@@ -132,6 +132,19 @@ TEST_CASE("a torchtitan TP run of a q/k-norm model hears of the old NoParallel g
   CHECK(table("llama3.1-8b", ", tensor_parallel: 8").find(note) == std::string::npos);      // no q/k norms
 }
 
+TEST_CASE("an H100 SXM point says which way the H100 sources missed, an H200 point does not") {
+  const auto s = parse_scenario(
+      "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {seq_len: 4096}\n"
+      "sweep:\n  cluster.gpu.preset: [h100-sxm, h200-sxm]\n",
+      "t.yaml");
+  const auto table = format_results(s, run(s), Format::Table);
+  CHECK_MESSAGE(table.find("note: (at cluster.gpu.preset=h100-sxm) one fitted scale serves every H100 SXM, and its "
+                           "sources disagree: held out, runs on 700 W DGX and HGX H100s of 2024-2026 ran 6-19% faster "
+                           "than predicted") != std::string::npos,
+                table);
+  CHECK(table.find("h200-sxm) one fitted scale") == std::string::npos);
+}
+
 TEST_CASE("a mixture of experts carries its published fit and the size of its two misses, a dense model does not") {
   const auto s = parse_scenario(
       "model: qwen3-30b-a3b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {seq_len: 2048}\n"
