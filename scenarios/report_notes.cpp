@@ -98,8 +98,8 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   for (const auto& p : s.points)
     if (p.setup.cluster.gpu.name == "H100-SXM5-80GB")
       add("one fitted scale serves every H100 SXM, and its sources disagree: held out, runs on 700 W DGX and HGX "
-          "H100s of 2024-2026 ran 6-19% faster than predicted (AWS p5 -9%, OLMo-core -6%, NeMo AutoModel -10%, "
-          "Lightning's benchmark -19%), Meta's 500 W H100s 3-10% slower (torchtitan's benchmarks); on a 700 W H100 "
+          "H100s of 2024-2026 ran 5-20% faster than predicted (AWS p5 -9%, OLMo-core -5%, NeMo AutoModel -9%, "
+          "Lightning's benchmark -20%), Meta's 500 W H100s 3-10% slower (torchtitan's benchmarks); on a 700 W H100 "
           "read the step time as pessimistic by up to that much (docs/validation.md, stop 48)",
           &p);
   // torchtitan's defaults moved under its users (fused AdamW, the compiled loss, checkpoint early
