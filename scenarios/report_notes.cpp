@@ -102,6 +102,16 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
           "Lightning's benchmark -20%), Meta's 500 W H100s 3-10% slower (torchtitan's benchmarks); on a 700 W H100 "
           "read the step time as pessimistic by up to that much (docs/validation.md, stop 48)",
           &p);
+  // No B300 or GB300 kernel, FSDP step or collective has been fitted: the B200's profile and scale
+  // time them. The user hears what that leaves out, and which way it leans.
+  for (const auto& p : s.points)
+    if (const auto& g = p.setup.cluster.gpu.name; g == "B300-SXM-288GB" || g == "GB300-288GB")
+      add("Blackwell Ultra (B300, GB300) is timed from the B200's kernel profile and fitted scale at its datasheet "
+          "bf16 peak: no B300 FSDP step, kernel profile or nccl-tests table is in any fit. Published sustained "
+          "cuBLAS bf16 GEMMs on B300 run up to ~7% above the profile's B200 points, and its doubled exponential "
+          "rate (softmax) is not modelled: read the compute as pessimistic by up to that much, more at long "
+          "sequences; its 800 Gb/s NICs take InfiniBand's efficiency fitted on 400 Gb/s ones (docs/scenarios.md)",
+          &p);
   // torchtitan's defaults moved under its users (fused AdamW, the compiled loss, checkpoint early
   // stop, cuDNN's attention, FlexAttention over documents since June 2026): an undated scenario takes
   // tagcsim's, which match none of its checkouts exactly.

@@ -402,10 +402,12 @@ PROFILES = {
              "torchtitan row (docs/validation.md); the family's scales are not fitted. Also times GB200's GPUs "
              "(the same die at up to 1,200 W), at the B200's fitted scale and the datasheets' bf16 peaks, 2,500 "
              "against 2,250 TFLOP/s; the one GB200 kernel measurement, mamf-finder's best bf16 matmul (K24: 1,822 "
-             "TFLOP/s, 1.044x the B200's 1,745), is not a profile point."),
+             "TFLOP/s, 1.044x the B200's 1,745), is not a profile point. Times B300's and GB300's GPUs (Blackwell "
+             "Ultra) the same way, at their datasheets' bf16 peaks (2,250 and 2,500 TFLOP/s); B300's published "
+             "sustained cuBLAS bf16 rates (QuickRunCUDA, 8192^3 at 1,486-1,517 TFLOP/s) are not profile points."),
         B200_PEAK, B200_GEMM, B200_ATTN,
         memory_model(gbps("membw-b200-cccl7391-add-f16-2e28"), "membw-b200-cccl7391-add-f16-2e28"),
-        GROUPED_MM_SM100, also=["GB200-186GB"], grouped=B200_GROUPED,
+        GROUPED_MM_SM100, also=["GB200-186GB", "B300-SXM-288GB", "GB300-288GB"], grouped=B200_GROUPED,
         tiles_source=("assumed as for SM80/SM90 (CUTLASS's default tensor-core tiles; SM100's two-SM tiles are "
                       "not modelled): the measured points correct the model where they are")),
 }

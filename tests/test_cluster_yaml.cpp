@@ -216,8 +216,8 @@ TEST_CASE("errors: unknown presets and missing keys") {
   CHECK_THROWS_WITH_AS(
       load("cluster:\n  preset: aws-p5\n  gpu: h10\n"),
       Contains("t.yaml:3: cluster.gpu: unknown device preset 'h10' (did you mean 'h100-sxm'?)"), InputError);
-  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: aws-p5\n  gpu: {preset: b300}\n"),
-                       Contains("t.yaml:3: cluster.gpu.preset: unknown device preset 'b300'"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: aws-p5\n  gpu: {preset: r200}\n"),
+                       Contains("t.yaml:3: cluster.gpu.preset: unknown device preset 'r200'"), InputError);
   CHECK_THROWS_WITH_AS(load("cluster:\n  nodes: 1\n"),
                        Contains("t.yaml:2: cluster: missing required key 'gpu'"), InputError);
   CHECK_THROWS_WITH_AS(load("cluster:\n  nodes: 2\n  gpus_per_node: 1\n  gpu: l4\n"),

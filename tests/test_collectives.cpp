@@ -280,6 +280,22 @@ TEST_CASE("rails: 2 nodes x 1 GPU on an 8-NIC node get one NIC's bandwidth") {
   CHECK(simulate_collective(c, plan) == doctest::Approx(0.01).epsilon(1e-6));
 }
 
+TEST_CASE("dgx-b300: a ConnectX-8 of 800 Gb/s per GPU carries two nodes' all-gather in half a DGX B200's network time") {
+  const auto b300 = topologies::preset("dgx-b300");
+  const auto b200 = topologies::preset("dgx-b200");
+  const double S = 8.0 * (1 << 30);
+  const auto fast = plan_collective(b300, CollectiveOp::AllGather, S, whole_cluster(b300));
+  const auto slow = plan_collective(b200, CollectiveOp::AllGather, S, whole_cluster(b200));
+  CHECK(b300.nics.bandwidth == doctest::Approx(100e9));
+  CHECK(fast.rails == 8);
+  // 16 ranks: each node sends 15/16 S through 8 NICs of 100 GB/s at InfiniBand's fitted 0.8375.
+  CHECK(fast.network_seconds == doctest::Approx(15.0 / 16 * S / (8 * 100e9 * 0.8375)));  // 12.02 ms
+  CHECK(fast.network_seconds == doctest::Approx(slow.network_seconds / 2));
+  // The same NVLink5: its term is the B200's, and still below the network's.
+  CHECK(fast.nvlink_seconds == doctest::Approx(slow.nvlink_seconds));
+  CHECK(fast.nvlink_seconds < fast.network_seconds);
+}
+
 TEST_CASE("rails: 8 GPUs per node across 2 nodes use all 8 rails") {
   const auto c = rail_cluster(2);
   const double S = 1e9;

@@ -145,6 +145,18 @@ TEST_CASE("an H100 SXM point says which way the H100 sources missed, an H200 poi
   CHECK(table.find("h200-sxm) one fitted scale") == std::string::npos);
 }
 
+TEST_CASE("a B300 point says it is timed as a B200 and what that leaves out, a B200 point does not") {
+  const auto s = parse_scenario(
+      "model: llama3.1-8b\ncluster: {preset: dgx-b300, nodes: 1}\ntraining: {seq_len: 4096}\n"
+      "sweep:\n  cluster.gpu.preset: [b300, b200]\n",
+      "t.yaml");
+  const auto table = format_results(s, run(s), Format::Table);
+  CHECK_MESSAGE(table.find("note: (at cluster.gpu.preset=b300) Blackwell Ultra (B300, GB300) is timed from the B200's "
+                           "kernel profile") != std::string::npos,
+                table);
+  CHECK(table.find("b200) Blackwell Ultra") == std::string::npos);
+}
+
 TEST_CASE("a mixture of experts carries its published fit and the size of its two misses, a dense model does not") {
   const auto s = parse_scenario(
       "model: qwen3-30b-a3b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {seq_len: 2048}\n"

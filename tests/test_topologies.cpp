@@ -16,7 +16,7 @@ using tagcsim::InputError;
 constexpr double GiB = 1073741824.0;
 
 TEST_CASE("every cluster preset validates and names its sources") {
-  REQUIRE(preset_names().size() == 29);
+  REQUIRE(preset_names().size() == 31);
   for (const auto& name : preset_names()) {
     CAPTURE(name);
     Cluster c = preset(name);
@@ -88,6 +88,18 @@ TEST_CASE("device presets match the datasheets and the published GEMM / STREAM r
   CHECK(b200.memory_bandwidth == Approx(8e12));
   CHECK(b200.sm == 100);
   CHECK(b200.profile == "device-b200");
+  // Blackwell Ultra: B200's bf16 rate, 288 GB (nvidia-smi's 275040 MiB less B200's 728 MiB driver
+  // reserve), compute capability 10.3; timed from the B200 profile, which names it.
+  DeviceProfile b300 = device("b300-sxm6");
+  CHECK(b300.name == "B300-SXM-288GB");
+  CHECK(b300.peak_flops_bf16 == Approx(b200.peak_flops_bf16));
+  CHECK(b300.memory_bytes / GiB == Approx((275040.0 - 728) / 1024).epsilon(1e-4));
+  CHECK(b300.sm == 103);
+  CHECK(b300.profile == "device-b200");
+  DeviceProfile gb300 = device("gb300");
+  CHECK(gb300.peak_flops_bf16 == Approx(360e15 / 72 / 2));  // the rack's FP8 for training, bf16 half of it
+  CHECK(gb300.memory_bytes / GiB == Approx((284208.0 - 728) / 1024).epsilon(1e-4));
+  CHECK(gb300.sm == 103);
 }
 
 TEST_CASE("dgx-h100-ib400: 8 NDR NICs of 50 GB/s at the efficiency fitted to the InfiniBand tables") {
@@ -128,6 +140,24 @@ TEST_CASE("GB200 NVL72: a rack of 72 GPUs is one node, one 400 Gb/s NIC per GPU,
   CHECK(c.gpu.memory_bytes == Approx(186e9));
   CHECK(c.host_cpu == HostCpu::Arm);  // Grace: NCCL charges Arm hosts Intel's 1 us per network step
   CHECK(c.collectives.host_launch == Approx(preset("dgx-b200-ib400").collectives.host_launch));
+}
+
+TEST_CASE("Blackwell Ultra presets: DGX B300 and GB300 NVL72 double each GPU's NIC to 800 Gb/s") {
+  const Cluster dgx = preset("dgx-b300");
+  CHECK(dgx.name == "dgx-b300-ib800");
+  CHECK(dgx.gpu.name == "B300-SXM-288GB");
+  CHECK(dgx.rails() == 8);
+  CHECK(dgx.nics.bandwidth == Approx(100e9));
+  CHECK(dgx.node_injection_bandwidth() == Approx(2 * preset("dgx-b200").node_injection_bandwidth()));
+  CHECK(dgx.intra.bandwidth == Approx(preset("dgx-b200").intra.bandwidth));  // NVLink5, as B200's
+  CHECK(dgx.host_cpu == HostCpu::Intel);                                     // 2x Xeon 6776P
+  const Cluster rack = preset("dgx-gb300");
+  CHECK(rack.name == "gb300-nvl72");
+  CHECK(rack.gpus_per_node == 72);
+  CHECK(rack.rails() == 72);
+  CHECK(rack.nics.bandwidth == Approx(100e9));
+  CHECK(rack.gpu.name == "GB300-288GB");
+  CHECK(rack.host_cpu == HostCpu::Arm);
 }
 
 TEST_CASE("CSCS Alps: four GH200 a node on an NVLink4 mesh, a Slingshot NIC per GPU at its priors, no LL128") {

@@ -35,11 +35,13 @@ using DeviceTable = std::vector<std::pair<std::string, DeviceProfile>>;
 
 // Compute capability and form factor, from the preset's name.
 DeviceTable with_sm(DeviceTable table) {
-  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100 (SXM5, PCIe, NVL)/H200/H800/GH200 9.0, B200/GB200 10.0, V100 7.0, L4 8.9.
+  // Compute capability (NVIDIA CUDA GPUs list): A100 8.0, H100 (SXM5, PCIe, NVL)/H200/H800/GH200 9.0, B200/GB200 10.0,
+  // B300/GB300 10.3, V100 7.0, L4 8.9.
   for (auto& [name, d] : table) {
     auto starts = [&name = name](const char* prefix) { return name.rfind(prefix, 0) == 0; };
     d.sm = starts("h1") || starts("h2") || starts("h8") || starts("gh2") ? 90
            : starts("b2") || starts("gb2")                               ? 100
+           : starts("b3") || starts("gb3")                               ? 103
            : starts("v100")                                              ? 70
            : name == "l4"                                                ? 89
                                                                          : 80;
@@ -195,6 +197,37 @@ const DeviceTable& device_table() {
         "B200's 1,745 (stas00/ml-engineering, Maximum Achievable Matmul FLOPS table; "
         "gemm-gb200-mamf-bf16-4096x9728x2048). For the roofline only: gemm_efficiency 0.455 and "
         "memory_efficiency 0.887, H100 SXM's, assumed to carry over."}},
+      {"b300",
+       {"B300-SXM-288GB", 2250 * TFLOPS, 75 * TFLOPS, 1100 * TFLOPS, 267.88 * GiB, 8 * TB, 0.455, 0.887, "device-b200",
+        fmt::format("NVIDIA HGX / DGX B300 datasheets, per GPU (Blackwell Ultra, up to 1,100 W; as tabulated in "
+        "glennklockwood.com/garden/processors/B300 and the Verda and acecloud.ai B300 pages): bf16 2,250 TFLOP/s "
+        "dense (the B200's: Blackwell Ultra raises FP4 and the softmax's exponentials, not bf16), TF32 1,100, FP32 75; "
+        "288 GB HBM3e at up to 8 TB/s; NVLink5 as B200's. 267.88 GiB: nvidia-smi's 275040 MiB ('NVIDIA B300 "
+        "SXM6 AC', published p6-b300 and Verda logs) less the 728 MiB the driver keeps on B200 (183359 shown, "
+        "182631 given to a process), assumed the same; {}. Kernels are timed from the kernel profile device-b200 "
+        "(B200 measurements; no B300 kernel is a profile point), at the B200's fitted scale (no B300 FSDP row has "
+        "been fitted) and the same bf16 peak. Checked, not fitted: sustained cuBLAS bf16 GEMMs on random data "
+        "under the 1,100 W cap run at 1,402-1,568 TFLOP/s (4096^3 to 16384^3; Llama FFN shapes 1,449-1,490), "
+        "8192^3 at 1,486-1,517 against the profile's B200 point of 1,420 (ademeure/QuickRunCUDA "
+        "b300_clean/CUBLAS_REAL_VALIDATION.md, Apr 2026): read B300's GEMMs as up to ~7% short. HBM read "
+        "measured at 7.30 TB/s (b300_clean/B300_TRUE_REFERENCE.md). Not modelled: Blackwell Ultra's doubled "
+        "exponential rate (10.7 against 5 tera-exponentials/s), which speeds attention's softmax: its attention "
+        "runs at the B200's curves, which read long-sequence steps as slow. For the roofline only: "
+        "gemm_efficiency 0.455 and memory_efficiency 0.887, H100 SXM's, assumed to carry over.", kCapacity)}},
+      {"gb300",
+       {"GB300-288GB", 2500 * TFLOPS, 80 * TFLOPS, 1250 * TFLOPS, 276.83 * GiB, 8 * TB, 0.455, 0.887, "device-b200",
+        "NVIDIA GB300 NVL72 product page, per rack, divided by its 72 GPUs (as tabulated in "
+        "glennklockwood.com/garden/processors/B300): 360 PFLOP/s of FP8 for training -> 5,000 TFLOP/s dense, "
+        "bf16 half of it, 2,500; TF32 1,250, FP32 80; 288 GB of HBM3e a GPU (the rack's '20 TB', rounded) at "
+        "576 TB/s -> 8 TB/s; a "
+        "Blackwell Ultra GPU at up to 1,400 W beside a Grace CPU. "
+        "276.83 GiB: nvidia-smi's 284208 MiB ('NVIDIA GB300', published GB300 NVL72 logs; DGX Station's GB300 is "
+        "another part, 256,703 MiB) less the 728 MiB the driver keeps on B200, assumed the same. Kernels are "
+        "timed from the kernel profile device-b200 (B200 measurements at 1,000 W; no GB300 kernel measurement is "
+        "in it), at the B200's fitted training scale (no GB300 FSDP row has been fitted), its tensor-core kernels "
+        "at 2500 / 2250 of the B200's rate. Not modelled: the doubled exponential rate of Blackwell Ultra (B300's "
+        "entry). For the roofline only: gemm_efficiency 0.455 and memory_efficiency 0.887, H100 SXM's, assumed to "
+        "carry over."}},
       {"v100-32gb",
        {"V100-SXM2-32GB", 125 * TFLOPS, 15.7 * TFLOPS, 15.7 * TFLOPS, 32 * GiB, 900 * GB, 0.80, 0.834, "",
         "NVIDIA V100 datasheet (SXM2 32GB): 125 TFLOP/s tensor (fp16; V100 has no bf16, so the "
@@ -224,6 +257,7 @@ const Aliases& device_aliases() {
   static const Aliases aliases = {{"a100", "a100-80gb"}, {"a100-40g", "a100-40gb"}, {"a100-80g", "a100-80gb"},
                                   {"h100", "h100-sxm"},  {"h100-sxm5", "h100-sxm"}, {"h200", "h200-sxm"},
                                   {"b200-sxm", "b200"}, {"gh200-96gb", "gh200"},
+                                  {"b300-sxm", "b300"}, {"b300-sxm6", "b300"},
                                   {"v100", "v100-32gb"}, {"a100-pcie", "a100-pcie-80gb"},
                                   {"h100-pcie-80gb", "h100-pcie"}, {"h100-nvl-94gb", "h100-nvl"}};
   return aliases;

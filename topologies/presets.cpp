@@ -232,6 +232,35 @@ std::vector<Cluster> build_presets() {
         Intel));
   }
   {
+    // Blackwell Ultra's nodes double each GPU's NIC: one ConnectX-8 at 800 Gb/s (XDR InfiniBand). The
+    // InfiniBand transport's efficiency was fitted on 400 Gb/s NICs; no 800 Gb/s table is shipped.
+    auto n = nics(8, 800, 1.5 * us, "ib");
+    out.push_back(make(
+        "dgx-b300-ib800", 2, 8, "b300", nvlink5(), n, rail_fat_tree(32, 0.3 * us),
+        fmt::format("NVIDIA DGX B300 datasheet (as tabulated in aiwiki.ai 'NVIDIA DGX B300' and the DGX B300 User "
+                    "Guide's photographs read by vengineer.hatenablog.com, Dec 2025): 8x B300 on NVLink5, 2x Intel "
+                    "Xeon 6776P, 8x ConnectX-8 800 Gb/s (XDR InfiniBand or 800 GbE), one per GPU, on the GPU "
+                    "board. {} {} Fabric: rail-optimized 1:1 fat tree in 32-node scalable units as DGX SuperPOD's "
+                    "(B300's SuperPOD reference architecture not read). Not validated: no nccl-tests table of a "
+                    "B300 node or of 800 Gb/s NICs is shipped, and the InfiniBand transport's efficiency (0.84 of "
+                    "the line rate) was fitted on 400 Gb/s NICs. {} {}",
+                    kNvlink5Src, transport_src(n), kLatencySrc, kCollSrc),
+        Intel));
+  }
+  {
+    auto n = nics(72, 800, 1.5 * us, "ib");
+    out.push_back(make(
+        "gb300-nvl72", 2, 72, "gb300", nvlink5(), n, rail_fat_tree(32, 0.3 * us),
+        fmt::format("NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs and 36 Grace CPUs in one NVLink5 domain (1.8 TB/s "
+                    "bidirectional per GPU, 130 TB/s per rack; NVIDIA GB300 NVL72 product page as tabulated in "
+                    "glennklockwood.com/garden/processors/B300: '72 ConnectX-8 NICs'); a node here is a rack, as "
+                    "gb200-nvl72's. Compute fabric: one ConnectX-8 per GPU at 800 Gb/s, taken as InfiniBand; "
+                    "rail-optimized 1:1 fat tree, 32 racks per leaf group assumed. Host CPU Grace (Arm), as "
+                    "gb200-nvl72's. Not validated: no nccl-tests table of a GB300 rack is shipped. {} {} {} {}",
+                    kNvlink5Src, transport_src(n), kLatencySrc, kCollSrc),
+        HostCpu::Arm));
+  }
+  {
     // One NVLink domain of 72 GPUs is one node here: NCCL sees the rack's GPUs as peers on NVLink
     // (MNNVL), so a collective inside a rack never touches a NIC.
     auto n = nics(72, 400, 1.5 * us, "ib");
@@ -404,7 +433,7 @@ const Aliases& preset_aliases() {
       {"p4de", "aws-p4de"},        {"p4de.24xlarge", "aws-p4de"}, {"aws-p4de.24xlarge", "aws-p4de"},
       {"p5", "aws-p5"},            {"p5.48xlarge", "aws-p5"},     {"aws-p5.48xlarge", "aws-p5"},
       {"dgx-h100", "dgx-h100-ib400"}, {"dgx-a100", "dgx-a100-ib200"}, {"dgx-h200", "dgx-h200-ib400"},
-      {"dgx-b200", "dgx-b200-ib400"}, {"hgx-h800", "hgx-h800-ib400"}, {"a4-highgpu-8g", "gcp-a4-high"},
+      {"dgx-b200", "dgx-b200-ib400"}, {"dgx-b300", "dgx-b300-ib800"}, {"dgx-gb300", "gb300-nvl72"}, {"hgx-h800", "hgx-h800-ib400"}, {"a4-highgpu-8g", "gcp-a4-high"},
       {"nvl72", "gb200-nvl72"},      {"alps", "alps-gh200"},   {"cscs-alps", "alps-gh200"},
       {"perlmutter", "perlmutter-a100"}, {"nersc-perlmutter", "perlmutter-a100"}, {"juwels", "juwels-booster"},
       {"jupiter", "jupiter-booster"},
