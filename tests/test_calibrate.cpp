@@ -285,7 +285,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(kPublished == std::string(TAGCSIM_SOURCE_DIR) + "/validation/data/published_measurements.yaml");
   const auto groups = load_published(kPublished);
   // 29 fitted, 10 validated only: GB200 NVL72 racks, Azure's GB200 VM, CSCS's Alps, and five all-to-alls.
-  REQUIRE(groups.size() == 39);
+  REQUIRE(groups.size() == 47);
   auto named = [&](const std::string& name) -> const PublishedGroup& {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.name == name; });
     REQUIRE(it != groups.end());
@@ -333,6 +333,19 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(gb200.points.back().time_s == doctest::Approx(1.5 * 8589934592.0 / 679.61e9));  // 2 (4-1)/4 x S / busbw
   CHECK(!gb200.not_fitted.empty());
   CHECK(published_base_cluster(gb200) == "{preset: gb200-nvl72, nodes: 1, gpus_per_node: 4}");
+  // OCI's GB300 and GB200 racks: a table gives the GPUs of each rack it used; GB300's racks on RoCE.
+  const auto& gb300 = named("nccl-gb300-nvl72-2r-oci-allreduce");
+  CHECK(gb300.source_key == "S81");
+  CHECK(gb300.nodes == 2);
+  CHECK(gb300.points[0].gpus_per_node == 64);
+  CHECK(gb300.points[0].nccl_version == 22807);
+  CHECK(gb300.points[1].time_s == doctest::Approx(46070e-6));  // 16 GiB, the faster placement (in place)
+  CHECK(!gb300.not_fitted.empty());
+  CHECK(published_base_cluster(gb300) == "{preset: gb300-nvl72, nodes: 2, nics: {transport: roce}}");
+  const auto& gb200_tray = named("nccl-gb200-nvl72-4gpu-oci-allreduce");
+  CHECK(gb200_tray.source_key == "S82");
+  CHECK(gb200_tray.points[0].gpus_per_process == 4);  // the page's -g 4 on one tray
+  CHECK(published_base_cluster(gb200_tray) == "{preset: gb200-nvl72, nodes: 1}");
   // GCP a3-mega over TCPXO: Google's profile pins NCCL_ALGO=Ring,Tree and NCCL_PROTO=Simple.
   const auto& tcpxo = groups[10];
   CHECK(tcpxo.name == "nccl-h100-2n-gcp-a3mega-tcpxo-allreduce");
@@ -355,13 +368,13 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(gke.points[0].time_s == doctest::Approx(110.0e-6));
   CHECK(groups[15].name == "nccl-h100-1n-gcp-a3mega-mgcafe-allreduce");
   CHECK(published_base_cluster(groups[15]) == "{preset: gcp-a3-mega, nodes: 1}");
-  // CoreWeave's GB200 NVL72 tables: validated on the NVL72 preset (a rack is a node), never fitted.
+  // CoreWeave's and OCI's GB200 NVL72 tables: validated on the NVL72 preset (a rack is a node), never fitted.
   int racks = 0;
   for (const auto& g : groups) {
     if (g.name.rfind("nccl-gb200-nvl72-", 0) != 0 || g.collective == "alltoall") {
       CHECK(g.not_fitted.empty() == (g.name != "nccl-gb200-1n4-azure-ndgb200v6-allreduce" &&
                                      g.name != "nccl-gh200-2n-cscs-alps-slingshot-allreduce" &&
-                                     g.collective != "alltoall"));
+                                     g.name.rfind("nccl-gb300-nvl72-", 0) != 0 && g.collective != "alltoall"));
       continue;
     }
     CAPTURE(g.name);
@@ -369,7 +382,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
     CHECK(published_base_cluster(g) == fmt::format("{{preset: gb200-nvl72, nodes: {}}}", g.nodes));
     racks += g.nodes;
   }
-  CHECK(racks == 1 + 2 + 20);
+  CHECK(racks == 1 + 2 + 20 + 1 + 1 + 2 + 3);  // CoreWeave's, then OCI's all-reduces
   // OCI's all-to-alls on GB200 racks: a rack is a node (one NVLink domain), never fitted.
   const auto& a2a = named("nccl-gb200-nvl72-2r64g-oci-alltoall");
   CHECK(a2a.points[0].op == CollectiveOp::AllToAll);

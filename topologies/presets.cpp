@@ -256,7 +256,9 @@ std::vector<Cluster> build_presets() {
                     "glennklockwood.com/garden/processors/B300: '72 ConnectX-8 NICs'); a node here is a rack, as "
                     "gb200-nvl72's. Compute fabric: one ConnectX-8 per GPU at 800 Gb/s, taken as InfiniBand; "
                     "rail-optimized 1:1 fat tree, 32 racks per leaf group assumed. Host CPU Grace (Arm), as "
-                    "gb200-nvl72's. Not validated: no nccl-tests table of a GB300 rack is shipped. {} {} {} {}",
+                    "gb200-nvl72's. Validated, not fitted: OCI's GB300 all-reduces (S81: a tray, 8 and 64 GPUs of a rack, "
+                    "two racks over RoCE; 4-16 GiB) come out -5%, +3%, -9% and -22% at 16 GiB (docs/calibration.md). "
+                    "{} {} {} {}",
                     kNvlink5Src, transport_src(n), kLatencySrc, kCollSrc),
         HostCpu::Arm));
   }
@@ -272,10 +274,11 @@ std::vector<Cluster> build_presets() {
                     "GPU (mlcommons/inference_results_v6.1 closed/Crusoe/systems/GB200-NVL72_GB200-186GB_aarch64x16_"
                     "Dynamo.json), taken as 400 Gb/s InfiniBand (ConnectX-7's NDR rate); rail-optimized 1:1 fat "
                     "tree, 32 racks per leaf group assumed as DGX SuperPOD's. Host CPU Grace (Arm): NCCL's getNetOverhead charges Arm hosts 1 us "
-                    "as Intel's (tuning.cc), and the host launch takes the Intel hosts' fitted values, assumed. Not "
-                    "validated: no nccl-tests table of an NVL72 is shipped; one published figure, 811 GB/s of "
-                    "all-reduce bus bandwidth on 8 GPUs of two compute trays over MNNVL (lixueduan.com, 'GB200 MNNVL "
-                    "nccl-test'), is checked in docs/calibration.md. {} {} {} {}",
+                    "as Intel's (tuning.cc), and the host launch takes the Intel hosts' fitted values, assumed. "
+                    "Validated, not fitted: CoreWeave's racks (S64: one, two and twenty, NVLS off) and OCI's (S82: a "
+                    "tray, 8 GPUs, two and three racks, NVLS on), and one published figure, 811 GB/s of all-reduce bus "
+                    "bandwidth on 8 GPUs of two compute trays over MNNVL (lixueduan.com, 'GB200 MNNVL nccl-test'), "
+                    "each checked in docs/calibration.md. {} {} {} {}",
                     kNvlink5Src, transport_src(n), kLatencySrc, kCollSrc),
         HostCpu::Arm));
   }

@@ -133,7 +133,7 @@ std::map<std::string, std::string> load_collective_held_out(const std::string& p
                                                  "tcpx", "tcpxo",  "socket",  // across nodes: the transport's kind
                                                  "one_node_nvlink3", "one_node_nvlink4", "one_node_nvlink5",
                                                  "one_node_pcie4",            // one node: its NVLink generation
-                                                 "ib_nvl72", "one_node_nvlink5_nvl72"};  // NVL72 racks as nodes
+                                                 "ib_nvl72", "roce_nvl72", "one_node_nvlink5_nvl72"};  // NVL72 racks as nodes
   std::map<std::string, std::string> out;
   const Input held = doc["held_out"];
   for (const auto& key : held.keys()) {
