@@ -229,8 +229,8 @@ std::string published_base_cluster(const PublishedGroup& g) {
   const bool h200 = contains(g.gpu, "H200"), a100 = contains(g.gpu, "A100"), h100 = !h200 && contains(g.gpu, "H100");
   const std::string n = fmt::format("nodes: {}", g.nodes);
   // A named machine: its preset carries its NICs, transport and host CPU. An ND GB200 v6 VM is one
-  // compute tray of an NVL72 rack: its 4 GPUs, on the rack's NVLink. OCI's GB300 hosts are trays
-  // of NVL72 racks joined by RoCE (a table gives the GPUs of each rack it used).
+  // compute tray of an NVL72 rack: its 4 GPUs, on the rack's NVLink. OCI's GB200 and GB300 hosts
+  // are trays of NVL72 racks joined by RoCE (a table gives the GPUs of each rack it used).
   struct System {
     std::string_view name, preset, more;
   };
@@ -240,6 +240,7 @@ std::string published_base_cluster(const PublishedGroup& g) {
       {"a3-highgpu-8g", "gcp-a3-high", ""},        {"a3-ultragpu-8g", "gcp-a3-ultra", ""},
       {"p5.48xlarge", "aws-p5", ""},               {"p5e.48xlarge", "aws-p5e", ""},
       {"p4de.24xlarge", "aws-p4de", ""},           {"a4-highgpu-8g", "gcp-a4-high", ""},
+      {"OCI BM.GPU.GB200.4", "gb200-nvl72", ", nics: {transport: roce}"},
       {"BM.GPU.GB300.4", "gb300-nvl72", ", nics: {transport: roce}"},
       {"ND GB200 v6", "gb200-nvl72", ", gpus_per_node: 4"}, {"GB200 NVL72", "gb200-nvl72", ""},
       {"Alps GH200", "alps-gh200", ""}};

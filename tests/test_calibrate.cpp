@@ -333,7 +333,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(gb200.points.back().time_s == doctest::Approx(1.5 * 8589934592.0 / 679.61e9));  // 2 (4-1)/4 x S / busbw
   CHECK(!gb200.not_fitted.empty());
   CHECK(published_base_cluster(gb200) == "{preset: gb200-nvl72, nodes: 1, gpus_per_node: 4}");
-  // OCI's GB300 and GB200 racks: a table gives the GPUs of each rack it used; GB300's racks on RoCE.
+  // OCI's GB300 and GB200 racks: a table gives the GPUs of each rack it used; RoCE between racks.
   const auto& gb300 = named("nccl-gb300-nvl72-2r-oci-allreduce");
   CHECK(gb300.source_key == "S81");
   CHECK(gb300.nodes == 2);
@@ -345,7 +345,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   const auto& gb200_tray = named("nccl-gb200-nvl72-4gpu-oci-allreduce");
   CHECK(gb200_tray.source_key == "S82");
   CHECK(gb200_tray.points[0].gpus_per_process == 4);  // the page's -g 4 on one tray
-  CHECK(published_base_cluster(gb200_tray) == "{preset: gb200-nvl72, nodes: 1}");
+  CHECK(published_base_cluster(gb200_tray) == "{preset: gb200-nvl72, nodes: 1, nics: {transport: roce}}");
   // GCP a3-mega over TCPXO: Google's profile pins NCCL_ALGO=Ring,Tree and NCCL_PROTO=Simple.
   const auto& tcpxo = groups[10];
   CHECK(tcpxo.name == "nccl-h100-2n-gcp-a3mega-tcpxo-allreduce");
@@ -379,7 +379,9 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
     }
     CAPTURE(g.name);
     CHECK(g.not_fitted.find("Validated, held out of every fit") != std::string::npos);
-    CHECK(published_base_cluster(g) == fmt::format("{{preset: gb200-nvl72, nodes: {}}}", g.nodes));
+    const bool oci = g.name.find("-oci-") != std::string::npos;
+    CHECK(published_base_cluster(g) ==
+          fmt::format("{{preset: gb200-nvl72, nodes: {}{}}}", g.nodes, oci ? ", nics: {transport: roce}" : ""));
     racks += g.nodes;
   }
   CHECK(racks == 1 + 2 + 20 + 1 + 1 + 2 + 3);  // CoreWeave's, then OCI's all-reduces

@@ -329,11 +329,11 @@ TEST_CASE("the collective model's held-out errors: one line per connection, a mi
   CHECK(connection_key(load("cluster: {preset: gb200-nvl72, nodes: 2}")) == "ib_nvl72");
   CHECK(connection_key(load("cluster: {preset: dgx-b200-ib400, nodes: 1}")) == "one_node_nvlink5");
   CHECK(connection_key(load("cluster: {preset: gb300-nvl72, nodes: 2, nics: {transport: roce}}")) == "roce_nvl72");
-  // CoreWeave's and OCI's racks (GB200 and GB300: 3 sources inside a rack, 2 across racks over
-  // InfiniBand, OCI's GB300 over RoCE).
+  // CoreWeave's and OCI's racks: 3 sources inside a rack, CoreWeave's across racks over InfiniBand,
+  // OCI's GB200 and GB300 over RoCE.
   CHECK(collective_held_out("one_node_nvlink5_nvl72").find("of 3 sources, each source held out of the fit") != std::string::npos);
-  CHECK(collective_held_out("ib_nvl72").find("of 2 sources, each source held out of the fit") != std::string::npos);
-  CHECK(collective_held_out("roce_nvl72").find("of 1 source, each source held out of the fit") != std::string::npos);
+  CHECK(collective_held_out("ib_nvl72").find("of 1 source, each source held out of the fit") != std::string::npos);
+  CHECK(collective_held_out("roce_nvl72").find("of 2 sources, each source held out of the fit") != std::string::npos);
 }
 
 TEST_CASE("rails: GPUs map to their NICs, and more rails than GPUs or NICs that do not split are errors") {
