@@ -109,8 +109,10 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
       add("Blackwell Ultra (B300, GB300) is timed from the B200's kernel profile and fitted scale at its datasheet "
           "bf16 peak: no B300 FSDP step, kernel profile or nccl-tests table is in any fit. Published sustained "
           "cuBLAS bf16 GEMMs on B300 run up to ~7% above the profile's B200 points, and its doubled exponential "
-          "rate (softmax) is not modelled: read the compute as pessimistic by up to that much, more at long "
-          "sequences; its 800 Gb/s NICs take InfiniBand's efficiency fitted on 400 Gb/s ones (docs/scenarios.md)",
+          "rate (softmax) is not modelled: where cuBLAS runs the matmuls read the compute as pessimistic by up to "
+          "that much, more at long sequences, and where a library's kernels are not yet tuned for sm_103 as "
+          "optimistic (sglang's DeepGEMM ran B300 15-40% behind B200 in June 2026, sgl-project/sglang#28460); its "
+          "800 Gb/s NICs take InfiniBand's efficiency fitted on 400 Gb/s ones (docs/scenarios.md)",
           &p);
   // torchtitan's defaults moved under its users (fused AdamW, the compiled loss, checkpoint early
   // stop, cuDNN's attention, FlexAttention over documents since June 2026): an undated scenario takes
