@@ -3,6 +3,8 @@
 // written in YAML, and its errors, is test_cluster_yaml.cpp.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <string>
 
@@ -140,6 +142,13 @@ TEST_CASE("GB200 NVL72: a rack of 72 GPUs is one node, one 400 Gb/s NIC per GPU,
   CHECK(c.gpu.memory_bytes == Approx(186e9));
   CHECK(c.host_cpu == HostCpu::Arm);  // Grace: NCCL charges Arm hosts Intel's 1 us per network step
   CHECK(c.collectives.host_launch == Approx(preset("dgx-b200-ib400").collectives.host_launch));
+  // Its NVLS tree across racks: fitted on OCI's GB200 racks (S82: 0.449 and 0.419 alone, their
+  // geometric mean); an HGX node keeps NVLink4's tree rate x NCCL's Blackwell/Hopper ratio.
+  CHECK(c.intra.nvls_tree_efficiency == Approx(std::sqrt(0.449 * 0.419)).epsilon(1e-3));
+  CHECK(preset("gb300-nvl72").intra.nvls_tree_efficiency == Approx(c.intra.nvls_tree_efficiency));
+  CHECK(preset("dgx-b200").intra.nvls_tree_efficiency ==
+        Approx(preset("dgx-h100-ib400").intra.nvls_tree_efficiency * 0.74 / 0.85).epsilon(1e-3));
+  CHECK(c.intra.nvls_efficiency == Approx(preset("dgx-b200").intra.nvls_efficiency));  // inside a rack, as HGX
 }
 
 TEST_CASE("Blackwell Ultra presets: DGX B300 and GB300 NVL72 double each GPU's NIC to 800 Gb/s") {
