@@ -3,6 +3,8 @@
 #include "app/commands.hpp"
 #include "models/model.hpp"
 #include "scenarios/resolved.hpp"
+#include "sim/compute.hpp"
+#include "sim/kernel_profile.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/cluster_yaml.hpp"
 
@@ -10,6 +12,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <regex>
 
 namespace tagcsim::app {
 namespace {
@@ -41,6 +44,40 @@ std::string aliases_for(Kind k, const std::string& name) {
 
 std::string gbits(double bytes_per_s) { return fmt::format("{:g} Gb/s", bytes_per_s * 8 / 1e9); }
 
+// How a preset's predictions did against published measurements they were not fitted to, in a
+// few characters: the list is where a user compares presets, and the numbers say which to trust.
+// "median X%, p90 Y%" from a held-out sentence (the first after `after`), as "X/Y%"; "" if none.
+std::string median_p90(const std::string& sentence, const std::string& after) {
+  static const std::regex re(R"(median ([0-9.]+)%, p90 ([0-9.]+)%)");
+  const auto at = sentence.find(after);
+  std::smatch m;
+  if (at == std::string::npos || !std::regex_search(sentence.begin() + long(at), sentence.end(), m, re)) return "";
+  return fmt::format("{}/{}%", m[1].str(), m[2].str());
+}
+
+// A cluster's collectives across its nodes: the held-out line of tables connected like it.
+std::string collectives_checked(const topologies::Cluster& c) {
+  const std::string key = topologies::connection_key(c);
+  const std::string mp = median_p90(topologies::collective_held_out(key), ">= 1 MiB");
+  return mp.empty() ? "-" : key + " " + mp;
+}
+
+// A GPU's compute: its own fit (rows, sources, held-out median/p90), a part's it borrows, or none.
+std::string compute_checked(const topologies::DeviceProfile& d) {
+  if (d.profile.empty()) return "roofline";
+  const sim::KernelProfile* p = sim::device_kernel_profile(d);
+  if (!p) return "roofline";
+  if (!sim::has_device_fit(p->fit_device())) return "as " + (sim::has_device_fit(p->gpu) ? p->gpu : p->family);
+  static const std::regex rows(R"(([0-9]+) rows? of ([0-9]+) sources?)");
+  std::smatch m;
+  const std::string& held = p->fitted.held_out;
+  const std::string count =
+      std::regex_search(held, m, rows)
+          ? fmt::format("{} row{}, {} src, ", m[1].str(), m[1].str() == "1" ? "" : "s", m[2].str())
+          : "";
+  return count + median_p90(held, "held out");
+}
+
 // The name column as wide as the longest name, so the columns after it line up.
 std::size_t name_width(const std::vector<std::string>& names, std::size_t at_least) {
   std::size_t w = at_least;
@@ -67,27 +104,31 @@ std::string list(Kind k) {
   } else if (k == Kind::Clusters) {
     out += "cluster presets (tagcsim show clusters NAME: every value and its source; set nodes in a scenario)\n";
     const std::size_t w = name_width(topologies::preset_names(), 15);
-    out += fmt::format("  {:<{}} {:>5} {:>9}  {:<16} {:<14} {:<27} {}\n", "name", w, "nodes", "GPUs/node", "GPU",
-                       "NVLink per GPU", "NICs per node", "aliases");
+    out += fmt::format("  {:<{}} {:>5} {:>9}  {:<16} {:<14} {:<27} {:<21} {}\n", "name", w, "nodes", "GPUs/node",
+                       "GPU", "NVLink per GPU", "NICs per node", "held out (1)", "aliases");
     for (const auto& n : topologies::preset_names()) {
       const auto c = topologies::preset(n);
-      out += fmt::format("  {:<{}} {:>5} {:>9}  {:<16} {:<14} {:<27} {}\n", n, w, c.nodes, c.gpus_per_node, c.gpu.name,
-                         fmt::format("{:g} GB/s", c.intra.bandwidth / 1e9),
+      out += fmt::format("  {:<{}} {:>5} {:>9}  {:<16} {:<14} {:<27} {:<21} {}\n", n, w, c.nodes, c.gpus_per_node,
+                         c.gpu.name, fmt::format("{:g} GB/s", c.intra.bandwidth / 1e9),
                          fmt::format("{} x {} = {}", c.nics.count, gbits(c.nics.bandwidth),
                                      gbits(c.nics.count * c.nics.bandwidth)),
-                         aliases_for(k, n));
+                         collectives_checked(c), aliases_for(k, n));
     }
+    out += "  (1) collectives across its nodes, >= 1 MiB: median / p90 |error| on published nccl-tests tables "
+           "connected alike, each source held out of the fit (docs/calibration.md); - : no such table\n";
   } else {
     out += "GPU presets (tagcsim show gpus NAME: every value and its source)\n";
     const std::size_t w = name_width(topologies::device_names(), 10);
-    out += fmt::format("  {:<{}} {:<16} {:>13} {:>9} {:>10} {:>9}  {}\n", "name", w, "GPU", "bf16 TFLOP/s", "memory",
-                       "HBM", "GEMM eff.", "aliases");
+    out += fmt::format("  {:<{}} {:<16} {:>13} {:>9} {:>10} {:>9}  {:<29} {}\n", "name", w, "GPU", "bf16 TFLOP/s",
+                       "memory", "HBM", "GEMM eff.", "training fit (2)", "aliases");
     for (const auto& n : topologies::device_names()) {
       const auto d = topologies::device(n);
-      out += fmt::format("  {:<{}} {:<16} {:>13g} {:>5.1f} GiB {:>5g} TB/s {:>9g}  {}\n", n, w, d.name,
+      out += fmt::format("  {:<{}} {:<16} {:>13g} {:>5.1f} GiB {:>5g} TB/s {:>9g}  {:<29} {}\n", n, w, d.name,
                          d.peak_flops_bf16 / 1e12, d.memory_bytes / 1073741824.0, d.memory_bandwidth / 1e12,
-                         d.gemm_efficiency, aliases_for(k, n));
+                         d.gemm_efficiency, compute_checked(d), aliases_for(k, n));
     }
+    out += "  (2) published FSDP rows its tensor scale is fitted on, and median / p90 |error| of tokens/s/GPU, each "
+           "source held out (docs/validation.md); 'as X': no rows of its own, X's fit; roofline: no kernel profile\n";
   }
   return out;
 }

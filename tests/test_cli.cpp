@@ -289,6 +289,21 @@ TEST_CASE("cli: show lists presets and prints one with every value, its unit and
   CHECK(all.output.find("llama3.1-8b") != std::string::npos);
   CHECK(all.output.find("aws-p4de") != std::string::npos);
   CHECK(all.output.find("h100-sxm") != std::string::npos);
+  // Each preset says how its predictions did on published measurements it was not fitted to: a
+  // cluster its collectives across nodes, a GPU its training fit (or whose it borrows).
+  const auto row = [&](const std::string& name) {
+    const auto at = all.output.find("\n  " + name + " ");
+    REQUIRE(at != std::string::npos);
+    return all.output.substr(at + 1, all.output.find('\n', at + 1) - at - 1);
+  };
+  CHECK(all.output.find("held out (1)") != std::string::npos);
+  CHECK(row("dgx-h100-ib400").find(" ib ") != std::string::npos);
+  CHECK(row("dgx-h100-ib400").find("%") != std::string::npos);
+  CHECK(row("eth-25g").find(" - ") != std::string::npos);  // no published table crosses TCP sockets
+  CHECK(row("h100-sxm").find(" rows, ") != std::string::npos);
+  CHECK(row("h100-sxm").find(" src, ") != std::string::npos);
+  CHECK(row("b300").find("as B200-SXM-180GB") != std::string::npos);
+  CHECK(row("v100-32gb").find("roofline") != std::string::npos);
   const auto p4de = tagcsim("show clusters p4de");  // an alias
   CHECK(p4de.code == 0);
   CHECK(p4de.output.find("# cluster preset aws-p4de (also: p4de") != std::string::npos);
