@@ -67,7 +67,7 @@ std::string compute_checked(const topologies::DeviceProfile& d) {
   if (d.profile.empty()) return "roofline";
   const sim::KernelProfile* p = sim::device_kernel_profile(d);
   if (!p) return "roofline";
-  if (!sim::has_device_fit(p->fit_device())) return "as " + (sim::has_device_fit(p->gpu) ? p->gpu : p->family);
+  if (const std::string as = sim::fitted_as(*p); as != p->fit_device()) return "as " + as;
   static const std::regex rows(R"(([0-9]+) rows? of ([0-9]+) sources?)");
   std::smatch m;
   const std::string& held = p->fitted.held_out;

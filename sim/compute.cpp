@@ -120,6 +120,12 @@ const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu)
   return copy.get();
 }
 
+std::string fitted_as(const KernelProfile& p) {
+  return has_device_fit(p.fit_device())                     ? p.fit_device()
+         : p.fit_device() != p.gpu && has_device_fit(p.gpu) ? p.gpu
+                                                            : p.family;
+}
+
 std::string compute_model_description(const topologies::DeviceProfile& gpu) {
   const KernelProfile* p = device_kernel_profile(gpu);
   if (!p)
@@ -136,11 +142,7 @@ std::string compute_model_description(const topologies::DeviceProfile& gpu) {
   if (p->device.memory != 1)
     scaled += fmt::format("; memory-bound kernels x{:.3f} ({:g} TB/s HBM against the measured {}'s)",
                           p->device.memory, gpu.memory_bandwidth / 1e12, p->gpu);
-  // The device's own fit where a source measured it, else, for a part the profile also serves, the
-  // measured part's, else its family's.
-  const std::string fit_of = has_device_fit(p->fit_device())                      ? p->fit_device()
-                             : p->fit_device() != p->gpu && has_device_fit(p->gpu) ? p->gpu
-                                                                                    : p->family;
+  const std::string fit_of = fitted_as(*p);
   return fmt::format("kernel profile {} ({}), {} fit: tensor_scale {:.3f}, memory_scale {:.3f}{}{}{}", p->name, file,
                      fit_of, f.tensor_scale, f.memory_scale,
                      f.basis.empty() ? fmt::format(" (not fitted: the scales of {})", f.borrowed) : "",

@@ -44,6 +44,9 @@ const KernelProfile* device_kernel_profile(const topologies::DeviceProfile& gpu)
 // "kernel profile device-h100-sxm (calibrate/profiles/device-h100-sxm.yaml), hopper fit ..." or
 // "datasheet roofline (no kernel profile)": what the report names.
 std::string compute_model_description(const topologies::DeviceProfile& gpu);
+// Whose fitted scales a profile's copy runs at: the device's own where a source measured it, else,
+// for a part the profile also serves, the measured part's, else its family's.
+std::string fitted_as(const KernelProfile& p);
 
 // The host's costs for this setup: the scenario's `training.host` where given, else the kernel
 // profile's measured ones, else eager PyTorch's published per-op cost (HostCost's defaults).
