@@ -257,12 +257,20 @@ void print_summary_row(const std::string& name, const std::vector<PointFit>& pre
 }
 
 // Per connection (a transport kind, or one node's NVLink generation), the held-out points of its
-// tables, summarised as `tagcsim run` quotes them: >= 1 MiB (FSDP's collectives) first, then < 1 MiB.
-std::map<std::string, std::string> held_out_by_connection(const std::vector<TableResult>& results,
-                                                          const std::string& loo) {
+// tables, summarised as `tagcsim run` quotes them: >= 1 MiB (FSDP's collectives) first, then < 1 MiB;
+// and, across nodes, the most nodes a table spans: past it `tagcsim run` says its rings' latencies
+// are extrapolated.
+struct ConnectionHeldOut {
+  std::string line;
+  int largest_nodes = 0;  // 0 on one node
+};
+
+std::map<std::string, ConnectionHeldOut> held_out_by_connection(const std::vector<TableResult>& results,
+                                                                const std::string& loo) {
   struct Pool {
     std::vector<PointFit> points;
     std::set<std::string> tables, units;
+    int fewest_nodes = 0, most_nodes = 0;
   };
   std::map<std::string, Pool> pools;
   for (const auto& t : results) {
@@ -271,8 +279,11 @@ std::map<std::string, std::string> held_out_by_connection(const std::vector<Tabl
     pool.points.insert(pool.points.end(), t.held_out.begin(), t.held_out.end());
     pool.tables.insert(t.group->name);
     pool.units.insert(t.unit);
+    const int n = t.group->nodes;
+    pool.fewest_nodes = pool.fewest_nodes == 0 ? n : std::min(pool.fewest_nodes, n);
+    pool.most_nodes = std::max(pool.most_nodes, n);
   }
-  std::map<std::string, std::string> out;
+  std::map<std::string, ConnectionHeldOut> out;
   for (const auto& [connection, pool] : pools) {
     std::string bands;
     for (const auto& b : {size_bands()[4], size_bands()[0]}) {
@@ -281,9 +292,18 @@ std::map<std::string, std::string> held_out_by_connection(const std::vector<Tabl
       bands += fmt::format("{}{} median {:.1f}%, p90 {:.1f}% off ({} points)", bands.empty() ? "" : "; ", b.name,
                            s.median_abs * 100, s.p90_abs * 100, s.points);
     }
-    out[connection] = fmt::format("{} nccl-tests table{} of {} {}{}, each {} held out of the fit: {}", pool.tables.size(),
-                                  pool.tables.size() == 1 ? "" : "s", pool.units.size(), loo,
-                                  pool.units.size() == 1 ? "" : "s", loo, bands);
+    // An NVL72 rack is one node of its cluster: say racks, as its users count them.
+    const bool across = connection.rfind("one_node_", 0) != 0;
+    const std::string what = connection.find("_nvl") != std::string::npos ? "racks" : "nodes";
+    const std::string span = !across ? ""
+                             : pool.fewest_nodes == pool.most_nodes
+                                 ? fmt::format(" on {} {}", pool.most_nodes, what)
+                                 : fmt::format(" on {} to {} {}", pool.fewest_nodes, pool.most_nodes, what);
+    out[connection] = {
+        fmt::format("{} nccl-tests table{} of {} {}{}{}, each {} held out of the fit: {}", pool.tables.size(),
+                    pool.tables.size() == 1 ? "" : "s", pool.units.size(), loo, pool.units.size() == 1 ? "" : "s",
+                    span, loo, bands),
+        across ? pool.most_nodes : 0};
   }
   return out;
 }
@@ -418,15 +438,19 @@ int run_validate(const Options& o) {
   if (o.loo != "none") {
     const auto by_connection = held_out_by_connection(results, o.loo);
     fmt::print("\n# Held out, by how the table's GPUs are connected (what `tagcsim run` quotes)\n");
-    for (const auto& [connection, text] : by_connection) fmt::print("  {:<17} {}\n", connection, text);
+    for (const auto& [connection, held] : by_connection) fmt::print("  {:<17} {}\n", connection, held.line);
     if (!o.held_out_out.empty()) {
       std::string yaml =
           "# What the collective model misses on published nccl-tests tables it was not fitted to, by how the\n"
           "# tables' GPUs are connected (a transport kind, or one_node_ and the NVLink generation). `tagcsim run`\n"
           "# quotes the line of its cluster. Written by the command below; do not edit by hand.\n"
-          "format: tagcsim-collective-held-out/1\n";
+          "# largest_nodes: across nodes, the most nodes (NVL72: racks) one of those tables spans.\n"
+          "format: tagcsim-collective-held-out/2\n";
       yaml += fmt::format("command: \"tagcsim calibrate validate --loo {} --write-held-out FILE\"\nheld_out:\n", o.loo);
-      for (const auto& [connection, text] : by_connection) yaml += fmt::format("  {}: \"{}\"\n", connection, text);
+      for (const auto& [connection, held] : by_connection) yaml += fmt::format("  {}: \"{}\"\n", connection, held.line);
+      yaml += "largest_nodes:\n";
+      for (const auto& [connection, held] : by_connection)
+        if (held.largest_nodes > 0) yaml += fmt::format("  {}: {}\n", connection, held.largest_nodes);
       write_file(o.held_out_out, yaml, "--write-held-out");
     }
   }

@@ -3,6 +3,7 @@
 #include "scenarios/report_notes.hpp"
 #include "scenarios/report_heading.hpp"
 
+#include "sim/collective.hpp"
 #include "sim/compute.hpp"
 #include "sim/kernel_profile.hpp"
 
@@ -35,6 +36,45 @@ std::string points_text(const Scenario& s, const std::vector<const Point*>& poin
 }
 
 constexpr double kNearCapacity = 0.85;  // of the GPU's memory
+
+// Below this share of the largest all-gather's time, latency grown past the tables is not worth a note.
+constexpr double kExtrapolatedShare = 0.05;
+
+std::string ring_extrapolation(const sim::StepSetup& st) {
+  const auto& c = st.cluster;
+  const auto& g = st.shard_group;
+  const int largest = topologies::collective_held_out_largest_nodes(topologies::connection_key(c));
+  if (largest == 0 || g.nodes <= largest || st.units.empty()) return "";
+  sim::Group at_tables = g;
+  at_tables.nodes = largest;
+  // Every unit's all-gather once (a reduce-scatter crosses the same ring steps), and a block's, the
+  // unit most of them are, as the example.
+  double total = 0, grown = 0;
+  const models::FsdpUnit* example = nullptr;
+  double example_s = 0, example_grown = 0;
+  for (const auto& u : st.units) {
+    const double bytes = double(u.params) * sim::bytes_of(st.training.param_dtype);
+    if (bytes <= 0) continue;
+    const auto here = sim::plan_collective(c, sim::CollectiveOp::AllGather, bytes, g);
+    const auto there = sim::plan_collective(c, sim::CollectiveOp::AllGather, bytes, at_tables);
+    total += here.seconds();
+    grown += here.latency_seconds - there.latency_seconds;
+    if (!example || (u.kind == models::UnitKind::Block && example->kind != models::UnitKind::Block))
+      example = &u, example_s = here.seconds(), example_grown = here.latency_seconds - there.latency_seconds;
+  }
+  if (!(total > 0) || grown < kExtrapolatedShare * total) return "";
+  const bool racks = c.gpus_per_node > 8;
+  const std::string ring = fmt::format("{}-{} ring", largest, racks ? "rack" : "node");
+  return fmt::format(
+      "the published nccl-tests tables over {} span at most {} {}, and this run's all-gathers and reduce-scatters "
+      "cross {} over {} GPUs: {:.0f}% of their time is ring latency past what {} {} has, NCCL's per-step costs "
+      "extrapolated (one all-gather of {}, {:.0f} MiB: {:.2f} ms predicted, {:.2f} ms of it that latency; "
+      "docs/calibration.md)",
+      c.nics.transport.kind, largest, racks ? "racks" : "nodes", g.nodes, g.ranks(), 100 * grown / total,
+      largest == 8 || largest == 11 || largest == 18 ? "an" : "a", ring, example->name,
+      double(example->params) * sim::bytes_of(st.training.param_dtype) / (1024.0 * 1024.0), example_s * 1e3,
+      example_grown * 1e3);
+}
 
 }  // namespace
 
@@ -154,6 +194,11 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   for (const auto& p : s.points)
     if (const auto& c = p.setup.cluster; c.nodes > 1)
       if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); !caveat.empty()) add(caveat, &p);
+  // Across more nodes than any published table of its connection spans, a ring's latency (one network
+  // step per node it crosses) is NCCL's cost model extrapolated. Where that growth is a visible part of
+  // the largest all-gather, the user hears how much.
+  for (const auto& p : s.points)
+    if (const auto e = ring_extrapolation(p.setup); !e.empty()) add(e, &p);
   // A fabric setting that cannot act at this size should not look like a result.
   for (const auto& p : s.points)
     if (const auto& c = p.setup.cluster;

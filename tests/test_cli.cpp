@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -184,9 +185,15 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data, its hel
         held[line.substr(2, line.find(':') - 2)] = line.substr(line.find(": \"") + 3, line.size() - line.find(": \"") - 4);
   }
   REQUIRE(held.size() == 2);
-  CHECK(held.at("efa").rfind("3 nccl-tests tables of 1 source, each source held out of the fit: >= 1 MiB median ", 0) == 0);
+  CHECK(held.at("efa").rfind("3 nccl-tests tables of 1 source on 2 nodes, each source held out of the fit: >= 1 MiB median ", 0) == 0);
   CHECK(held.at("efa").find("off (33 points); < 1 MiB median ") != std::string::npos);
   CHECK(held.at("efa").find("off (34 points)") != std::string::npos);
+  {  // S12's EFA tables are of 2 nodes; one node has no ring across nodes to count.
+    std::ifstream in(held_file);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text.find("format: tagcsim-collective-held-out/2\n") != std::string::npos);
+    CHECK(text.ends_with("\nlargest_nodes:\n  efa: 2\n"));
+  }
   const std::string one = held.at("one_node_nvlink4");
   CHECK(one.rfind("2 nccl-tests tables of 2 sources, each source held out of the fit: >= 1 MiB median ", 0) == 0);
   {
@@ -463,8 +470,12 @@ TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without -
   CHECK(o.code == 0);
   CHECK(o.output.rfind("# all_reduce on aws-p4de: 2 nodes x 8 GPUs = 16 GPUs (the preset's size; --gpus N to change)", 0) == 0);
   // Beside it, how the model did on the published EFA tables when each was held out of the fit.
-  CHECK(o.output.find("\n# held out, on published tables over efa: 3 nccl-tests tables of 1 source, each source held "
+  CHECK(o.output.find("\n# held out, on published tables over efa: 3 nccl-tests tables of 1 source on 2 nodes, each source held "
                       "out of the fit: >= 1 MiB median ") != std::string::npos);
+  CHECK(o.output.find("# past the tables") == std::string::npos);  // S12's EFA tables are of 2 nodes too
+  CHECK(tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 32").output.find(
+            "\n# past the tables: those span at most 2 nodes, this one 4; the latency its ring's extra steps add is "
+            "NCCL's per-step costs extrapolated (docs/calibration.md)\n") != std::string::npos);
   CHECK(tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 8").output.find(
             "# held out, on published tables on one node, nvlink3: 2 nccl-tests tables of 2 sources") != std::string::npos);
   CHECK(tagcsim("collective --cluster eth-25g --bytes 1MiB").output.find("# held out") == std::string::npos);

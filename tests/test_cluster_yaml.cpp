@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "cluster_testing.hpp"
@@ -299,19 +300,32 @@ TEST_CASE("transports: a profile by name, by path or inline, and a missing field
 TEST_CASE("the collective model's held-out errors: one line per connection, a misspelt one is an error at its line") {
   const std::string path = "/tmp/tagcsim_test_held_out_" + std::to_string(::getpid()) + ".yaml";
   auto write = [&](const std::string& text) { std::ofstream(path) << text; };
-  write("format: tagcsim-collective-held-out/1\ncommand: c\nheld_out:\n  ib: \"2 tables: 5%\"\n  one_node_nvlink4: \"1 table\"\n");
-  const auto lines = load_collective_held_out(path);
-  CHECK(lines.size() == 2);
-  CHECK(lines.at("ib") == "2 tables: 5%");
-  CHECK(lines.at("one_node_nvlink4") == "1 table");
-  write("format: tagcsim-collective-held-out/1\ncommand: c\nheld_out:\n  infiniband: \"x\"\n");
+  write("format: tagcsim-collective-held-out/2\ncommand: c\nheld_out:\n  ib: \"2 tables: 5%\"\n  one_node_nvlink4: \"1 table\"\n"
+        "largest_nodes:\n  ib: 8\n");
+  const auto held = load_collective_held_out(path);
+  CHECK(held.lines.size() == 2);
+  CHECK(held.lines.at("ib") == "2 tables: 5%");
+  CHECK(held.lines.at("one_node_nvlink4") == "1 table");
+  CHECK(held.largest_nodes == std::map<std::string, int>{{"ib", 8}});
+  write("format: tagcsim-collective-held-out/2\ncommand: c\nheld_out:\n  infiniband: \"x\"\nlargest_nodes: {}\n");
   CHECK_THROWS_WITH_AS(load_collective_held_out(path),
                        Contains((path + ":4: held_out.infiniband: unknown connection 'infiniband'").c_str()), InputError);
-  write("format: tagcsim-collective-held-out/2\ncommand: c\nheld_out: {}\n");
+  write("format: tagcsim-collective-held-out/1\ncommand: c\nheld_out: {}\nlargest_nodes: {}\n");
   CHECK_THROWS_WITH_AS(load_collective_held_out(path),
-                       Contains((path + ":1: format: expected tagcsim-collective-held-out/1").c_str()), InputError);
-  write("format: tagcsim-collective-held-out/1\nheld_out: {}\n");
+                       Contains((path + ":1: format: expected tagcsim-collective-held-out/2").c_str()), InputError);
+  write("format: tagcsim-collective-held-out/2\nheld_out: {}\nlargest_nodes: {}\n");
   CHECK_THROWS_WITH_AS(load_collective_held_out(path), Contains("missing required key 'command'"), InputError);
+  // A node count: for a connection across nodes with a line, and at least the 2 a table across nodes has.
+  write("format: tagcsim-collective-held-out/2\ncommand: c\nheld_out:\n  ib: \"x\"\nlargest_nodes:\n  ib: 1\n");
+  CHECK_THROWS_WITH_AS(load_collective_held_out(path),
+                       Contains((path + ":6: largest_nodes.ib: expected an integer >= 2, got 1").c_str()), InputError);
+  write("format: tagcsim-collective-held-out/2\ncommand: c\nheld_out:\n  ib: \"x\"\nlargest_nodes:\n  roce: 4\n");
+  CHECK_THROWS_WITH_AS(load_collective_held_out(path),
+                       Contains((path + ":6: largest_nodes.roce: expected a held_out line").c_str()), InputError);
+  write("format: tagcsim-collective-held-out/2\ncommand: c\nheld_out:\n  one_node_nvlink4: \"x\"\nlargest_nodes:\n"
+        "  one_node_nvlink4: 2\n");
+  CHECK_THROWS_WITH_AS(load_collective_held_out(path), Contains(":6: largest_nodes.one_node_nvlink4: one node"),
+                       InputError);
   std::remove(path.c_str());
   // The shipped file covers the transports the published tables cross, and one node of NVLink3,
   // NVLink4 and NVLink5 (Azure's 4-GPU GB200 VM, predicted, not fitted); no table crosses sockets.
@@ -332,8 +346,20 @@ TEST_CASE("the collective model's held-out errors: one line per connection, a mi
   // CoreWeave's and OCI's racks: 3 sources inside a rack, CoreWeave's across racks over InfiniBand,
   // OCI's GB200 and GB300 over RoCE.
   CHECK(collective_held_out("one_node_nvlink5_nvl72").find("of 3 sources, each source held out of the fit") != std::string::npos);
-  CHECK(collective_held_out("ib_nvl72").find("of 1 source, each source held out of the fit") != std::string::npos);
-  CHECK(collective_held_out("roce_nvl72").find("of 2 sources, each source held out of the fit") != std::string::npos);
+  CHECK(collective_held_out("ib_nvl72").find("of 1 source on 2 to 20 racks, each source held out of the fit") != std::string::npos);
+  CHECK(collective_held_out("roce_nvl72").find("of 2 sources on 2 to 3 racks, each source held out of the fit") != std::string::npos);
+  // The published tables' widest rings: InfiniBand's 8 nodes (S50), 2 for the other fabrics; CoreWeave's
+  // 20 GB200 racks; none inside one node.
+  CHECK(collective_held_out("ib").find("of 6 sources on 2 to 8 nodes, each source") != std::string::npos);
+  CHECK(collective_held_out_largest_nodes("ib") == 8);
+  for (const char* c : {"roce", "efa", "tcpx", "tcpxo", "slingshot"}) {
+    CAPTURE(c);
+    CHECK(collective_held_out_largest_nodes(c) == 2);
+  }
+  CHECK(collective_held_out_largest_nodes("ib_nvl72") == 20);
+  CHECK(collective_held_out_largest_nodes("roce_nvl72") == 3);
+  CHECK(collective_held_out_largest_nodes("one_node_nvlink4") == 0);
+  CHECK(collective_held_out_largest_nodes("socket") == 0);
 }
 
 TEST_CASE("rails: GPUs map to their NICs, and more rails than GPUs or NICs that do not split are errors") {

@@ -6,6 +6,7 @@
 #include "scenarios/report.hpp"
 #include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
+#include "sim/collective.hpp"
 #include "sim/compute.hpp"
 #include "topologies/cluster.hpp"
 
@@ -212,6 +213,40 @@ TEST_CASE("a prediction across TCPX or TCPXO nodes says what the published table
   CHECK(table("{preset: gcp-a3-mega, nodes: 1}").find("GPUDirect-TCPXO") == std::string::npos);  // no NIC in use
   CHECK(table("{preset: dgx-h100-ib400, nodes: 2}").find("published") == std::string::npos);
   CHECK(topologies::transport_caveat("ib").empty());
+}
+
+TEST_CASE("a run across more nodes than the published tables of its fabric span says how much ring latency is past them") {
+  // S12's EFA tables are of 2 p5 nodes. At 16 nodes a Llama 3.1 8B block's all-gather (218,120,192
+  // parameters in bf16: 416 MiB) crosses 127 ring steps where theirs crossed 15, and the latency of
+  // the 112 steps more is NCCL's per-step costs, not measured.
+  const auto s = parse_scenario(
+      "model: llama3.1-8b\ncluster: {preset: aws-p5, nodes: 2}\ntraining: {seq_len: 4096}\n"
+      "sweep:\n  cluster.nodes: [2, 16]\n",
+      "t.yaml");
+  const auto results = run(s);
+  const auto table = format_results(s, results, Format::Table);
+  const auto& at16 = s.points[1].setup;
+  REQUIRE(at16.shard_group.nodes == 16);
+  sim::Group two = at16.shard_group;
+  two.nodes = 2;
+  const double block = 218120192.0 * 2;
+  const auto here = sim::plan_collective(at16.cluster, sim::CollectiveOp::AllGather, block, at16.shard_group);
+  const auto there = sim::plan_collective(at16.cluster, sim::CollectiveOp::AllGather, block, two);
+  CHECK(here.steps == 127);
+  CHECK(there.steps == 15);
+  CHECK(here.latency_seconds > there.latency_seconds);
+  CHECK_MESSAGE(table.find(fmt::format(
+                    "note: (at cluster.nodes=16) the published nccl-tests tables over efa span at most 2 nodes, and "
+                    "this run's all-gathers and reduce-scatters cross 16 over 128 GPUs: ")) != std::string::npos,
+                table);
+  CHECK(table.find(fmt::format("(one all-gather of block.0, 416 MiB: {:.2f} ms predicted, {:.2f} ms of it that latency; "
+                               "docs/calibration.md)",
+                               here.seconds() * 1e3, (here.latency_seconds - there.latency_seconds) * 1e3)) !=
+        std::string::npos);
+  CHECK(table.find("cluster.nodes=2) the published nccl-tests tables") == std::string::npos);
+  // InfiniBand's tables reach 8 nodes (S50): a run of 8 is inside them.
+  const auto ib = parse_scenario("model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 8}\n", "t.yaml");
+  CHECK(format_results(ib, run(ib), Format::Table).find("span at most") == std::string::npos);
 }
 
 TEST_CASE("the heading quotes how the collective model did, held out, on tables connected like the cluster") {

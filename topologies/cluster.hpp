@@ -95,8 +95,16 @@ std::string transport_caveat(const std::string& kind);
 // connected like `connection` (connection_key), as `tagcsim calibrate validate --write-held-out`
 // wrote it into calibrate/profiles/collective-held-out.yaml; "" when it has no line.
 std::string collective_held_out(const std::string& connection);
-// Such a file's lines by connection. InputError at file:line for an unknown connection or format.
-std::map<std::string, std::string> load_collective_held_out(const std::string& path);
+// The most nodes (an NVL72 cluster: racks) one of those tables spans, across nodes; 0 when none. A
+// cluster past it runs rings longer than any published table checks.
+int collective_held_out_largest_nodes(const std::string& connection);
+// Such a file: its lines and largest node counts by connection. InputError at file:line for an
+// unknown connection or format, or a node count below 2.
+struct CollectiveHeldOut {
+  std::map<std::string, std::string> lines;
+  std::map<std::string, int> largest_nodes;
+};
+CollectiveHeldOut load_collective_held_out(const std::string& path);
 
 // The NICs of one node. `bandwidth` is per NIC, per direction.
 //

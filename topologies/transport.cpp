@@ -122,24 +122,34 @@ Transport load_transport(const Input& in) {
   }
 }
 
-std::map<std::string, std::string> load_collective_held_out(const std::string& path) {
+CollectiveHeldOut load_collective_held_out(const std::string& path) {
   const Input doc = Input::load_file(path);
-  if (!doc.is_map()) doc.fail("expected a map with 'format', 'command' and 'held_out'");
-  doc.expect_keys({"format", "command", "held_out"});
-  if (doc["format"].as_string() != "tagcsim-collective-held-out/1")
-    doc["format"].fail("expected tagcsim-collective-held-out/1");
+  if (!doc.is_map()) doc.fail("expected a map with 'format', 'command', 'held_out' and 'largest_nodes'");
+  doc.expect_keys({"format", "command", "held_out", "largest_nodes"});
+  if (doc["format"].as_string() != "tagcsim-collective-held-out/2")
+    doc["format"].fail("expected tagcsim-collective-held-out/2");
   doc["command"].as_string();  // how the file was made: required, so that it can be made again
   static const std::vector<std::string> known = {"ib",   "roce",   "efa",  "slingshot",
                                                  "tcpx", "tcpxo",  "socket",  // across nodes: the transport's kind
                                                  "one_node_nvlink3", "one_node_nvlink4", "one_node_nvlink5",
                                                  "one_node_pcie4",            // one node: its NVLink generation
                                                  "ib_nvl72", "roce_nvl72", "one_node_nvlink5_nvl72"};  // NVL72 racks as nodes
-  std::map<std::string, std::string> out;
+  auto check_known = [&](const Input& map, const std::string& key) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) map[key].fail(unknown_name("connection", key, known));
+  };
+  CollectiveHeldOut out;
   const Input held = doc["held_out"];
   for (const auto& key : held.keys()) {
-    if (std::find(known.begin(), known.end(), key) == known.end())
-      held[key].fail(unknown_name("connection", key, known));
-    out[key] = held[key].as_string();
+    check_known(held, key);
+    out.lines[key] = held[key].as_string();
+  }
+  // Across nodes only: inside one node there is no ring across the network to extrapolate.
+  const Input largest = doc["largest_nodes"];
+  for (const auto& key : largest.keys()) {
+    check_known(largest, key);
+    if (key.rfind("one_node_", 0) == 0) largest[key].fail("one node: its tables span no nodes; expected none here");
+    if (!out.lines.count(key)) largest[key].fail("expected a held_out line for this connection too");
+    out.largest_nodes[key] = largest[key].as_int_between(2, 1 << 20);
   }
   return out;
 }
@@ -156,16 +166,31 @@ std::string connection_text(const Cluster& c) {
   return (c.nodes > 1 ? "over " + c.nics.transport.kind : "on one node, " + c.intra.name) + rack;
 }
 
-std::string collective_held_out(const std::string& connection) {
-  // The first profile folder that has the file answers, read once per process.
-  static const std::map<std::string, std::string> lines = [] {
+namespace {
+
+// The first profile folder that has the file answers, read once per process.
+const CollectiveHeldOut& shipped_held_out() {
+  static const CollectiveHeldOut held = [] {
     for (const auto& dir : profile_dirs())
       if (const std::string path = dir + "/collective-held-out.yaml"; std::filesystem::exists(path))
         return load_collective_held_out(path);
-    return std::map<std::string, std::string>{};
+    return CollectiveHeldOut{};
   }();
+  return held;
+}
+
+}  // namespace
+
+std::string collective_held_out(const std::string& connection) {
+  const auto& lines = shipped_held_out().lines;
   const auto it = lines.find(connection);
   return it == lines.end() ? "" : it->second;
+}
+
+int collective_held_out_largest_nodes(const std::string& connection) {
+  const auto& nodes = shipped_held_out().largest_nodes;
+  const auto it = nodes.find(connection);
+  return it == nodes.end() ? 0 : it->second;
 }
 
 // ---- NCCL pins ----
