@@ -114,3 +114,52 @@ TEST_CASE("random scenarios: the step adds up, throughput and MFU follow from it
   // Most draws must load, or the properties above would hold of nothing.
   CHECK(ran >= n / 2);
 }
+
+TEST_CASE("random scenarios: a faster GPU, HBM, NVLink or network never makes a step slower") {
+  // Each resource doubled alone, every other input as drawn: the step time of every policy may only
+  // fall or stay (a scheduler that let more speed reorder work into a longer step would fail here).
+  // NVLink with NCCL's channel count held (NCCL_MIN/MAX_NCHANNELS): unpinned, NCCL's graph search
+  // gives faster links more channels (sim/collective.cpp), each holding an SM the compute stream
+  // loses, and where the network sets a collective's pace that can cost more than the links gain.
+  const char* seed = std::getenv("TAGCSIM_PROPERTY_SEED");
+  const char* count = std::getenv("TAGCSIM_PROPERTY_COUNT");
+  test::Rng rng{seed ? std::stoull(seed) + 1 : 0x6a09e667f3bcc909ull};
+  const int n = count ? std::stoi(count) : 12;
+  struct Faster {
+    const char* what;
+    void (*apply)(topologies::Cluster&);
+    bool channels_held;
+  };
+  const Faster faster[] = {
+      {"bf16 peak x2", [](topologies::Cluster& c) { c.gpu.peak_flops_bf16 *= 2; }, false},
+      {"HBM bandwidth x2", [](topologies::Cluster& c) { c.gpu.memory_bandwidth *= 2; }, false},
+      {"NICs x2", [](topologies::Cluster& c) { c.nics.bandwidth *= 2; }, false},
+      {"NVLink x2, 16 channels", [](topologies::Cluster& c) { c.intra.bandwidth *= 2; }, true},
+  };
+  int ran = 0;
+  for (int k = 0; k < n; ++k) {
+    const Drawn d = draw(rng, k);
+    scenarios::Scenario s;
+    try {
+      s = scenarios::parse_scenario(d.yaml, "p.yaml");
+    } catch (const InputError&) {
+      continue;
+    }
+    ++ran;
+    scenarios::Scenario held = s;
+    for (auto& p : held.points) p.setup.cluster.nccl.channels = 16;
+    const auto base = scenarios::run(s), base_held = scenarios::run(held);
+    for (const auto& f : faster) {
+      scenarios::Scenario quick = f.channels_held ? held : s;
+      for (auto& p : quick.points) f.apply(p.setup.cluster);
+      const auto sped = scenarios::run(quick);
+      const auto& before = f.channels_held ? base_held : base;
+      REQUIRE(sped.size() == before.size());
+      for (std::size_t i = 0; i < before.size(); ++i) {
+        INFO(d.yaml, std::string(f.what), ", policy ", before[i].step.policy);
+        CHECK(sped[i].step.step_time_s <= before[i].step.step_time_s * (1 + 1e-9));
+      }
+    }
+  }
+  CHECK(ran >= n / 2);
+}
