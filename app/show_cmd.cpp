@@ -59,7 +59,9 @@ std::string median_p90(const std::string& sentence, const std::string& after) {
 std::string collectives_checked(const topologies::Cluster& c) {
   const std::string key = topologies::connection_key(c);
   const std::string mp = median_p90(topologies::collective_held_out(key), ">= 1 MiB");
-  return mp.empty() ? "-" : key + " " + mp;
+  if (mp.empty()) return "-";
+  const int largest = topologies::collective_held_out_largest_nodes(key);
+  return key + " " + mp + (largest > 0 ? fmt::format(" <={}", largest) : "");
 }
 
 // A GPU's compute: its own fit (rows, sources, held-out median/p90), a part's it borrows, or none.
@@ -104,18 +106,19 @@ std::string list(Kind k) {
   } else if (k == Kind::Clusters) {
     out += "cluster presets (tagcsim show clusters NAME: every value and its source; set nodes in a scenario)\n";
     const std::size_t w = name_width(topologies::preset_names(), 15);
-    out += fmt::format("  {:<{}} {:>5} {:>9}  {:<16} {:<14} {:<27} {:<21} {}\n", "name", w, "nodes", "GPUs/node",
+    out += fmt::format("  {:<{}} {:>5} {:>9}  {:<16} {:<14} {:<27} {:<25} {}\n", "name", w, "nodes", "GPUs/node",
                        "GPU", "NVLink per GPU", "NICs per node", "held out (1)", "aliases");
     for (const auto& n : topologies::preset_names()) {
       const auto c = topologies::preset(n);
-      out += fmt::format("  {:<{}} {:>5} {:>9}  {:<16} {:<14} {:<27} {:<21} {}\n", n, w, c.nodes, c.gpus_per_node,
+      out += fmt::format("  {:<{}} {:>5} {:>9}  {:<16} {:<14} {:<27} {:<25} {}\n", n, w, c.nodes, c.gpus_per_node,
                          c.gpu.name, fmt::format("{:g} GB/s", c.intra.bandwidth / 1e9),
                          fmt::format("{} x {} = {}", c.nics.count, gbits(c.nics.bandwidth),
                                      gbits(c.nics.count * c.nics.bandwidth)),
                          collectives_checked(c), aliases_for(k, n));
     }
     out += "  (1) collectives across its nodes, >= 1 MiB: median / p90 |error| on published nccl-tests tables "
-           "connected alike, each source held out of the fit (docs/calibration.md); - : no such table\n";
+           "connected alike, each source held out of the fit (docs/calibration.md); <=N: the most nodes (NVL72: racks) "
+           "one of them spans, past which a ring's latency is extrapolated; - : no such table\n";
   } else {
     out += "GPU presets (tagcsim show gpus NAME: every value and its source)\n";
     const std::size_t w = name_width(topologies::device_names(), 10);
