@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -29,6 +30,7 @@ const T& pick(const T (&options)[N], test::Rng& rng) {
 struct Drawn {
   std::string yaml;
   int tokens_per_gpu = 0;
+  int index = 0;  // which draw
 };
 
 Drawn draw(test::Rng& rng, int k) {
@@ -48,6 +50,7 @@ Drawn draw(test::Rng& rng, int k) {
   const char* precisions[] = {"param_dtype: bf16, reduce_dtype: fp32", "param_dtype: bf16, reduce_dtype: bf16",
                               "param_dtype: fp32, reduce_dtype: bf16, autocast: bf16"};
   Drawn d;
+  d.index = k;
   const int mb = pick(micro, rng), seq = pick(seqs, rng), ga = pick(accum, rng);
   d.tokens_per_gpu = mb * seq * ga;
   const std::string model = pick(models, rng);
@@ -65,14 +68,14 @@ Drawn draw(test::Rng& rng, int k) {
 
 bool finite_nonnegative(double x) { return std::isfinite(x) && x >= 0; }
 
-}  // namespace
-
-TEST_CASE("random scenarios: the step adds up, throughput and MFU follow from it, nothing is negative") {
-  // TAGCSIM_PROPERTY_SEED and TAGCSIM_PROPERTY_COUNT explore further; the defaults are the test.
+// Draws `default_count` scenarios (TAGCSIM_PROPERTY_SEED and TAGCSIM_PROPERTY_COUNT explore further;
+// the defaults are the test), hands each one the loader takes to `check`, and says how many it took.
+template <typename Check>
+int for_each_drawn(std::uint64_t default_seed, int default_count, Check check) {
   const char* seed = std::getenv("TAGCSIM_PROPERTY_SEED");
   const char* count = std::getenv("TAGCSIM_PROPERTY_COUNT");
-  test::Rng rng{seed ? std::stoull(seed) : 0x5eed0f7a9c3b2d11ull};
-  const int n = count ? std::stoi(count) : 40;
+  test::Rng rng{seed ? std::stoull(seed) ^ default_seed : default_seed};
+  const int n = count ? std::stoi(count) : default_count;
   int ran = 0;
   for (int k = 0; k < n; ++k) {
     const Drawn d = draw(rng, k);
@@ -83,6 +86,17 @@ TEST_CASE("random scenarios: the step adds up, throughput and MFU follow from it
       continue;
     }
     ++ran;
+    check(d, s);
+  }
+  // Most draws must load, or the properties would hold of nothing.
+  CHECK(ran >= n / 2);
+  return ran;
+}
+
+}  // namespace
+
+TEST_CASE("random scenarios: the step adds up, throughput and MFU follow from it, nothing is negative") {
+  for_each_drawn(0x5eed0f7a9c3b2d11ull, 40, [](const Drawn& d, const scenarios::Scenario& s) {
     const auto results = scenarios::run(s);
     for (const auto& r : results) {
       const auto& st = r.step;
@@ -105,14 +119,12 @@ TEST_CASE("random scenarios: the step adds up, throughput and MFU follow from it
       CHECK(m.reserved_bytes() >= m.allocated_bytes());
     }
     // Determinism, on every fourth: a fresh load and run prints the same bytes.
-    if (k % 4 == 0) {
+    if (d.index % 4 == 0) {
       const auto again = scenarios::parse_scenario(d.yaml, "p.yaml");
       CHECK(scenarios::format_results(s, results, scenarios::Format::Json) ==
             scenarios::format_results(again, scenarios::run(again), scenarios::Format::Json));
     }
-  }
-  // Most draws must load, or the properties above would hold of nothing.
-  CHECK(ran >= n / 2);
+  });
 }
 
 TEST_CASE("random scenarios: a faster GPU, HBM, NVLink or network never makes a step slower") {
@@ -121,10 +133,6 @@ TEST_CASE("random scenarios: a faster GPU, HBM, NVLink or network never makes a 
   // NVLink with NCCL's channel count held (NCCL_MIN/MAX_NCHANNELS): unpinned, NCCL's graph search
   // gives faster links more channels (sim/collective.cpp), each holding an SM the compute stream
   // loses, and where the network sets a collective's pace that can cost more than the links gain.
-  const char* seed = std::getenv("TAGCSIM_PROPERTY_SEED");
-  const char* count = std::getenv("TAGCSIM_PROPERTY_COUNT");
-  test::Rng rng{seed ? std::stoull(seed) + 1 : 0x6a09e667f3bcc909ull};
-  const int n = count ? std::stoi(count) : 12;
   struct Faster {
     const char* what;
     void (*apply)(topologies::Cluster&);
@@ -136,16 +144,7 @@ TEST_CASE("random scenarios: a faster GPU, HBM, NVLink or network never makes a 
       {"NICs x2", [](topologies::Cluster& c) { c.nics.bandwidth *= 2; }, false},
       {"NVLink x2, 16 channels", [](topologies::Cluster& c) { c.intra.bandwidth *= 2; }, true},
   };
-  int ran = 0;
-  for (int k = 0; k < n; ++k) {
-    const Drawn d = draw(rng, k);
-    scenarios::Scenario s;
-    try {
-      s = scenarios::parse_scenario(d.yaml, "p.yaml");
-    } catch (const InputError&) {
-      continue;
-    }
-    ++ran;
+  for_each_drawn(0x6a09e667f3bcc909ull, 12, [&](const Drawn& d, const scenarios::Scenario& s) {
     scenarios::Scenario held = s;
     for (auto& p : held.points) p.setup.cluster.nccl.channels = 16;
     const auto base = scenarios::run(s), base_held = scenarios::run(held);
@@ -160,6 +159,5 @@ TEST_CASE("random scenarios: a faster GPU, HBM, NVLink or network never makes a 
         CHECK(sped[i].step.step_time_s <= before[i].step.step_time_s * (1 + 1e-9));
       }
     }
-  }
-  CHECK(ran >= n / 2);
+  });
 }
