@@ -40,40 +40,76 @@ constexpr double kNearCapacity = 0.85;  // of the GPU's memory
 // Below this share of the largest all-gather's time, latency grown past the tables is not worth a note.
 constexpr double kExtrapolatedShare = 0.05;
 
-std::string ring_extrapolation(const sim::StepSetup& st) {
-  const auto& c = st.cluster;
-  const auto& g = st.shard_group;
-  const int largest = topologies::collective_held_out_largest_nodes(topologies::connection_key(c));
-  if (largest == 0 || g.nodes <= largest || st.units.empty()) return "";
-  sim::Group at_tables = g;
-  at_tables.nodes = largest;
-  // Every unit's all-gather once (a reduce-scatter crosses the same ring steps), and a block's, the
-  // unit most of them are, as the example.
+// Over every unit once, how much of one collective's time is latency grown past a group of the
+// tables' node count; a block's, the unit most of them are, as the example.
+struct PastTables {
   double total = 0, grown = 0;
   const models::FsdpUnit* example = nullptr;
-  double example_s = 0, example_grown = 0;
+  double example_bytes = 0, example_s = 0, example_grown = 0;
+  sim::Algorithm algorithm = sim::Algorithm::Ring;
+};
+
+template <typename BytesOf>
+PastTables past_tables(const sim::StepSetup& st, sim::CollectiveOp op, const sim::Group& g, int largest,
+                       BytesOf bytes_of_unit) {
+  sim::Group at_tables = g;
+  at_tables.nodes = largest;
+  PastTables out;
   for (const auto& u : st.units) {
-    const double bytes = double(u.params) * sim::bytes_of(st.training.param_dtype);
+    const double bytes = bytes_of_unit(u);
     if (bytes <= 0) continue;
-    const auto here = sim::plan_collective(c, sim::CollectiveOp::AllGather, bytes, g);
-    const auto there = sim::plan_collective(c, sim::CollectiveOp::AllGather, bytes, at_tables);
-    total += here.seconds();
-    grown += here.latency_seconds - there.latency_seconds;
-    if (!example || (u.kind == models::UnitKind::Block && example->kind != models::UnitKind::Block))
-      example = &u, example_s = here.seconds(), example_grown = here.latency_seconds - there.latency_seconds;
+    const auto here = sim::plan_collective(st.cluster, op, bytes, g);
+    const auto there = sim::plan_collective(st.cluster, op, bytes, at_tables);
+    out.total += here.seconds();
+    out.grown += here.latency_seconds - there.latency_seconds;
+    if (!out.example || (u.kind == models::UnitKind::Block && out.example->kind != models::UnitKind::Block))
+      out = {out.total, out.grown, &u, bytes, here.seconds(), here.latency_seconds - there.latency_seconds,
+             here.algorithm};
   }
-  if (!(total > 0) || grown < kExtrapolatedShare * total) return "";
+  return out;
+}
+
+// Notes for the collectives that cross more nodes than any published table of the cluster's
+// connection spans, where the latency grown past them is a visible part of their time.
+std::vector<std::string> ring_extrapolation(const sim::StepSetup& st) {
+  const auto& c = st.cluster;
+  const int largest = topologies::collective_held_out_largest_nodes(topologies::connection_key(c));
+  if (largest == 0 || st.units.empty()) return {};
   const bool racks = c.gpus_per_node > 8;
-  const std::string ring = fmt::format("{}-{} ring", largest, racks ? "rack" : "node");
-  return fmt::format(
-      "the published nccl-tests tables over {} span at most {} {}, and this run's all-gathers and reduce-scatters "
-      "cross {} over {} GPUs: {:.0f}% of their time is ring latency past what {} {} has, NCCL's per-step costs "
-      "extrapolated (one all-gather of {}, {:.0f} MiB: {:.2f} ms predicted, {:.2f} ms of it that latency; "
-      "docs/calibration.md)",
-      c.nics.transport.kind, largest, racks ? "racks" : "nodes", g.nodes, g.ranks(), 100 * grown / total,
-      largest == 8 || largest == 11 || largest == 18 ? "an" : "a", ring, example->name,
-      double(example->params) * sim::bytes_of(st.training.param_dtype) / (1024.0 * 1024.0), example_s * 1e3,
-      example_grown * 1e3);
+  const std::string span = fmt::format("the published nccl-tests tables over {} span at most {} {}",
+                                       c.nics.transport.kind, largest, racks ? "racks" : "nodes");
+  const std::string what = fmt::format("{} {}-{}", largest == 8 || largest == 11 || largest == 18 ? "an" : "a",
+                                       largest, racks ? "rack" : "node");
+  const auto mib = [](double bytes) { return bytes / (1024.0 * 1024.0); };
+  std::vector<std::string> out;
+  if (const auto& g = st.shard_group; g.nodes > largest) {
+    const auto p = past_tables(st, sim::CollectiveOp::AllGather, g, largest, [&](const models::FsdpUnit& u) {
+      return double(u.params) * sim::bytes_of(st.training.param_dtype);
+    });
+    if (p.total > 0 && p.grown >= kExtrapolatedShare * p.total)
+      out.push_back(fmt::format(
+          "{}, and this run's all-gathers and reduce-scatters cross {} over {} GPUs: {:.0f}% of their time is ring "
+          "latency past what {} ring has, NCCL's per-step costs extrapolated (one all-gather of {}, {:.0f} MiB: "
+          "{:.2f} ms predicted, {:.2f} ms of it that latency; docs/calibration.md)",
+          span, g.nodes, g.ranks(), 100 * p.grown / p.total, what, p.example->name, mib(p.example_bytes),
+          p.example_s * 1e3, p.example_grown * 1e3));
+  }
+  // HYBRID_SHARD: each shard's gradient is all-reduced across the replicas, one GPU a node.
+  if (st.replica_group && st.replica_group->nodes > largest) {
+    const auto& g = *st.replica_group;
+    const double shard = st.shard_size();
+    const auto p = past_tables(st, sim::CollectiveOp::AllReduce, g, largest, [&](const models::FsdpUnit& u) {
+      return double(u.params) / shard * sim::bytes_of(st.training.reduce_dtype);
+    });
+    if (p.total > 0 && p.grown >= kExtrapolatedShare * p.total)
+      out.push_back(fmt::format(
+          "{}, and this run's all-reduces across its {} replicas (hybrid_shard) cross {} nodes: {:.0f}% of their "
+          "time is latency past what {} {} has, NCCL's per-step costs extrapolated (one all-reduce of {}'s shard, "
+          "{:.1f} MiB: {:.2f} ms predicted, {:.2f} ms of it that latency; docs/calibration.md)",
+          span, g.ranks(), g.nodes, 100 * p.grown / p.total, what, sim::to_string(p.algorithm), p.example->name,
+          mib(p.example_bytes), p.example_s * 1e3, p.example_grown * 1e3));
+  }
+  return out;
 }
 
 }  // namespace
@@ -198,7 +234,7 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   // step per node it crosses) is NCCL's cost model extrapolated. Where that growth is a visible part of
   // the largest all-gather, the user hears how much.
   for (const auto& p : s.points)
-    if (const auto e = ring_extrapolation(p.setup); !e.empty()) add(e, &p);
+    for (const auto& e : ring_extrapolation(p.setup)) add(e, &p);
   // A fabric setting that cannot act at this size should not look like a result.
   for (const auto& p : s.points)
     if (const auto& c = p.setup.cluster;

@@ -247,6 +247,20 @@ TEST_CASE("a run across more nodes than the published tables of its fabric span 
   // InfiniBand's tables reach 8 nodes (S50): a run of 8 is inside them.
   const auto ib = parse_scenario("model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 8}\n", "t.yaml");
   CHECK(format_results(ib, run(ib), Format::Table).find("span at most") == std::string::npos);
+  // HYBRID_SHARD over 128 nodes: the shard group is a node, its replicas' all-reduces cross every
+  // node (a ring, pinned): a block's shard of gradients, 218,120,192 / 8 parameters in fp32 = 104 MiB.
+  const auto hsdp = parse_scenario(
+      "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 128, nccl: {algo: ring}}\n"
+      "training: {sharding: hybrid_shard}\n",
+      "t.yaml");
+  const auto hsdp_table = format_results(hsdp, run(hsdp), Format::Table);
+  CHECK_MESSAGE(hsdp_table.find("note: the published nccl-tests tables over ib span at most 8 nodes, and this run's "
+                                "all-reduces across its 128 replicas (hybrid_shard) cross 128 nodes: ") !=
+                    std::string::npos,
+                hsdp_table);
+  CHECK(hsdp_table.find("past what an 8-node ring has, NCCL's per-step costs extrapolated (one all-reduce of "
+                        "block.0's shard, 104.0 MiB: ") != std::string::npos);
+  CHECK(hsdp_table.find("all-gathers and reduce-scatters cross") == std::string::npos);  // inside a node
 }
 
 TEST_CASE("the heading quotes how the collective model did, held out, on tables connected like the cluster") {
