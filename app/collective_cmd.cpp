@@ -97,7 +97,7 @@ int run(const CollectiveOptions& o) {
     if (const int largest = topologies::collective_held_out_largest_nodes(topologies::connection_key(c));
         largest > 0 && c.nodes > largest && op != sim::CollectiveOp::AllToAll)
       out += fmt::format("# past the tables: those span at most {} {}, this one {}; the latency its ring's extra "
-                         "steps add is NCCL's per-step costs extrapolated (docs/calibration.md)\n",
+                         "steps add is NCCL's and the transport's per-step costs extrapolated (docs/calibration.md)\n",
                          largest, c.gpus_per_node > 8 ? "racks" : "nodes", c.nodes);
     out += fmt::format("# {:>12} {:>9} {:>6} {:>3} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "size (B)",
                        "algo", "proto", "ch", "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us",

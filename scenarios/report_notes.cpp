@@ -89,7 +89,7 @@ std::vector<std::string> ring_extrapolation(const sim::StepSetup& st) {
     if (p.total > 0 && p.grown >= kExtrapolatedShare * p.total)
       out.push_back(fmt::format(
           "{}, and this run's all-gathers and reduce-scatters cross {} over {} GPUs: {:.0f}% of their time is ring "
-          "latency past what {} ring has, NCCL's per-step costs extrapolated (one all-gather of {}, {:.0f} MiB: "
+          "latency past what {} ring has, NCCL's and the transport's per-step costs extrapolated (one all-gather of {}, {:.0f} MiB: "
           "{:.2f} ms predicted, {:.2f} ms of it that latency; docs/calibration.md)",
           span, g.nodes, g.ranks(), 100 * p.grown / p.total, what, p.example->name, mib(p.example_bytes),
           p.example_s * 1e3, p.example_grown * 1e3));
@@ -104,7 +104,7 @@ std::vector<std::string> ring_extrapolation(const sim::StepSetup& st) {
     if (p.total > 0 && p.grown >= kExtrapolatedShare * p.total)
       out.push_back(fmt::format(
           "{}, and this run's all-reduces across its {} replicas (hybrid_shard) cross {} nodes: {:.0f}% of their "
-          "time is latency past what {} {} has, NCCL's per-step costs extrapolated (one all-reduce of {}'s shard, "
+          "time is latency past what {} {} has, NCCL's and the transport's per-step costs extrapolated (one all-reduce of {}'s shard, "
           "{:.1f} MiB: {:.2f} ms predicted, {:.2f} ms of it that latency; docs/calibration.md)",
           span, g.ranks(), g.nodes, 100 * p.grown / p.total, what, sim::to_string(p.algorithm), p.example->name,
           mib(p.example_bytes), p.example_s * 1e3, p.example_grown * 1e3));

@@ -476,7 +476,7 @@ TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without -
   CHECK(o.output.find("# past the tables") == std::string::npos);  // S12's EFA tables are of 2 nodes too
   CHECK(tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 32").output.find(
             "\n# past the tables: those span at most 2 nodes, this one 4; the latency its ring's extra steps add is "
-            "NCCL's per-step costs extrapolated (docs/calibration.md)\n") != std::string::npos);
+            "NCCL's and the transport's per-step costs extrapolated (docs/calibration.md)\n") != std::string::npos);
   CHECK(tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 8").output.find(
             "# held out, on published tables on one node, nvlink3: 2 nccl-tests tables of 2 sources") != std::string::npos);
   CHECK(tagcsim("collective --cluster eth-25g --bytes 1MiB").output.find("# held out") == std::string::npos);

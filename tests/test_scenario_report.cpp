@@ -258,7 +258,7 @@ TEST_CASE("a run across more nodes than the published tables of its fabric span 
                                 "all-reduces across its 128 replicas (hybrid_shard) cross 128 nodes: ") !=
                     std::string::npos,
                 hsdp_table);
-  CHECK(hsdp_table.find("past what an 8-node ring has, NCCL's per-step costs extrapolated (one all-reduce of "
+  CHECK(hsdp_table.find("past what an 8-node ring has, NCCL's and the transport's per-step costs extrapolated (one all-reduce of "
                         "block.0's shard, 104.0 MiB: ") != std::string::npos);
   CHECK(hsdp_table.find("all-gathers and reduce-scatters cross") == std::string::npos);  // inside a node
 }
