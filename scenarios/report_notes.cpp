@@ -37,8 +37,14 @@ std::string points_text(const Scenario& s, const std::vector<const Point*>& poin
 
 constexpr double kNearCapacity = 0.85;  // of the GPU's memory
 
-// Below this share of the largest all-gather's time, latency grown past the tables is not worth a note.
+// Below this share of the units' collective time, latency grown past the tables is not worth a note.
 constexpr double kExtrapolatedShare = 0.05;
+
+// "an 8-node ring", "a 20-rack ring": the article English gives a number as spoken.
+const char* article(int n) {
+  while (n >= 1000) n /= 1000;
+  return n == 8 || n == 11 || n == 18 || (n >= 80 && n < 90) || (n >= 800 && n < 900) ? "an" : "a";
+}
 
 // Over every unit once, how much of one collective's time is latency grown past a group of the
 // tables' node count; a block's, the unit most of them are, as the example.
@@ -78,8 +84,7 @@ std::vector<std::string> ring_extrapolation(const sim::StepSetup& st) {
   const bool racks = c.gpus_per_node > 8;
   const std::string span = fmt::format("the published nccl-tests tables over {} span at most {} {}",
                                        c.nics.transport.kind, largest, racks ? "racks" : "nodes");
-  const std::string what = fmt::format("{} {}-{}", largest == 8 || largest == 11 || largest == 18 ? "an" : "a",
-                                       largest, racks ? "rack" : "node");
+  const std::string what = fmt::format("{} {}-{}", article(largest), largest, racks ? "rack" : "node");
   const auto mib = [](double bytes) { return bytes / (1024.0 * 1024.0); };
   std::vector<std::string> out;
   if (const auto& g = st.shard_group; g.nodes > largest) {
@@ -89,8 +94,8 @@ std::vector<std::string> ring_extrapolation(const sim::StepSetup& st) {
     if (p.total > 0 && p.grown >= kExtrapolatedShare * p.total)
       out.push_back(fmt::format(
           "{}, and this run's all-gathers and reduce-scatters cross {} over {} GPUs: {:.0f}% of their time is ring "
-          "latency past what {} ring has, NCCL's and the transport's per-step costs extrapolated (one all-gather of {}, {:.0f} MiB: "
-          "{:.2f} ms predicted, {:.2f} ms of it that latency; docs/calibration.md)",
+          "latency past what {} ring has, NCCL's and the transport's per-step costs extrapolated (one all-gather "
+          "of {}, {:.0f} MiB: {:.2f} ms predicted, {:.2f} ms of it that latency; docs/calibration.md)",
           span, g.nodes, g.ranks(), 100 * p.grown / p.total, what, p.example->name, mib(p.example_bytes),
           p.example_s * 1e3, p.example_grown * 1e3));
   }
@@ -104,8 +109,9 @@ std::vector<std::string> ring_extrapolation(const sim::StepSetup& st) {
     if (p.total > 0 && p.grown >= kExtrapolatedShare * p.total)
       out.push_back(fmt::format(
           "{}, and this run's all-reduces across its {} replicas (hybrid_shard) cross {} nodes: {:.0f}% of their "
-          "time is latency past what {} {} has, NCCL's and the transport's per-step costs extrapolated (one all-reduce of {}'s shard, "
-          "{:.1f} MiB: {:.2f} ms predicted, {:.2f} ms of it that latency; docs/calibration.md)",
+          "time is latency past what {} {} has, NCCL's and the transport's per-step costs extrapolated (one "
+          "all-reduce of {}'s shard, {:.1f} MiB: {:.2f} ms predicted, {:.2f} ms of it that latency; "
+          "docs/calibration.md)",
           span, g.ranks(), g.nodes, 100 * p.grown / p.total, what, sim::to_string(p.algorithm), p.example->name,
           mib(p.example_bytes), p.example_s * 1e3, p.example_grown * 1e3));
   }
@@ -230,9 +236,9 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   for (const auto& p : s.points)
     if (const auto& c = p.setup.cluster; c.nodes > 1)
       if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); !caveat.empty()) add(caveat, &p);
-  // Across more nodes than any published table of its connection spans, a ring's latency (one network
-  // step per node it crosses) is NCCL's cost model extrapolated. Where that growth is a visible part of
-  // the largest all-gather, the user hears how much.
+  // Across more nodes than any published table of its connection spans, a ring's latency (a step per
+  // rank, one across the network per node) is NCCL's cost model extrapolated. Where that growth is a
+  // visible part of the units' collective time, the user hears how much.
   for (const auto& p : s.points)
     for (const auto& e : ring_extrapolation(p.setup)) add(e, &p);
   // A fabric setting that cannot act at this size should not look like a result.
