@@ -23,6 +23,16 @@ using namespace tagcsim;
 using namespace tagcsim::scenarios;
 using namespace tagcsim::test;  // parse
 
+namespace {
+
+// The table report of a scenario given as YAML text: what a user reads, notes included.
+std::string report_table(const std::string& yaml) {
+  const auto s = parse_scenario(yaml, "t.yaml");
+  return format_results(s, run(s), Format::Table);
+}
+
+}  // namespace
+
 TEST_CASE("the same scenario gives byte-identical reports") {
   const auto s = parse("policies: [fsdp]\n");
   const auto a = format_results(s, run(s), Format::Json);
@@ -84,22 +94,18 @@ TEST_CASE("a point within 15% of the GPU's memory carries the memory-pressure ca
 
 TEST_CASE("a sequence longer than the model's sliding window says how its attention was timed") {
   // Mistral 7B v0.1 attends within 4096 tokens: at 8192 the window bites, at 4096 it does not.
-  const auto s = parse_scenario(
+  const auto table = report_table(
       "model: mistral-7b-v0.1\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
-      "training: {activation_checkpointing: true}\nsweep:\n  training.seq_len: [4096, 8192]\n",
-      "t.yaml");
-  const auto table = format_results(s, run(s), Format::Table);
+      "training: {activation_checkpointing: true}\nsweep:\n  training.seq_len: [4096, 8192]\n");
   CHECK(table.find("note: (at training.seq_len=8192) attention within the 4096-token sliding window is timed at the "
                    "causal rate of a 4096-token sequence") != std::string::npos);
   CHECK(table.find("training.seq_len=4096) attention") == std::string::npos);
 }
 
 TEST_CASE("async TP carries the size of its known over-prediction, synchronous TP does not") {
-  const auto s = parse_scenario(
+  const auto table = report_table(
       "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 2}\n"
-      "training: {tensor_parallel: 8, compile: true, seq_len: 2048}\nsweep:\n  training.async_tp: [false, true]\n",
-      "t.yaml");
-  const auto table = format_results(s, run(s), Format::Table);
+      "training: {tensor_parallel: 8, compile: true, seq_len: 2048}\nsweep:\n  training.async_tp: [false, true]\n");
   CHECK(table.find("note: (at training.async_tp=true) async TP's gain over synchronous TP is over-predicted: "
                    "1.21-1.24x modelled where torchtitan's two bf16 pairs measured 1.09-1.10x") != std::string::npos);
   CHECK(table.find("async_tp=false) async TP") == std::string::npos);
@@ -107,10 +113,8 @@ TEST_CASE("async TP carries the size of its known over-prediction, synchronous T
 
 TEST_CASE("an eager torchtitan run with reference norms hears of PyTorch's fused RMSNorm, compiled or fused does not") {
   auto table = [](const std::string& training) {
-    const auto s = parse_scenario("model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {framework: "
-                                  "torchtitan, seq_len: 2048" + training + "}\n",
-                                  "t.yaml");
-    return format_results(s, run(s), Format::Table);
+    return report_table("model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {framework: "
+                        "torchtitan, seq_len: 2048" + training + "}\n");
   };
   const std::string note = "note: torchtitan's norms are nn.RMSNorm, which PyTorch 2.9 and newer run as one fused kernel";
   CHECK(table(", compile: false").find(note) != std::string::npos);
@@ -120,10 +124,8 @@ TEST_CASE("an eager torchtitan run with reference norms hears of PyTorch's fused
 
 TEST_CASE("a torchtitan TP run of a q/k-norm model hears of the old NoParallel gathers, until it sets them") {
   auto table = [](const std::string& model, const std::string& training) {
-    const auto s = parse_scenario("model: " + model + "\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: "
-                                  "{framework: torchtitan, compile: true, seq_len: 2048" + training + "}\n",
-                                  "t.yaml");
-    return format_results(s, run(s), Format::Table);
+    return report_table("model: " + model + "\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: "
+                        "{framework: torchtitan, compile: true, seq_len: 2048" + training + "}\n");
   };
   const std::string note = "note: torchtitan's qwen3 TP plan all-gathered q and k after their norms until "
                            "pytorch/torchtitan#1870 (Oct 14, 2025)";
@@ -134,11 +136,9 @@ TEST_CASE("a torchtitan TP run of a q/k-norm model hears of the old NoParallel g
 }
 
 TEST_CASE("an H100 SXM point says which way the H100 sources missed, an H200 point does not") {
-  const auto s = parse_scenario(
+  const auto table = report_table(
       "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {seq_len: 4096}\n"
-      "sweep:\n  cluster.gpu.preset: [h100-sxm, h200-sxm]\n",
-      "t.yaml");
-  const auto table = format_results(s, run(s), Format::Table);
+      "sweep:\n  cluster.gpu.preset: [h100-sxm, h200-sxm]\n");
   CHECK_MESSAGE(table.find("note: (at cluster.gpu.preset=h100-sxm) one fitted scale serves every H100 SXM, and its "
                            "sources disagree: held out, runs on 700 W DGX and HGX H100s of 2024-2026 ran 5-20% faster "
                            "than predicted") != std::string::npos,
@@ -147,11 +147,9 @@ TEST_CASE("an H100 SXM point says which way the H100 sources missed, an H200 poi
 }
 
 TEST_CASE("a B300 point says it is timed as a B200 and what that leaves out, a B200 point does not") {
-  const auto s = parse_scenario(
+  const auto table = report_table(
       "model: llama3.1-8b\ncluster: {preset: dgx-b300, nodes: 1}\ntraining: {seq_len: 4096}\n"
-      "sweep:\n  cluster.gpu.preset: [b300, b200]\n",
-      "t.yaml");
-  const auto table = format_results(s, run(s), Format::Table);
+      "sweep:\n  cluster.gpu.preset: [b300, b200]\n");
   CHECK_MESSAGE(table.find("note: (at cluster.gpu.preset=b300) Blackwell Ultra (B300, GB300) is timed from the B200's "
                            "kernel profile") != std::string::npos,
                 table);
@@ -159,11 +157,9 @@ TEST_CASE("a B300 point says it is timed as a B200 and what that leaves out, a B
 }
 
 TEST_CASE("a mixture of experts carries its published fit and the size of its two misses, a dense model does not") {
-  const auto s = parse_scenario(
+  const auto table = report_table(
       "model: qwen3-30b-a3b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining: {seq_len: 2048}\n"
-      "sweep:\n  model: [qwen3-30b-a3b, qwen3-0.6b]\n",
-      "t.yaml");
-  const auto table = format_results(s, run(s), Format::Table);
+      "sweep:\n  model: [qwen3-30b-a3b, qwen3-0.6b]\n");
   CHECK(table.find("note: (at model=qwen3-30b-a3b) a mixture of experts: of the five published FSDP runs of one "
                    "shipped (torchtitan), DeepSeek-V3 16B with expert parallelism over 8 H100 (S76) lands within 1% of "
                    "its prediction, gpt-oss-20b 15% below it over 8 H100 (S77: +17% compiled, +18% eager) and 10% "
@@ -203,8 +199,7 @@ TEST_CASE("the report says what NCCL's SMs cost the compute stream, and a roofli
 
 TEST_CASE("a prediction across TCPX or TCPXO nodes says what the published tables found the model misses there") {
   auto table = [](const std::string& cluster) {
-    const auto s = parse_scenario("model: gpt2-124m\ncluster: " + cluster + "\n", "t.yaml");
-    return format_results(s, run(s), Format::Table);
+    return report_table("model: gpt2-124m\ncluster: " + cluster + "\n");
   };
   CHECK(table("{preset: gcp-a3-mega, nodes: 2}").find("note: GPUDirect-TCPXO runs Google's NCCL tuner plugin") !=
         std::string::npos);
@@ -245,15 +240,13 @@ TEST_CASE("a run across more nodes than the published tables of its fabric span 
         std::string::npos);
   CHECK(table.find("cluster.nodes=2) the published nccl-tests tables") == std::string::npos);
   // InfiniBand's tables reach 8 nodes (S50): a run of 8 is inside them.
-  const auto ib = parse_scenario("model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 8}\n", "t.yaml");
-  CHECK(format_results(ib, run(ib), Format::Table).find("span at most") == std::string::npos);
+  CHECK(report_table("model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 8}\n").find("span at most") ==
+        std::string::npos);
   // HYBRID_SHARD over 128 nodes: the shard group is a node, its replicas' all-reduces cross every
   // node (a ring, pinned): a block's shard of gradients, 218,120,192 / 8 parameters in fp32 = 104 MiB.
-  const auto hsdp = parse_scenario(
+  const auto hsdp_table = report_table(
       "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 128, nccl: {algo: ring}}\n"
-      "training: {sharding: hybrid_shard}\n",
-      "t.yaml");
-  const auto hsdp_table = format_results(hsdp, run(hsdp), Format::Table);
+      "training: {sharding: hybrid_shard}\n");
   CHECK_MESSAGE(hsdp_table.find("note: the published nccl-tests tables over ib span at most 8 nodes, and this run's "
                                 "all-reduces across its 128 replicas (hybrid_shard) cross 128 nodes: ") !=
                     std::string::npos,
@@ -265,8 +258,7 @@ TEST_CASE("a run across more nodes than the published tables of its fabric span 
 
 TEST_CASE("the heading quotes how the collective model did, held out, on tables connected like the cluster") {
   auto table = [](const std::string& cluster) {
-    const auto s = parse_scenario("model: gpt2-124m\ncluster: " + cluster + "\n", "t.yaml");
-    return format_results(s, run(s), Format::Table);
+    return report_table("model: gpt2-124m\ncluster: " + cluster + "\n");
   };
   const std::string ib = topologies::collective_held_out("ib"), one = topologies::collective_held_out("one_node_nvlink4");
   REQUIRE(!ib.empty());
