@@ -1,0 +1,264 @@
+// tagcsim calibrate validate: the collective model against every published nccl-tests table, as the
+// presets ship (in-sample) and with each source (or table) held out of a fit from the priors; per
+// table and size band, and per connection, which `tagcsim run` quotes (--write-held-out).
+#include "app/calibrate_cli.hpp"
+#include "calibrate/profile.hpp"
+#include "common/input.hpp"
+#include "sim/collective.hpp"
+#include "topologies/cluster.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
+
+namespace tagcsim::app {
+
+using namespace tagcsim::calibrate;
+
+namespace {
+
+struct TableResult {
+  const PublishedGroup* group = nullptr;
+  std::string cluster;
+  std::string unit;                 // what leaving it out leaves out
+  std::string connection;           // how its GPUs are connected (topologies::connection_key)
+  std::vector<PointFit> preset;     // the presets as shipped (fitted on every table: in-sample)
+  std::vector<PointFit> held_out;   // fitted without its unit, from the priors
+};
+
+bool is_all_to_all(const PublishedGroup& g) { return g.collective == sim::to_string(sim::CollectiveOp::AllToAll); }
+
+std::string unit_of(const PublishedGroup& g, const std::string& mode) {
+  if (mode == "source") return g.source_key.empty() ? g.source : g.source_key;
+  std::string n = g.name;  // the NVLS-off column of a run is the same run
+  if (auto at = n.find("-nvls-off"); at != std::string::npos) n.erase(at);
+  return n;
+}
+
+void print_summary_row(const std::string& name, const std::vector<PointFit>& preset, const std::vector<PointFit>& held) {
+  std::string row = fmt::format("{:<46} {:>4}", name, summarize(preset).points);
+  for (const auto* pts : {&preset, &held}) {
+    if (pts->empty()) {
+      row += fmt::format(" {:>27}", "-");
+      continue;
+    }
+    for (const auto& b : {size_bands()[0], size_bands()[1], size_bands()[2]}) {
+      const auto s = summarize(*pts, b);
+      row += s.points ? fmt::format(" {:>4.1f}/{:<4.1f}", s.median_abs * 100, s.p90_abs * 100) : fmt::format(" {:>9}", "-");
+    }
+  }
+  fmt::print("{}\n", row);
+}
+
+// Per connection (a transport kind, or one node's NVLink generation), the held-out points of its
+// tables, summarised as `tagcsim run` quotes them: >= 1 MiB (FSDP's collectives) first, then < 1 MiB;
+// and, across nodes, the most nodes a table spans: past it `tagcsim run` says its rings' latencies
+// are extrapolated.
+struct ConnectionHeldOut {
+  std::string line;
+  int largest_nodes = 0;  // 0 on one node
+};
+
+std::map<std::string, ConnectionHeldOut> held_out_by_connection(const std::vector<TableResult>& results,
+                                                                const std::string& loo) {
+  struct Pool {
+    std::vector<PointFit> points;
+    std::set<std::string> tables, units;
+    int fewest_nodes = 0, most_nodes = 0;
+  };
+  std::map<std::string, Pool> pools;
+  for (const auto& t : results) {
+    if (t.connection.empty() || t.held_out.empty() || is_all_to_all(*t.group)) continue;
+    auto& pool = pools[t.connection];
+    pool.points.insert(pool.points.end(), t.held_out.begin(), t.held_out.end());
+    pool.tables.insert(t.group->name);
+    pool.units.insert(t.unit);
+    const int n = t.group->nodes;
+    pool.fewest_nodes = pool.fewest_nodes == 0 ? n : std::min(pool.fewest_nodes, n);
+    pool.most_nodes = std::max(pool.most_nodes, n);
+  }
+  std::map<std::string, ConnectionHeldOut> out;
+  for (const auto& [connection, pool] : pools) {
+    std::string bands;
+    for (const auto& b : {size_bands()[4], size_bands()[0]}) {
+      const auto s = summarize(pool.points, b);
+      if (s.points == 0) continue;
+      bands += fmt::format("{}{} median {:.1f}%, p90 {:.1f}% off ({} points)", bands.empty() ? "" : "; ", b.name,
+                           s.median_abs * 100, s.p90_abs * 100, s.points);
+    }
+    // An NVL72 rack is one node of its cluster: say racks, as its users count them.
+    const bool across = connection.rfind("one_node_", 0) != 0;
+    const std::string what = connection.find("_nvl") != std::string::npos ? "racks" : "nodes";
+    const std::string span = !across ? ""
+                             : pool.fewest_nodes == pool.most_nodes
+                                 ? fmt::format(" on {} {}", pool.most_nodes, what)
+                                 : fmt::format(" on {} to {} {}", pool.fewest_nodes, pool.most_nodes, what);
+    out[connection] = {
+        fmt::format("{} nccl-tests table{} of {} {}{}{}, each {} held out of the fit: {}", pool.tables.size(),
+                    pool.tables.size() == 1 ? "" : "s", pool.units.size(), loo, pool.units.size() == 1 ? "" : "s",
+                    span, loo, bands),
+        across ? pool.most_nodes : 0};
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_validate(const Options& o) {
+  if (o.loo != "source" && o.loo != "table" && o.loo != "none")
+    throw InputError(fmt::format("--loo: expected source, table or none; got '{}'", o.loo));
+  if (!o.held_out_out.empty()) {
+    // Said before the folds run, not after.
+    if (o.loo == "none") throw InputError("--write-held-out: needs the held-out fits; not with --loo none");
+    const auto dir = std::filesystem::path(o.held_out_out).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir))
+      throw InputError(fmt::format("--write-held-out: cannot write '{}': no folder '{}'", o.held_out_out, dir.string()));
+  }
+  const std::string file = data_path(o);
+  const auto groups = load_published(file);
+  // The shipped tables are named as the repository does, so the output is the same on every machine.
+  fmt::print("# Collective model vs published nccl-tests tables ({})\n",
+             o.data.empty() ? "validation/data/published_measurements.yaml, shipped" : file);
+  fmt::print("# error = model / measured time - 1 (= measured / model busbw - 1).\n"
+             "# 'preset': the cluster presets as shipped, whose fitted values came from every table (in-sample).\n");
+  if (o.loo != "none")
+    fmt::print("# 'held out': fitted on every table of the other {}s, starting from the priors, then this table\n"
+               "# predicted; parameters the other {}s do not determine stay at their priors:\n#   {}\n",
+               o.loo, o.loo, prior_sources());
+
+  std::vector<TableResult> results;
+  std::map<std::string, std::vector<Sample>> by_unit;  // each unit's samples, from the priors
+  std::map<std::string, std::vector<Sample>> train;    // the same, less the tables kept out of every fit
+  for (const auto& g : groups) {
+    TableResult t;
+    t.group = &g;
+    t.cluster = published_base_cluster(g);
+    t.unit = unit_of(g, o.loo == "none" ? "table" : o.loo);
+    if (!t.cluster.empty()) {
+      auto s = samples_of(g, "", false);
+      if (!s.empty()) t.connection = topologies::connection_key(s.front().cluster);
+      t.preset = evaluate(s);
+      auto sp = samples_of(g, "", true);
+      auto& u = by_unit[t.unit];
+      u.insert(u.end(), sp.begin(), sp.end());
+      auto& f = train[t.unit];
+      if (g.not_fitted.empty()) f.insert(f.end(), sp.begin(), sp.end());
+    }
+    results.push_back(std::move(t));
+  }
+  // One fit per unit left out. The folds share nothing, so they run on every hardware thread; each
+  // lands in its own slot and is printed in the units' order, so the output does not depend on --jobs.
+  std::map<std::string, FitResult> folds;
+  if (o.loo != "none") {
+    std::vector<const std::string*> units;
+    for (const auto& [unit, samples] : by_unit) units.push_back(&unit);
+    std::vector<std::optional<FitResult>> fitted(units.size());
+    std::vector<std::exception_ptr> failed(units.size());
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+      for (std::size_t i; (i = next++) < units.size();) try {
+          const std::string& unit = *units[i];
+          std::vector<Sample> others;
+          for (const auto& [other, s] : train)
+            if (other != unit) others.insert(others.end(), s.begin(), s.end());
+          if (others.empty()) continue;
+          FitOptions fo;
+          fo.prior_weight = kPriorWeight;
+          auto r = fit(others, fo);
+          std::vector<Sample> held = by_unit.at(unit);
+          for (auto& s : held) s.cluster = with_fit(s.cluster, r);
+          r.points = evaluate(held);
+          fitted[i] = std::move(r);
+        } catch (...) {
+          failed[i] = std::current_exception();
+        }
+    };
+    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t n = std::min<std::size_t>(units.size(), o.jobs > 0 ? unsigned(o.jobs) : hw);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 1; t < n; ++t) threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads) t.join();
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      if (failed[i]) std::rethrow_exception(failed[i]);
+      if (fitted[i]) folds.emplace(*units[i], std::move(*fitted[i]));
+    }
+  }
+  for (auto& t : results) {
+    const auto& g = *t.group;
+    fmt::print("\n== {}\n", g.name);
+    for (const auto& d : describe(g)) fmt::print("   {}\n", d);
+    if (t.cluster.empty()) {
+      fmt::print("   no cluster preset describes this hardware; skipped\n");
+      continue;
+    }
+    fmt::print("   cluster: {}\n   preset: {}\n{}", t.cluster, band_line(t.preset), residual_table(t.preset, "     "));
+    if (auto f = folds.find(t.unit); f != folds.end()) {
+      for (const auto& p : f->second.points)
+        if (p.table == g.name) t.held_out.push_back(p);
+      fmt::print("   held out ({} {} left out): {}\n{}", o.loo, t.unit, band_line(t.held_out),
+                 residual_table(t.held_out, "     "));
+    }
+  }
+  if (o.loo != "none") {
+    fmt::print("\n# Parameters fitted with each {} left out (from the priors)\n", o.loo);
+    for (const auto& [unit, r] : folds) fmt::print("  without {}:\n{}", unit, param_table(r, "    "));
+  }
+  fmt::print("\n# Summary: median/p90 |error| of the predicted time (%), per table and size band\n");
+  fmt::print("{:<46} {:>4} {:>27} {:>27}\n", "", "", "preset (in-sample)", o.loo == "none" ? "" : "held out");
+  fmt::print("{:<46} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "table", "pts", "<1MiB", "1-64MiB", ">=64MiB", "<1MiB",
+             "1-64MiB", ">=64MiB");
+  // All-to-alls are summed apart: never fitted, and not what FSDP's collectives are quoted from.
+  std::vector<PointFit> all_preset, all_held, a2a_preset, a2a_held;
+  for (const auto& t : results) {
+    if (t.cluster.empty()) continue;
+    print_summary_row(t.group->name, t.preset, t.held_out);
+    auto& preset = is_all_to_all(*t.group) ? a2a_preset : all_preset;
+    auto& held = is_all_to_all(*t.group) ? a2a_held : all_held;
+    preset.insert(preset.end(), t.preset.begin(), t.preset.end());
+    held.insert(held.end(), t.held_out.begin(), t.held_out.end());
+  }
+  print_summary_row("all points", all_preset, all_held);
+  if (!a2a_preset.empty()) print_summary_row("all-to-all points (never fitted)", a2a_preset, a2a_held);
+  fmt::print("\n# All points, per size band: median / p90 / max |error|\n");
+  for (const auto& b : size_bands()) {
+    std::string line = fmt::format("  {:<14}", b.name);
+    for (const auto* pts : {&all_preset, &all_held}) {
+      if (pts->empty()) continue;
+      const auto s = summarize(*pts, b);
+      line += fmt::format("  {} n={:<3} {:>5.1f}% / {:>5.1f}% / {:>6.1f}%", pts == &all_preset ? "preset" : "held out",
+                          s.points, s.median_abs * 100, s.p90_abs * 100, s.max_abs * 100);
+    }
+    fmt::print("{}\n", line);
+  }
+  if (o.loo != "none") {
+    const auto by_connection = held_out_by_connection(results, o.loo);
+    fmt::print("\n# Held out, by how the table's GPUs are connected (what `tagcsim run` quotes)\n");
+    for (const auto& [connection, held] : by_connection) fmt::print("  {:<17} {}\n", connection, held.line);
+    if (!o.held_out_out.empty()) {
+      std::string yaml =
+          "# What the collective model misses on published nccl-tests tables it was not fitted to, by how the\n"
+          "# tables' GPUs are connected (a transport kind, or one_node_ and the NVLink generation). `tagcsim run`\n"
+          "# quotes the line of its cluster. Written by the command below; do not edit by hand.\n"
+          "# largest_nodes: across nodes, the most nodes (NVL72: racks) one of those tables spans.\n"
+          "format: tagcsim-collective-held-out/2\n";
+      yaml += fmt::format("command: \"tagcsim calibrate validate --loo {} --write-held-out FILE\"\nheld_out:\n", o.loo);
+      for (const auto& [connection, held] : by_connection) yaml += fmt::format("  {}: \"{}\"\n", connection, held.line);
+      yaml += "largest_nodes:\n";
+      for (const auto& [connection, held] : by_connection)
+        if (held.largest_nodes > 0) yaml += fmt::format("  {}: {}\n", connection, held.largest_nodes);
+      write_file(o.held_out_out, yaml, "--write-held-out");
+    }
+  }
+  return 0;
+}
+
+
+}  // namespace tagcsim::app
