@@ -64,15 +64,17 @@ std::string collectives_checked(const topologies::Cluster& c) {
   return key + " " + mp + (largest > 0 ? fmt::format(" <={}", largest) : "");
 }
 
-// A GPU's compute: its own fit (rows, sources, held-out median/p90), a part's it borrows, or none.
-std::string compute_checked(const topologies::DeviceProfile& d) {
-  if (d.profile.empty()) return "roofline";
-  const sim::KernelProfile* p = sim::device_kernel_profile(d);
-  if (!p) return "roofline";
-  if (const std::string as = sim::fitted_as(*p); as != p->fit_device()) return "as " + as;
+// A GPU's compute: its own fit (rows, sources, held-out median/p90), a part's it borrows, or none;
+// in full (one preset shown) or as the list's column.
+std::string compute_checked(const topologies::DeviceProfile& d, bool in_full = false) {
+  const sim::KernelProfile* p = d.profile.empty() ? nullptr : sim::device_kernel_profile(d);
+  if (!p) return in_full ? "none: the datasheet roofline (no kernel profile)" : "roofline";
+  if (const std::string as = sim::fitted_as(*p); as != p->fit_device())
+    return in_full ? "none of its own: " + as + "'s fit (its kernel profile's GPU)" : "as " + as;
+  const std::string& held = p->fitted.held_out;
+  if (in_full) return held;
   static const std::regex rows(R"(([0-9]+) rows? of ([0-9]+) sources?)");
   std::smatch m;
-  const std::string& held = p->fitted.held_out;
   const std::string count =
       std::regex_search(held, m, rows)
           ? fmt::format("{} row{}, {} src, ", m[1].str(), m[1].str() == "1" ? "" : "s", m[2].str())
@@ -146,11 +148,17 @@ std::string one(Kind k, const std::string& name) {
     out += scenarios::model_yaml(models::preset(name));
   } else if (k == Kind::Clusters) {
     out += fmt::format("# cluster preset {}{}; in a scenario: cluster: {{preset: {}, nodes: N}}\n", name, aka, name);
-    out += topologies::cluster_yaml(topologies::preset(name));
+    // How far to trust it, as a run on it quotes (at the preset's size: across nodes).
+    const auto c = topologies::preset(name);
+    if (const auto held = topologies::collective_held_out(topologies::connection_key(c)); !held.empty())
+      out += fmt::format("# collectives {}, held out: {} (docs/calibration.md)\n", topologies::connection_text(c), held);
+    out += topologies::cluster_yaml(c);
   } else {
     out += fmt::format("# GPU preset {}{}; in a cluster: gpu: {} (or {{preset: {}, ...}} to change a value)\n", name,
                        aka, name, name);
-    out += topologies::device_yaml(topologies::device(name));
+    const auto d = topologies::device(name);
+    out += fmt::format("# training fit: {} (docs/validation.md)\n", compute_checked(d, true));
+    out += topologies::device_yaml(d);
   }
   return out;
 }

@@ -315,6 +315,13 @@ TEST_CASE("cli: show lists presets and prints one with every value, its unit and
   const auto p4de = tagcsim("show clusters p4de");  // an alias
   CHECK(p4de.code == 0);
   CHECK(p4de.output.find("# cluster preset aws-p4de (also: p4de") != std::string::npos);
+  CHECK(p4de.output.find("\n# collectives over efa, held out: 3 nccl-tests tables of 1 source on 2 nodes, each source "
+                         "held out of the fit: >= 1 MiB median ") != std::string::npos);
+  CHECK(tagcsim("show gpus h100").output.find("\n# training fit: 75 rows of 11 sources, each "
+                                              "source held out of the fit: median ") != std::string::npos);
+  CHECK(tagcsim("show gpus gb200").output.find("\n# training fit: none of its own: "
+                                               "B200-SXM-180GB's fit (its kernel profile's GPU) (docs/validation.md)\n") !=
+        std::string::npos);
   CHECK(p4de.output.find("bandwidth: 100 Gb/s") != std::string::npos);
   CHECK(p4de.output.find("4 x 100 Gb/s = 400 Gb/s per node") != std::string::npos);
   CHECK(p4de.output.find("source: \"AWS p4de.24xlarge") != std::string::npos);
