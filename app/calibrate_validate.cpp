@@ -94,8 +94,8 @@ std::map<std::string, ConnectionHeldOut> held_out_by_connection(const std::vecto
                            s.median_abs * 100, s.p90_abs * 100, s.points);
     }
     // An NVL72 rack is one node of its cluster: say racks, as its users count them.
-    const bool across = connection.rfind("one_node_", 0) != 0;
-    const std::string what = connection.find("_nvl") != std::string::npos ? "racks" : "nodes";
+    const bool across = topologies::connection_across_nodes(connection);
+    const std::string what = topologies::connection_node_word(connection) + "s";
     const std::string span = !across ? ""
                              : pool.fewest_nodes == pool.most_nodes
                                  ? fmt::format(" on {} {}", pool.most_nodes, what)

@@ -88,17 +88,18 @@ int run(const CollectiveOptions& o) {
              "sockets or PCIe (tuning.cc; NCCL_PROTO naming it, `nccl: {proto}` here, turns it on)\n";
     if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); c.nodes > 1 && !caveat.empty())
       out += "# note: " + caveat + "\n";
+    const std::string key = topologies::connection_key(c);
     if (op == sim::CollectiveOp::AllToAll)
       out += "# all-to-all: point-to-point sends and receives, each GPU's network bytes through its own rail; "
              "predicted from the fitted links, never fitted (docs/calibration.md, all-to-all)\n";
     else if (c.gpus() > 1)
-      if (const auto held = topologies::collective_held_out(topologies::connection_key(c)); !held.empty())
+      if (const auto held = topologies::collective_held_out(key); !held.empty())
         out += fmt::format("# held out, on published tables {}: {}\n", topologies::connection_text(c), held);
-    if (const int largest = topologies::collective_held_out_largest_nodes(topologies::connection_key(c));
+    if (const int largest = topologies::collective_held_out_largest_nodes(key);
         largest > 0 && c.nodes > largest && op != sim::CollectiveOp::AllToAll)
-      out += fmt::format("# past the tables: those span at most {} {}, this one {}; the latency its ring's extra "
+      out += fmt::format("# past the tables: those span at most {} {}s, this one {}; the latency its ring's extra "
                          "steps add is NCCL's and the transport's per-step costs extrapolated (docs/calibration.md)\n",
-                         largest, c.gpus_per_node > 8 ? "racks" : "nodes", c.nodes);
+                         largest, topologies::connection_node_word(key), c.nodes);
     out += fmt::format("# {:>12} {:>9} {:>6} {:>3} {:>12} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "size (B)",
                        "algo", "proto", "ch", "time (us)", "algbw GB/s", "busbw GB/s", "network us", "nvlink us",
                        "latency us", "tuner us");

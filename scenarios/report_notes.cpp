@@ -79,12 +79,13 @@ PastTables past_tables(const sim::StepSetup& st, sim::CollectiveOp op, const sim
 // connection spans, where the latency grown past them is a visible part of their time.
 std::vector<std::string> ring_extrapolation(const sim::StepSetup& st) {
   const auto& c = st.cluster;
-  const int largest = topologies::collective_held_out_largest_nodes(topologies::connection_key(c));
+  const std::string connection = topologies::connection_key(c);
+  const int largest = topologies::collective_held_out_largest_nodes(connection);
   if (largest == 0 || st.units.empty()) return {};
-  const bool racks = c.gpus_per_node > 8;
+  const std::string node = topologies::connection_node_word(connection);
   const std::string span = fmt::format("the published nccl-tests tables over {} span at most {} {}",
-                                       c.nics.transport.kind, largest, racks ? "racks" : "nodes");
-  const std::string what = fmt::format("{} {}-{}", article(largest), largest, racks ? "rack" : "node");
+                                       c.nics.transport.kind, largest, node + "s");
+  const std::string what = fmt::format("{} {}-{}", article(largest), largest, node);
   const auto mib = [](double bytes) { return bytes / (1024.0 * 1024.0); };
   std::vector<std::string> out;
   if (const auto& g = st.shard_group; g.nodes > largest) {

@@ -223,6 +223,10 @@ struct Cluster {
 // What the collective model's held-out errors are kept by (collective_held_out): across nodes the
 // transport's kind ("ib"); inside one node "one_node_" and the NVLink generation ("one_node_nvlink4").
 std::string connection_key(const Cluster& c);
+// Of a connection key: whether its tables cross nodes (not one_node_*), and what a node is called in
+// it, "node", or "rack" where the node is an NVL72 rack (as connection_key names it).
+bool connection_across_nodes(const std::string& connection);
+std::string connection_node_word(const std::string& connection);
 // The same in words: "over ib", "on one node, nvlink4".
 std::string connection_text(const Cluster& c);
 

@@ -147,7 +147,7 @@ CollectiveHeldOut load_collective_held_out(const std::string& path) {
   const Input largest = doc["largest_nodes"];
   for (const auto& key : largest.keys()) {
     check_known(largest, key);
-    if (key.rfind("one_node_", 0) == 0) largest[key].fail("one node: its tables span no nodes; expected none here");
+    if (!connection_across_nodes(key)) largest[key].fail("one node: its tables span no nodes; expected none here");
     if (!out.lines.count(key)) largest[key].fail("expected a held_out line for this connection too");
     out.largest_nodes[key] = largest[key].as_int_between(2, 1 << 20);
   }
@@ -159,6 +159,12 @@ CollectiveHeldOut load_collective_held_out(const std::string& path) {
 std::string connection_key(const Cluster& c) {
   const std::string rack = c.gpus_per_node > 8 ? "_nvl" + std::to_string(c.gpus_per_node) : "";
   return (c.nodes > 1 ? c.nics.transport.kind : "one_node_" + c.intra.name) + rack;
+}
+
+bool connection_across_nodes(const std::string& connection) { return connection.rfind("one_node_", 0) != 0; }
+
+std::string connection_node_word(const std::string& connection) {
+  return connection.find("_nvl") != std::string::npos ? "rack" : "node";
 }
 
 std::string connection_text(const Cluster& c) {
