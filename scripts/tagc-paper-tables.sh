@@ -9,8 +9,8 @@
 # Usage: scripts/tagc-paper-tables.sh [--plot] > /tmp/tables.md
 #   --plot   also redraws docs/tagc-paper-bandwidth.png (needs gnuplot)
 #   TAGCSIM  the binary (default: build/tagcsim)
-# Paste the sections into docs/tagc-paper.md when the model changes. The prose there quotes
-# these numbers, so reread it when they move.
+# Paste the sections into docs/tagc-paper.md when the model changes (tests/test_docs_numbers.cpp
+# fails until every row is there). The prose there quotes these numbers, so reread it when they move.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,0 +1,132 @@
+// The numbers the README and the docs quote are what the tool and its generated files say: a
+// newcomer reads them first, and a number gone stale there is the first thing they cannot trust.
+#include "command_testing.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace {
+
+std::string read_file(const std::string& relative) {
+  std::ifstream in(std::string(TAGCSIM_SOURCE_DIR) + "/" + relative);
+  REQUIRE_MESSAGE(in.good(), relative);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Prose wraps wherever the editor put the line break; compare it as one line.
+std::string one_line(std::string text) {
+  for (auto& c : text)
+    if (c == '\n') c = ' ';
+  return text;
+}
+
+// Each line of an example block must be a line of the output: "  ..." stands for lines left out,
+// and a line ending in "; ..." for one cut short there.
+void check_example(const std::string& block, const std::string& output, const std::string& where) {
+  std::istringstream lines(block);
+  for (std::string line; std::getline(lines, line);) {
+    if (line == "  ...") continue;
+    const auto cut = line.rfind("; ...");
+    const bool shortened = cut != std::string::npos && cut + 5 == line.size();
+    std::string wanted(1, '\n');  // a whole line of the output, or the start of one
+    wanted += shortened ? line.substr(0, cut + 1) : line + '\n';
+    CHECK_MESSAGE(("\n" + output).find(wanted) != std::string::npos, where << ": not in the output: " << line);
+  }
+}
+
+// The code block of `doc` that starts with `first_line`.
+std::string example_block(const std::string& doc, const std::string& first_line) {
+  const auto start = doc.find("```\n" + first_line);
+  REQUIRE_MESSAGE(start != std::string::npos, first_line);
+  return doc.substr(start + 4, doc.find("```", start + 4) - start - 4);
+}
+
+}  // namespace
+
+TEST_CASE("the README's quick-start table is what tagcsim run scenarios/quickstart.yaml prints") {
+  const std::string table = example_block(read_file("README.md"), "policy ");
+  const auto run = run_command(std::string(TAGCSIM_BINARY) + " run " + TAGCSIM_SOURCE_DIR + "/scenarios/quickstart.yaml");
+  REQUIRE(run.code == 0);
+  check_example(table, run.output, "README.md");
+  CHECK(std::count(table.begin(), table.end(), '\n') == 4);  // the heading and the three policies
+}
+
+TEST_CASE("the README's collective table quotes the held-out lines that runs print") {
+  const std::string readme = read_file("README.md");
+  const std::string held_out = read_file("calibrate/profiles/collective-held-out.yaml");
+  // README row -> the held-out file's key(s), in the order the row gives their median / p90.
+  const std::map<std::string, std::vector<std::string>> rows = {
+      {"| one H100/H200 node, NVLink 4 |", {"one_node_nvlink4"}},
+      {"| InfiniBand |", {"ib"}},
+      {"| RoCE |", {"roce"}},
+      {"| AWS EFA |", {"efa"}},
+      {"| GCP TCPXO / TCPX |", {"tcpxo", "tcpx"}},
+      {"| inside a GB200 or GB300 NVL72 rack |", {"one_node_nvlink5_nvl72"}},
+      {"| HPE Slingshot-11, no fitted table (priors only) |", {"slingshot"}},
+  };
+  const std::regex readme_pair(R"(([0-9.]+)% / ([0-9.]+)%)");
+  for (const auto& [label, keys] : rows) {
+    const auto at = readme.find("\n" + label);
+    REQUIRE_MESSAGE(at != std::string::npos, label);
+    const std::string row = readme.substr(at + 1, readme.find('\n', at + 1) - at - 1);
+    auto pair = std::sregex_iterator(row.begin(), row.end(), readme_pair);
+    for (const auto& key : keys) {
+      REQUIRE_MESSAGE(pair != std::sregex_iterator(), row);
+      const auto line_at = held_out.find("\n  " + key + ": ");
+      REQUIRE_MESSAGE(line_at != std::string::npos, key);
+      const std::string line = held_out.substr(line_at, held_out.find('\n', line_at + 1) - line_at);
+      const std::string quoted = ">= 1 MiB median " + (*pair)[1].str() + "%, p90 " + (*pair)[2].str() + "%";
+      CHECK_MESSAGE(line.find(quoted) != std::string::npos, key << ": README says " << quoted << "; the file: " << line);
+      ++pair;
+    }
+  }
+}
+
+TEST_CASE("the README's FSDP numbers are docs/validation.md's generated held-out summary") {
+  const std::string readme = one_line(read_file("README.md"));
+  const std::string validation = read_file("docs/validation.md");
+  // | leave one source out (held out) | rows | median | mean | p90 | max (row) | past 15% | mean signed |
+  const std::regex summary(R"(\| leave one source out \(held out\) \| (\d+) \| ([0-9.]+)% \| ([0-9.]+)% \| ([0-9.]+)% \| [^|]+\| (\d+) \|)");
+  std::smatch m;
+  REQUIRE(std::regex_search(validation, m, summary));
+  const std::string rows = m[1], median = m[2], mean = m[3], p90 = m[4], past = m[5];
+  CHECK(readme.find("| " + rows + " runs of ") != std::string::npos);
+  CHECK(readme.find(median + "% / " + p90 + "% |") != std::string::npos);
+  CHECK(readme.find("predicts " + rows + " published runs") != std::string::npos);
+  CHECK(readme.find("median error " + median + "%, mean " + mean + "%, p90 " + p90 + "%, " + past + " rows past 15%") !=
+        std::string::npos);
+}
+
+TEST_CASE("docs/tagc-paper.md's tables are what scripts/tagc-paper-tables.sh generates from the scenarios") {
+  const std::string doc = read_file("docs/tagc-paper.md");
+  const auto run = run_command(std::string("TAGCSIM=") + TAGCSIM_BINARY + " bash " + TAGCSIM_SOURCE_DIR +
+                               "/scripts/tagc-paper-tables.sh");
+  REQUIRE(run.code == 0);
+  std::istringstream lines(run.output);
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| ", 0) != 0) continue;  // headings, blank lines, separators
+    ++rows;
+    CHECK_MESSAGE(doc.find("\n" + line + "\n") != std::string::npos,
+                  "not in docs/tagc-paper.md (rerun the script and paste its tables): " << line);
+  }
+  CHECK(rows > 60);  // seven tables
+}
+
+TEST_CASE("docs/output.md's quickstart header and kernel list are what tagcsim prints") {
+  const std::string doc = read_file("docs/output.md");
+  const std::string scenario = std::string(TAGCSIM_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+  const auto run = run_command(std::string(TAGCSIM_BINARY) + " run " + scenario);
+  const auto kernels = run_command(std::string(TAGCSIM_BINARY) + " run " + scenario + " --kernels");
+  REQUIRE(run.code == 0);
+  REQUIRE(kernels.code == 0);
+  check_example(example_block(doc, "quickstart: llama2-7b"), run.output, "docs/output.md, the header");
+  check_example(example_block(doc, "block.0 (32 units"), kernels.output, "docs/output.md, --kernels");
+}
