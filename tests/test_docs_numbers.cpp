@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -47,6 +48,20 @@ std::string example_block(const std::string& doc, const std::string& first_line)
   REQUIRE_MESSAGE(start != std::string::npos, first_line);
   return doc.substr(start + 4, doc.find("```", start + 4) - start - 4);
 }
+
+// The cells of a markdown table row ("| a | b |" -> {"a", "b"}); empty where `line` is no row.
+std::vector<std::string> cells(const std::string& line) {
+  std::vector<std::string> out;
+  if (line.size() < 2 || line.front() != '|' || line.back() != '|') return out;
+  std::istringstream in(line.substr(1, line.size() - 2));
+  for (std::string cell; std::getline(in, cell, '|');) {
+    const auto first = cell.find_first_not_of(' '), last = cell.find_last_not_of(' ');
+    out.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+  }
+  return out;
+}
+
+double percent(const std::string& cell) { return std::stod(cell.substr(0, cell.find('%'))); }
 
 }  // namespace
 
@@ -129,4 +144,35 @@ TEST_CASE("docs/output.md's quickstart header and kernel list are what tagcsim p
   REQUIRE(kernels.code == 0);
   check_example(example_block(doc, "quickstart: llama2-7b"), run.output, "docs/output.md, the header");
   check_example(example_block(doc, "block.0 (32 units"), kernels.output, "docs/output.md, --kernels");
+}
+
+TEST_CASE("docs/validation.md's rows are what tagcsim validate predicts with the shipped fit") {
+  // The page is written by `tagcsim validate --fit --loso --doc`, whose fit is the shipped one
+  // before rounding to four figures: each prediction agrees to 0.1%, each MFU to 0.002.
+  std::map<std::string, std::vector<std::string>> page;  // id -> the row of the first table
+  std::istringstream doc(read_file("docs/validation.md"));
+  for (std::string line; std::getline(doc, line);)
+    if (auto c = cells(line); c.size() == 14 && c[0].rfind("fsdp-", 0) == 0) page.emplace(c[0], c);
+  const auto run = run_command(std::string(TAGCSIM_BINARY) + " validate");
+  REQUIRE(run.code == 0);
+  std::istringstream rows(run.output);
+  std::size_t seen = 0;
+  for (std::string line; std::getline(rows, line);) {
+    // | id | src | model | GPUs | seq | measured | predicted | error | MFU published | ours | Megatron | peak mem |
+    const auto c = cells(line);
+    if (c.size() != 12 || c[0].rfind("fsdp-", 0) != 0) continue;
+    ++seen;
+    const auto it = page.find(c[0]);
+    REQUIRE_MESSAGE(it != page.end(), "not in docs/validation.md: " << c[0]);
+    const auto& d = it->second;  // the same, with the held-out prediction and error after the error
+    INFO(c[0]);
+    for (std::size_t i = 1; i <= 5; ++i) CHECK(d[i] == c[i]);  // source, model, GPUs, sequence, measured
+    CHECK(std::stod(d[6]) == doctest::Approx(std::stod(c[6])).epsilon(0.001));
+    CHECK(std::abs(percent(d[7]) - percent(c[7])) <= 0.15);
+    CHECK(d[10] == c[8]);   // the published MFU
+    for (std::size_t i : {9, 10})  // ours and Megatron's
+      CHECK(std::abs(std::stod(d[i + 2]) - std::stod(c[i])) <= 0.002);
+    CHECK(d[13] == c[11]);  // the memory
+  }
+  CHECK(seen == page.size());
 }
