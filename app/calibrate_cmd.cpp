@@ -216,7 +216,7 @@ void add_fit_flags(CLI::App* cmd, Options& o) {
 
 void add_calibrate_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<Options>();
-  auto* cal = app.add_subcommand("calibrate", "Fit the collective model to nccl-tests timings; validate it");
+  auto* cal = app.add_subcommand("calibrate", "Fit the collective model to nccl-tests timings; validate it; check a run against its log");
   cal->require_subcommand(1);
 
   auto* nt = cal->add_subcommand("nccl-tests", "Fit to nccl-tests logs (all_reduce_perf, all_gather_perf, ...)");
@@ -249,6 +249,7 @@ void add_calibrate_command(CLI::App& app, int& exit_code) {
   val->callback([o, &exit_code] { exit_code = run_validate(*o); });
 
   add_calibrate_box_commands(cal, exit_code);  // box, check (app/calibrate_box_cmd.cpp)
+  add_calibrate_log_command(cal, exit_code);   // log (app/calibrate_log.cpp)
 }
 
 }  // namespace tagcsim::app

@@ -15,5 +15,6 @@ void add_calibrate_command(CLI::App& app, int& exit_code);   // tagcsim calibrat
 void add_show_command(CLI::App& app, int& exit_code);        // tagcsim show [models|clusters|gpus] [NAME]
 void add_validate_command(CLI::App& app, int& exit_code);    // tagcsim validate
 void add_calibrate_box_commands(CLI::App* calibrate, int& exit_code);  // calibrate box | check
+void add_calibrate_log_command(CLI::App* calibrate, int& exit_code);   // calibrate log SCENARIO LOG
 
 }  // namespace tagcsim::app
