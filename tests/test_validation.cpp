@@ -53,8 +53,8 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // Qwen3-30B-A3B on B200 1; torchtitan#1690's Qwen3-32B on H100 8; torchtitan#1789's DeepSeek-V3 16B
   // on H100 1; torchtitan#2687's gpt-oss-20b on H100 2; torchtitan#2389's gpt-oss-20b on B200 2; NeMo
   // AutoModel's Llama 3.1 70B on 64 H100 1; lightning-thunder#940's and #1528's Llama 2 7B and Llama 3 8B on
-  // 8 H100 4.
-  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 1 + 4);
+  // 8 H100 4; fms-fsdp's first README table (Feb 2024) 5.
+  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 1 + 4 + 5);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -69,11 +69,24 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // context-parallel rows (torchtitan's three, NeMo AutoModel's one), nor our two host-bound small-model rows, nor KempnerForge's eight that cross
   // nodes whose NIC count is not published, nor torchao's two power-limited B200 rows; Lambda's three,
   // torchtitan#1196's two, pith-train#79's one, torchtitan#1690's eight, torchtitan#1789's one and
-  // torchtitan#2687's two, torchtitan#2389's two and lightning-thunder's four are.
-  CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 4);
+  // torchtitan#2687's two, torchtitan#2389's two, lightning-thunder's four and fms-fsdp's Feb 2024 five are.
+  CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 4 + 5);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
                                          "S62", "S63", "S66", "S67", "S68", "S70", "S72", "S73", "S74", "S75", "S76",
-                                         "S77", "S78", "S79", "S80"});
+                                         "S77", "S78", "S79", "S80", "S84"});
+  // fms-fsdp's first table (S84): the 70B as the repository configured it on Feb 20 2024, multi-head
+  // (80 x (4 x 8192^2 + 3 x 8192 x 28672 + 2 x 8192) + 2 x 32000 x 8192 + 8192 parameters), and on Feb 21
+  // with 8 KV heads, Llama 2 70B's 68,976,648,192; both on AWS p4de (4 x 100 Gb/s EFA a node).
+  CHECK(row("fsdp-fms2402-llama2-70b-mha-a100-128gpu-bs6").params == 78371889152.0);
+  CHECK(row("fsdp-fms2402-llama2-70b-a100-128gpu-bs6").params == 68976648192.0);
+  CHECK(row("fsdp-fms2402-llama2-70b-mha-a100-128gpu-bs6").measured_tps == 338);
+  {
+    const auto s = setup_of("fsdp-fms2402-llama2-34b-a100-128gpu-bs8");
+    CHECK(s.model.kv_heads == 8);
+    CHECK(s.training.micro_batch == 8);
+    CHECK(s.cluster.nics.count == 4);
+    CHECK(s.cluster.gpus() == 128);
+  }
   // lightning-thunder#940 (S80): LitGPT's Llama-2-7b-hf, FSDP2 zero2, 1 x 4096 on 8 H100; max allocated 47.45 GB
   // and 40.21 GB printed, in GiB here.
   CHECK(row("fsdp-thunder940-llama2-7b-h100-8gpu-fsdp2-eager").measured_tps == Approx(9325.13));
