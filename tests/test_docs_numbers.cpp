@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -148,7 +149,7 @@ TEST_CASE("docs/output.md's quickstart header and kernel list are what tagcsim p
 
 TEST_CASE("docs/validation.md's rows are what tagcsim validate predicts with the shipped fit") {
   // The page is written by `tagcsim validate --fit --loso --doc`, whose fit is the shipped one
-  // before rounding to four figures: each prediction agrees to 0.1%, each MFU to 0.002.
+  // before rounding to four figures: each prediction agrees to 0.1% (or its last digit), each MFU to 0.002.
   std::map<std::string, std::vector<std::string>> page;  // id -> the row of the first table
   std::istringstream doc(read_file("docs/validation.md"));
   for (std::string line; std::getline(doc, line);)
@@ -167,7 +168,8 @@ TEST_CASE("docs/validation.md's rows are what tagcsim validate predicts with the
     const auto& d = it->second;  // the same, with the held-out prediction and error after the error
     INFO(c[0]);
     for (std::size_t i = 1; i <= 5; ++i) CHECK(d[i] == c[i]);  // source, model, GPUs, sequence, measured
-    CHECK(std::stod(d[6]) == doctest::Approx(std::stod(c[6])).epsilon(0.001));
+    // 0.1%, or one in the last printed digit (a prediction of 902.5 prints 902 or 903).
+    CHECK(std::abs(std::stod(d[6]) - std::stod(c[6])) <= std::max(0.001 * std::stod(c[6]), 1.0));
     CHECK(std::abs(percent(d[7]) - percent(c[7])) <= 0.15);
     CHECK(d[10] == c[8]);   // the published MFU
     for (std::size_t i : {9, 10})  // ours and Megatron's

@@ -53,8 +53,9 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // Qwen3-30B-A3B on B200 1; torchtitan#1690's Qwen3-32B on H100 8; torchtitan#1789's DeepSeek-V3 16B
   // on H100 1; torchtitan#2687's gpt-oss-20b on H100 2; torchtitan#2389's gpt-oss-20b on B200 2; NeMo
   // AutoModel's Llama 3.1 70B on 64 H100 1; lightning-thunder#940's and #1528's Llama 2 7B and Llama 3 8B on
-  // 8 H100 4; fms-fsdp's first README table (Feb 2024) 5.
-  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 1 + 4 + 5);
+  // 8 H100 4; fms-fsdp's first README table (Feb 2024) 5; LLM Foundry's May 2023 A100 80GB table 84 (its
+  // two 70b rows are S39's).
+  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 1 + 4 + 5 + 84);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -70,10 +71,22 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // nodes whose NIC count is not published, nor torchao's two power-limited B200 rows; Lambda's three,
   // torchtitan#1196's two, pith-train#79's one, torchtitan#1690's eight, torchtitan#1789's one and
   // torchtitan#2687's two, torchtitan#2389's two, lightning-thunder's four and fms-fsdp's Feb 2024 five are.
-  CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 4 + 5);
+  CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 4 + 5 + 84);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
                                          "S62", "S63", "S66", "S67", "S68", "S70", "S72", "S73", "S74", "S75", "S76",
-                                         "S77", "S78", "S79", "S80", "S84"});
+                                         "S77", "S78", "S79", "S80", "S84", "S85"});
+  // LLM Foundry's May 2023 A100 80GB table (S85): the torch 1.13 image of the A100 40GB table (no checkpoint
+  // early stop), Tri Dao's Triton attention, RoCE between nodes; MPT-30B at 8k tokens ran 622 tokens/s/GPU there
+  // where the Oct 2023 table's run of the same configuration ran 574.
+  CHECK(row("fsdp-lf2305-mpt30b-a100-80gb-8gpu-seq8192-mb1-acT").measured_tps == 622);
+  CHECK(row("fsdp-mpt30b-a100-80gb-8gpu-seq8192-mb1-acT").measured_tps == 574);
+  {
+    const auto s = setup_of("fsdp-lf2305-mpt7b-a100-80gb-8gpu-seq2048-mb32-acT");
+    CHECK_FALSE(s.training.impl.checkpoint_early_stop);
+    CHECK(s.training.impl.attention == models::AttentionKernel::FlashTriton);
+    CHECK(s.training.micro_batch == 32);
+    CHECK(s.training.grad_accumulation == 2);
+  }
   // fms-fsdp's first table (S84): the 70B as the repository configured it on Feb 20 2024, multi-head
   // (80 x (4 x 8192^2 + 3 x 8192 x 28672 + 2 x 8192) + 2 x 32000 x 8192 + 8192 parameters), and on Feb 21
   // with 8 KV heads, Llama 2 70B's 68,976,648,192; both on AWS p4de (4 x 100 Gb/s EFA a node).
