@@ -160,3 +160,32 @@ TEST_CASE("calibrate log refuses a sweep, a log and a number at once, and an --e
   CHECK(no_id.code == 2);
   CHECK(no_id.output.find("--entry: give the row's id as well (--id)") != std::string::npos);
 }
+
+TEST_CASE("every torchtitan log line the shipped data quotes reads back as its entry's tokens/s/GPU and memory") {
+  // Published lines as their authors pasted them (rank prefixes, grad_norm, tflops, 2025's and early
+  // 2025's layouts): the parser must read what the entries were typed from.
+  namespace fs = std::filesystem;
+  const std::regex quoted(R"((step:\s*\d+.*?tps:\s*[0-9][0-9,]*))");
+  int lines = 0;
+  for (const auto& f : fs::directory_iterator(std::string(TAGCSIM_SOURCE_DIR) + "/validation/data")) {
+    const auto name = f.path().filename().string();
+    if (name.rfind("published_fsdp_", 0) != 0) continue;
+    const Input entries = Input::load_file(f.path().string())["entries"];
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const Input e = entries.at(i);
+      const auto notes = e.find("notes");
+      if (!notes) continue;
+      const std::string text = notes->as_string();
+      std::smatch m;
+      if (!std::regex_search(text, m, quoted)) continue;
+      CAPTURE(e["id"].as_string());
+      const auto log = calibrate::parse_training_log(m[1].str(), name);
+      REQUIRE(log.steps.size() == 1);
+      CHECK(log.steps[0].tokens_per_s_per_gpu == e["measured"]["tokens_per_s_per_gpu"].as_double());
+      if (const auto mem = e["measured"].find("peak_memory_GiB"))
+        CHECK(log.steps[0].memory_gib == Approx(mem->as_double()));
+      ++lines;
+    }
+  }
+  CHECK(lines == 12);  // AWS's two, torchtitan#1196's two, torchtitan#1690's eight
+}
