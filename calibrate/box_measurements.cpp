@@ -235,11 +235,7 @@ BoxMeasurements parse_measurements(const std::string& text, const std::string& f
 }
 
 BoxMeasurements load_measurements(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open the box measurements file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_measurements(ss.str(), path);
+  return parse_measurements(read_text_file(path, "cannot open the box measurements file"), path);
 }
 
 }  // namespace tagcsim::calibrate

@@ -81,11 +81,7 @@ MeasuredRun parse_measured_run(const std::string& text, const std::string& file,
 }
 
 MeasuredRun load_measured_run(const std::string& path, const sim::Schedule& s) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open the measured step", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_measured_run(ss.str(), path, s);
+  return parse_measured_run(read_text_file(path, "cannot open the measured step"), path, s);
 }
 
 CheckComparison compare(const sim::StepResult& predicted, const MeasuredRun& measured) {

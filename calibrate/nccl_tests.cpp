@@ -273,11 +273,7 @@ std::vector<Point> parse_nccl_tests(std::string_view text, const std::string& fi
 }
 
 std::vector<Point> load_nccl_tests_file(const std::string& path, const ParseOptions& opts) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_nccl_tests(ss.str(), path, opts);
+  return parse_nccl_tests(read_text_file(path), path, opts);
 }
 
 }  // namespace tagcsim::calibrate

@@ -84,11 +84,7 @@ TrainingLog parse_training_log(const std::string& text, const std::string& path)
 }
 
 TrainingLog load_training_log(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot read the training log", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_training_log(ss.str(), path);
+  return parse_training_log(read_text_file(path, "cannot read the training log"), path);
 }
 
 LogSummary summarize(const TrainingLog& log, long warmup) {

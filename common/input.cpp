@@ -127,13 +127,15 @@ Input::Input(YAML::Node node, std::shared_ptr<const std::string> file, std::stri
              int parent_line)
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), parent_line_(parent_line) {}
 
-Input Input::load_file(const std::string& path) {
+std::string read_text_file(const std::string& path, const std::string& unreadable) {
   std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open file", path));
+  if (!in) throw InputError(fmt::format("{}: {}", path, unreadable));
   std::stringstream ss;
   ss << in.rdbuf();
-  return load_string(ss.str(), path);
+  return ss.str();
 }
+
+Input Input::load_file(const std::string& path) { return load_string(read_text_file(path), path); }
 
 Input Input::load_string(const std::string& text, const std::string& source_name) {
   auto file = std::make_shared<const std::string>(source_name);

@@ -39,6 +39,9 @@ class InputError : public std::runtime_error {
   int line_ = 0;
 };
 
+// A whole file as text; InputError "PATH: <unreadable>" when it cannot be opened.
+std::string read_text_file(const std::string& path, const std::string& unreadable = "cannot open file");
+
 // Exit code for bad input, shared by every command.
 inline constexpr int kExitBadInput = 2;
 

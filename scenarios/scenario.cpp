@@ -385,11 +385,7 @@ Scenario parse_scenario(const std::string& text, const std::string& source_name)
 }
 
 Scenario load_scenario(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open scenario file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_scenario(ss.str(), path);
+  return parse_scenario(read_text_file(path, "cannot open scenario file"), path);
 }
 
 std::vector<Result> run(const Scenario& s) {

@@ -25,11 +25,7 @@ namespace tagcsim::scenarios {
 namespace {
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot read", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_text_file(path, "cannot read");
 }
 
 std::string lower(std::string s) {
