@@ -45,6 +45,16 @@ const scenarios::Result& fsdp_result(const scenarios::Scenario& s, const std::ve
 
 std::string signed_percent(double x) { return fmt::format("{:+.1f}%", 100 * x); }
 
+// A YAML double-quoted scalar: a log's path or a model's name may hold quotes or backslashes.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + '"';
+}
+
 // The scenario as a validation row runs it: resolved (presets and cluster files expanded, so that
 // it runs from any folder and says every value the prediction used), under plain FSDP alone
 // (scenarios/validation.cpp wants one policy).
@@ -69,8 +79,11 @@ void write_entry(const LogOptions& o, const scenarios::Scenario& s, const calibr
   const fs::path scenario = fs::path(o.entry) / "scenarios" / "validation" / (o.id + ".yaml");
   for (const auto& p : {data, scenario})
     if (fs::exists(p)) throw InputError(fmt::format("--entry: {} exists already: choose another --id", p.string()));
-  fs::create_directories(data.parent_path());
-  fs::create_directories(scenario.parent_path());
+  for (const auto& dir : {data.parent_path(), scenario.parent_path()}) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw InputError(fmt::format("--entry: cannot create {}: {}", dir.string(), ec.message()));
+  }
   const auto& setup = s.points.front().setup;
   std::string measured_yaml = fmt::format("tokens_per_s_per_gpu: {:.6g}", measured);
   if (summary && summary->memory_gib > 0) measured_yaml += fmt::format(", peak_memory_GiB: {:.6g}", summary->memory_gib);
@@ -80,12 +93,13 @@ void write_entry(const LogOptions& o, const scenarios::Scenario& s, const calibr
       "entries:\n"
       "- id: {}\n"
       "  kind: fsdp\n"
-      "  source: {{ref: {}, url: \"{}\"}}\n"
-      "  hardware: {{gpu: \"{}\", num_gpus: {}, gpus_per_node: {}}}\n"
-      "  setup: {{framework: {}, model: \"{}\", seq_len: {}}}\n"
+      "  source: {{ref: {}, url: {}}}\n"
+      "  hardware: {{gpu: {}, num_gpus: {}, gpus_per_node: {}}}\n"
+      "  setup: {{framework: {}, model: {}, seq_len: {}}}\n"
       "  measured: {{{}}}\n",
-      o.entry, o.id, o.source, where, setup.cluster.gpu.name, setup.cluster.gpus(), setup.cluster.gpus_per_node,
-      sim::to_string(setup.training.framework), setup.model.name, setup.seq_len(), measured_yaml);
+      o.entry, o.id, quoted(o.source), quoted(where), quoted(setup.cluster.gpu.name), setup.cluster.gpus(),
+      setup.cluster.gpus_per_node, sim::to_string(setup.training.framework), quoted(setup.model.name), setup.seq_len(),
+      measured_yaml);
   if (summary)
     text += fmt::format("  # the median of {} records of steps {} to {} ({} dropped as warm-up)\n", summary->kept,
                         summary->first_step, summary->last_step, summary->dropped);

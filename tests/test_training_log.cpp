@@ -156,6 +156,9 @@ TEST_CASE("calibrate log refuses a sweep, a log and a number at once, and an --e
   const auto both = run_tagcsim("calibrate log " + dir + "quickstart.yaml " + log + " --measured 100");
   CHECK(both.code == 2);
   CHECK(both.output.find("expected a training log, or the measured tokens/s per GPU with --measured") != std::string::npos);
+  const auto unwritable = run_tagcsim("calibrate log " + dir + "quickstart.yaml " + log + " --entry /proc/tagcsim --id x");
+  CHECK(unwritable.code == 2);
+  CHECK(unwritable.output.find("--entry: cannot create /proc/tagcsim/validation/data: ") != std::string::npos);
   const auto no_id = run_tagcsim("calibrate log " + dir + "quickstart.yaml " + log + " --entry /tmp/x");
   CHECK(no_id.code == 2);
   CHECK(no_id.output.find("--entry: give the row's id as well (--id)") != std::string::npos);
