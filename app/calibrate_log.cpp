@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>

@@ -24,10 +24,6 @@
 namespace tagcsim::scenarios {
 namespace {
 
-std::string read_file(const std::string& path) {
-  return read_text_file(path, "cannot read");
-}
-
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   return s;
@@ -279,7 +275,7 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
       r.scenario_file = "scenarios/validation/" + r.id + ".yaml";  // as the repository names it
       const auto path = dir / (r.id + ".yaml");
       if (!fs::exists(path)) e["id"].fail(fmt::format("no scenario for this entry (expected {})", r.scenario_file));
-      r.scenario = read_file(path.string());
+      r.scenario = read_text_file(path.string(), "cannot read");
       if (!ids.insert(r.id).second) e["id"].fail("a second entry with this id");
       rows.push_back(std::move(r));
     }
