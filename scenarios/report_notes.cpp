@@ -167,8 +167,8 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   for (const auto& p : s.points)
     if (p.setup.model.experts > 0)
       add("a mixture of experts: of the five published FSDP runs of one shipped (torchtitan), DeepSeek-V3 16B with "
-          "expert parallelism over 8 H100 (S76) lands within 2% of its prediction, gpt-oss-20b 15% below it over 8 "
-          "H100 (S77: +17% compiled, +19% eager) and 10% below over 8 B200 (S78: +11% with and without checkpointing); Qwen3-30B-A3B over 8 B200 "
+          "expert parallelism over 8 H100 (S76) lands within 4% of its prediction, gpt-oss-20b 17% below it over 8 "
+          "H100 (S77: +20% compiled, +22% eager) and 11% below over 8 B200 (S78: +12% with and without checkpointing); Qwen3-30B-A3B over 8 B200 "
           "misses "
           "both ways where the dense runs on B200 fit: fully checkpointed (S72) 27% below it (+36% to +37%), with "
           "per-op checkpointing (S74) 14% above it (-12%), and two more B200 runs found since (not entered) ran 21-46% "
@@ -181,9 +181,9 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
   for (const auto& p : s.points)
     if (p.setup.cluster.gpu.name == "H100-SXM5-80GB")
       add("one fitted scale serves every H100 SXM, and its sources disagree: held out, runs on 700 W DGX and HGX "
-          "H100s of 2024-2026 ran 5-20% faster than predicted (AWS p5 -9%, OLMo-core -5%, NeMo AutoModel -9%, "
-          "Lightning's benchmark -20%), Meta's 500 W H100s 3-10% slower (torchtitan's benchmarks); on a 700 W H100 "
-          "read the step time as pessimistic by up to that much (docs/validation.md, stop 48)",
+          "H100s of 2024-2026 ran 4-27% faster than predicted (AWS p5 -8% and -9%, OLMo-core -4%, NeMo AutoModel "
+          "-5%, Lightning's benchmark -24%), Meta's 500 W H100s 2-10% slower (torchtitan's benchmarks); on a 700 W "
+          "H100 read the step time as pessimistic by up to that much (docs/validation.md, stops 48 and 52)",
           &p);
   // No B300 or GB300 kernel, FSDP step or collective has been fitted: the B200's profile and scale
   // time them. The user hears what that leaves out, and which way it leans.

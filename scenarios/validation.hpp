@@ -35,6 +35,10 @@ struct ValidationRow {
   // error would otherwise move a device's scale to absorb a mechanism it tests (a mixture of experts).
   bool fitted = true;
   std::string not_fitted_note;
+  // What the source's timer spans (the entry's `measured.timed`): the whole step, or the step but for
+  // the optimizer's GPU work (a loop that stops its host timer once optimizer.step() is queued and
+  // waits for the GPU after it: `without_optimizer`). The prediction is timed the same way.
+  bool optimizer_untimed = false;
   std::string scenario_file;  // where the scenario comes from (a file, or the data entry)
   std::string scenario;       // its YAML text
   std::string family;         // the device family of its GPU's kernel profile

@@ -367,7 +367,7 @@ PROFILES = {
              "Azure points: CUDA 12.5, driver 550.90.07, PyTorch 2.4.1 (K15)."),
         A100_PEAK, A100_GEMM, A100_ATTN,
         memory_model(gbps("membw-a100-80-gpubenches-stream-scale-occ100"), "membw-a100-80-gpubenches-stream-scale-occ100"),
-        GROUPED_MM_SM80, also=["A100-PCIe-80GB"]),
+        GROUPED_MM_SM80, also=["A100-PCIe-80GB", "A100-SXM-64GB"]),
     "device-h100-sxm": profile(
         "device-h100-sxm", "H100-SXM5-80GB", "hopper",
         meta("NVIDIA H100 80GB HBM3 (SXM5, 700 W)", 132, "1980 MHz SM boost, 2619 MHz HBM3 (datasheet)", ASSEMBLED,

@@ -130,9 +130,10 @@ TEST_CASE("random scenarios: the step adds up, throughput and MFU follow from it
 TEST_CASE("random scenarios: a faster GPU, HBM, NVLink or network never makes a step slower") {
   // Each resource doubled alone, every other input as drawn: the step time of every policy may only
   // fall or stay (a scheduler that let more speed reorder work into a longer step would fail here).
-  // NVLink with NCCL's channel count held (NCCL_MIN/MAX_NCHANNELS): unpinned, NCCL's graph search
-  // gives faster links more channels (sim/collective.cpp), each holding an SM the compute stream
-  // loses, and where the network sets a collective's pace that can cost more than the links gain.
+  // NVLink and the NICs with NCCL's channel count held (NCCL_MIN/MAX_NCHANNELS): unpinned, NCCL's
+  // graph search gives faster links more channels (sim/collective.cpp: a node's rings follow its
+  // NVLinks, the rings across nodes its NICs' speed), each holding an SM the compute stream loses,
+  // and where something else sets a collective's pace that can cost more than the links gain.
   struct Faster {
     const char* what;
     void (*apply)(topologies::Cluster&);
@@ -141,7 +142,7 @@ TEST_CASE("random scenarios: a faster GPU, HBM, NVLink or network never makes a 
   const Faster faster[] = {
       {"bf16 peak x2", [](topologies::Cluster& c) { c.gpu.peak_flops_bf16 *= 2; }, false},
       {"HBM bandwidth x2", [](topologies::Cluster& c) { c.gpu.memory_bandwidth *= 2; }, false},
-      {"NICs x2", [](topologies::Cluster& c) { c.nics.bandwidth *= 2; }, false},
+      {"NICs x2, 16 channels", [](topologies::Cluster& c) { c.nics.bandwidth *= 2; }, true},
       {"NVLink x2, 16 channels", [](topologies::Cluster& c) { c.intra.bandwidth *= 2; }, true},
   };
   for_each_drawn(0x6a09e667f3bcc909ull, 12, [&](const Drawn& d, const scenarios::Scenario& s) {

@@ -104,3 +104,42 @@ TEST_CASE("validate --root: a run that gives only its max allocated memory is he
                 report);
   std::filesystem::remove_all(root);
 }
+
+TEST_CASE("validate --root: a run timed without the optimizer is predicted without it, and a misspelt span is refused") {
+  // One node of four A100s: a 6.08B model's fp32 shard and AdamW's moments (foreach) are a quarter
+  // each, so the optimizer is a tenth of the step; timed as the loop timed it, the step loses it.
+  const std::string scenario =
+      "name: fsdp-ours-gpt-4gpu\nmodel: {layers: 32, hidden: 4096, heads: 32, kv_heads: 8, ffn: 11008, gated_mlp: true, "
+      "vocab: 50304, tied_embeddings: false, seq_len: 2048, learned_positions: 0, norm: layernorm, bias: false}\n"
+      "cluster: {preset: leonardo-booster, nodes: 1}\n"
+      "training: {fsdp: 2, micro_batch: 1, seq_len: 2048, reduce_dtype: bf16}\npolicies: [fsdp]\n";
+  auto entries = [](const std::string& timed) {
+    return "entries:\n"
+           "- id: fsdp-ours-gpt-4gpu\n"
+           "  kind: fsdp\n"
+           "  source: {ref: OURS, url: our logs}\n"
+           "  hardware: {gpu: NVIDIA A100 SXM 64GB, num_gpus: 4, gpus_per_node: 4}\n"
+           "  setup: {framework: pytorch, model: GPT 6B, seq_len: 2048}\n"
+           "  measured: {tokens_per_s_per_gpu: 3700, timed: " +
+           timed + "}\n";
+  };
+  auto root = own_tree("tagcsim-own-timed", entries("without_optimizer"), "fsdp-ours-gpt-4gpu", scenario);
+  const auto rows = scenarios::validation_rows(root.string());
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].optimizer_untimed);
+  const auto st = sim::simulate_fsdp(scenarios::parse_scenario(scenario, "direct.yaml").points.at(0).setup);
+  const double optimizer = st.breakdown.optimizer_s;
+  CHECK(optimizer > 0.05 * st.step_time_s);
+  const auto p = scenarios::predict(rows[0]);
+  CHECK(p.step_s == Approx(st.step_time_s - optimizer).epsilon(1e-12));
+  CHECK(p.tps == Approx(2048 / (st.step_time_s - optimizer)).epsilon(1e-9));  // one sequence a GPU a step
+  CHECK(p.tps > st.tokens_per_s_per_gpu);
+  std::filesystem::remove_all(root);
+
+  root = own_tree("tagcsim-own-timed", entries("whole"), "fsdp-ours-gpt-4gpu", scenario);
+  CHECK_THROWS_WITH_AS(scenarios::validation_rows(root.string()),
+                       Contains("measured_fsdp_ours.yaml:7: entries[0].measured.timed: 'whole': expected step (the whole step, the "
+                                "default) or without_optimizer"),
+                       InputError);
+  std::filesystem::remove_all(root);
+}

@@ -76,6 +76,22 @@ const DeviceTable& device_table() {
                     "fms-fsdp / torchtitan throughput (the best bf16 matmul reaches 0.869 = 271.2 / 312, {}; "
                     "gemm-a100-sxm-mamf-bf16). memory_efficiency 0.834 = 1.70 / 2.039 TB/s ({}).",
                     kCapacity, kMamf, kStream)}},
+      {"a100-64gb",
+       {"A100-SXM-64GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 68099571712.0, 1.631 * TB, 0.675, 0.834,
+        "device-a100-80gb",
+        fmt::format("CINECA Leonardo Booster's custom A100 (leonardo-supercomputer.cineca.eu/hpc-system: 'four NVIDIA "
+                    "A100 SXM4 64GB GPUs' a node, 'NVIDIA custom Ampere A100 GPU 64 GB'; the LEONARDO User Guide: '64GB "
+                    "HBM2e'): the A100's GA100 and rates, bf16 312 TFLOP/s dense, TF32 156, FP32 19.5 (A100 datasheet). "
+                    "68,099,571,712 bytes (63.42 GiB): {} (a PyTorch out-of-memory message published from a Leonardo "
+                    "Booster job, 'total: 68099571712'). Memory bandwidth 1,631 GB/s, assumed: no published figure; 64 "
+                    "GB is four 16 GB HBM2e stacks where the 80GB part has five on a 5,120-bit bus at 2,039 GB/s, so a "
+                    "4,096-bit bus at the same pin rate (4/5 x 2,039). Kernels are timed from the A100 80GB profile "
+                    "(device-a100-80gb, the same HBM2e), its memory-bound kernels at 1,631 / 2,039 of its rate, at the "
+                    "A100-SXM4-80GB's fitted scale (the A100 rows on this part, S89, are predicted with it). CINECA's "
+                    "FP64 peak, 18.75 TFLOP/s a GPU against the datasheet's 19.5, hints at lower sustained clocks, "
+                    "which are not modelled. For the roofline only: gemm_efficiency and memory_efficiency as A100 "
+                    "SXM4's.",
+                    kCapacity)}},
       {"a100-pcie-40gb",
        {"A100-PCIe-40GB", 312 * TFLOPS, 19.5 * TFLOPS, 156 * TFLOPS, 39.5 * GiB, 1.555 * TB, 0.675, 0.834, "device-a100-40gb",
         fmt::format("NVIDIA A100 datasheet (PCIe 40GB): the SXM4 part's GA100 (108 SMs) and rates, bf16 312 TFLOP/s "
@@ -259,7 +275,7 @@ const Aliases& device_aliases() {
                                   {"h100", "h100-sxm"},  {"h100-sxm5", "h100-sxm"}, {"h200", "h200-sxm"},
                                   {"b200-sxm", "b200"}, {"gh200-96gb", "gh200"},
                                   {"b300-sxm", "b300"}, {"b300-sxm6", "b300"},
-                                  {"v100", "v100-32gb"}, {"a100-pcie", "a100-pcie-80gb"},
+                                  {"v100", "v100-32gb"}, {"a100-pcie", "a100-pcie-80gb"}, {"a100-sxm-64gb", "a100-64gb"},
                                   {"h100-pcie-80gb", "h100-pcie"}, {"h100-nvl-94gb", "h100-nvl"}};
   return aliases;
 }

@@ -90,6 +90,23 @@ std::vector<Cluster> hpc_presets() {
         HostCpu::Amd));
   }
   {
+    // CINECA Leonardo Booster: quads of the custom 64 GB A100 on four HDR100 InfiniBand ports.
+    auto n = nics(4, 100, 1.5 * us, "ib");
+    out.push_back(make(
+        "leonardo-booster", 2, 4, "a100-64gb", nvlink3_mesh4(), n, single_switch(0.3 * us),
+        fmt::format("CINECA Leonardo Booster node (leonardo-supercomputer.cineca.eu/hpc-system; the LEONARDO User "
+                    "Guide, 'Booster'): 3,456 nodes of 1x Intel Xeon Platinum 8358 (32 cores), 4x NVIDIA custom A100 "
+                    "SXM4 64 GB ('64GB HBM2e NVLink 3.0 (200GB/s)': the a100-64gb preset) and '2 x dual port HDR100 per "
+                    "node' ('400 Gbps aggregated'): four InfiniBand ports of 100 Gb/s, read as one per GPU. {} {} Host "
+                    "CPU Intel. Fabric: Dragonfly+ of cells, each a non-blocking two-level fat tree, 18 links between "
+                    "any two cells, adaptive routing (the User Guide, 'Network'); the links between cells are not "
+                    "modelled: one non-blocking switch, 0.3 us assumed. Not validated: no Leonardo nccl-tests table is "
+                    "shipped; Modalities' FSDP2 sweep of Sept 2025 on 4-128 of these GPUs (S89) checks it from outside "
+                    "every fit. {} {}",
+                    kNvlink3MeshSrc, transport_src(n), kLatencySrc, kCollSrc),
+        HostCpu::Intel));
+  }
+  {
     // JSC JUPITER Booster: GH200 quads, as Alps's, on four NDR200 InfiniBand rails.
     auto n = nics(4, 200, 1.5 * us, "ib");
     out.push_back(make(
