@@ -131,7 +131,7 @@ TEST_CASE("random scenarios: a faster GPU, HBM, NVLink or network never makes a 
   // Each resource doubled alone, every other input as drawn: the step time of every policy may only
   // fall or stay (a scheduler that let more speed reorder work into a longer step would fail here).
   // NVLink and the NICs with NCCL's channel count held (NCCL_MIN/MAX_NCHANNELS): unpinned, NCCL's
-  // graph search gives faster links more channels (sim/collective.cpp: a node's rings follow its
+  // graph search gives faster links more channels (sim/nccl_channels.cpp: a node's rings follow its
   // NVLinks, the rings across nodes its NICs' speed), each holding an SM the compute stream loses,
   // and where something else sets a collective's pace that can cost more than the links gain.
   struct Faster {
