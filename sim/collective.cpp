@@ -326,7 +326,6 @@ Algorithm algorithm_of(int a) {
 }
 Protocol protocol_of(int p) { return p == kLL ? Protocol::LL : p == kLL128 ? Protocol::LL128 : Protocol::Simple; }
 
-
 }  // namespace
 
 CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, double bytes, const Group& g,
