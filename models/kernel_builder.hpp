@@ -165,6 +165,36 @@ class Builder {
   KernelPiece head() {  // final norm, output projection, loss
     KernelPiece p;
     norm(p, "ln_f");
+    const int n = std::max(1, impl_.loss_chunks);
+    if (n == 1) {
+      head_slice(p);
+      return p;
+    }
+    // ChunkedCELoss (impl.loss_chunks): the projection and the loss of one slice of the sequence at
+    // a time, so each GEMM has 1/n of the tokens.
+    KernelPiece slice;
+    const double T = T_, Tsp = Tsp_;
+    T_ /= n, Tsp_ /= n;
+    head_slice(slice);
+    T_ = T, Tsp_ = Tsp;
+    const double h = m_.hidden, V = double(m_.vocab);
+    // torch.chunk along the sequence of [b, s, h] is a strided view unless b is 1; .contiguous() copies it.
+    if (b_ > 1) mem(p.fwd, "loss slices contiguous", 2 * e_ * T_ * h);
+    for (int i = 0; i < n; ++i) {
+      p.fwd.insert(p.fwd.end(), slice.fwd.begin(), slice.fwd.end());
+      p.bwd.insert(p.bwd.end(), slice.bwd.begin(), slice.bwd.end());
+      // The gathered weight's gradient, in the parameters' dtype, summed over the slices by autograd;
+      // the slice's hidden-state gradient written into the fp32 accumulator.
+      if (i > 0) mem(p.bwd, "lm_head grad accumulate", 3 * r_ * V * h);
+      mem(p.bwd, "hidden grad accumulate", (e_ + 4) * T_ / n * h);
+    }
+    mem(p.bwd, "hidden grad to bf16", (4 + e_) * T_ * h);
+    return p;
+  }
+
+ private:
+  // The output projection and the loss over T_ tokens.
+  void head_slice(KernelPiece& p) {
     linear(p, "lm_head", m_.hidden, m_.vocab, Bias::None, false, Sublayer::None);
     // The loss's logits: this rank's vocabulary slice under loss parallelism, all of them when the
     // head gathers them first (tp_plan: per_linear).
@@ -218,10 +248,8 @@ class Builder {
       mem(p.bwd, "metric log_softmax", 2 * e_ * TV);
       mem(p.bwd, "metric nll", 16 * T_);
     }
-    return p;
   }
 
- private:
   double f() const { return double(m_.ffn); }
   double h() const { return double(m_.hidden); }
   double q_width() const { return double(detail::q_dim(m_)); }  // q (and the attention output, but under MLA)

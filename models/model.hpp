@@ -177,6 +177,13 @@ struct Implementation {
   // the whole block back to eager). Dense blocks are compiled whole either way.
   enum class MoeCompile { Block, Submodules, Eager } compile_moe = MoeCompile::Block;
   bool fused_cross_entropy = false;  // one-kernel cross-entropy (flash-attn's xentropy) instead of eager fp32
+  // The output projection and the loss run in this many slices of the sequence, each slice's
+  // forward and backward before the next, so that only one slice's logits live at a time:
+  // torchtitan's ChunkedCELoss (8 slices, every model's default since 786e26f, Apr 2026,
+  // torchtitan#2937). The head's weight stays gathered through the loop and its gradient
+  // accumulates over the slices before one reduce-scatter; the hidden states' gradient
+  // accumulates in fp32.
+  int loss_chunks = 1;
   // Eager RMSNorms as PyTorch >= 2.9 runs nn.RMSNorm / F.rms_norm on CUDA: one kernel forward
   // (_fused_rms_norm, pytorch#153666) and one backward (_fused_rms_norm_backward), where false is the
   // op-by-op Python reference (x.float().pow(2).mean(...), rsqrt, muls: Hugging Face's LlamaRMSNorm,

@@ -450,6 +450,15 @@ inline UnitPiece head(const Ctx& c) {
     p.act += c.impl.compiled_loss ? 0 : c.e * TV;
     p.kf += 3, p.kb += 3;
   }
+  if (const int n = c.impl.loss_chunks; n > 1) {
+    // ChunkedCELoss: one slice's logits and their gradients live at a time, beside the fp32
+    // accumulator of the hidden states' gradient (4h a token) that waits for the blocks' backward.
+    const double loss_act = p.act - c.norm_saved();
+    p.act = c.norm_saved() + loss_act / n + 4 * h * c.tokens;
+    p.transient /= n;
+    p.kf = 1 + n * (p.kf - 1);
+    p.kb = 2 + n * (p.kb - 1 + 2);  // each slice's kernels and its two accumulations; the cast back
+  }
   autocast_casts(c, p);  // the head's weight (the embedding's, when tied) cast as every Linear's is
   return p;
 }

@@ -195,6 +195,8 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
   k.put("float8", yaml_flag(t.impl.float8_linears), t.impl.float8_linears ? "torchao Float8Linear (tensorwise) on the blocks' Linears" : "");
   if (t.impl.float8_linears)
     k.put("float8_all_gather", yaml_flag(t.impl.float8_all_gather), "the blocks' Linear weights all-gathered in float8");
+  if (t.impl.loss_chunks > 1)
+    k.put("loss_chunks", yaml_number(t.impl.loss_chunks), "the head and loss in slices of the sequence (ChunkedCELoss)");
   if (t.impl.logit_metrics > 0)
     k.put("logit_metrics", yaml_number(t.impl.logit_metrics), "training metrics computed from the logits per micro-batch");
   k.put("tf32", yaml_flag(t.tf32));

@@ -30,6 +30,7 @@ constexpr Change kQkNormSharded{"2025-10-14", "torchtitan#1870"};   // Qwen3's q
 constexpr Change kGqaShared{"2026-01-27", "torchtitan#2259"};       // K and V no longer repeated (enable_gqa)
 constexpr Change kAllSdpaSaved{"2025-12-01", "torchtitan#2095"};    // every SDPA backend in the per-op save list
 constexpr Change kFlexDocuments{"2026-06-09", "torchtitan#3571"};   // FlexAttention over document masks, SDPA gone
+constexpr Change kChunkedLoss{"2026-04-27", "torchtitan#2937"};    // ChunkedCELoss, 8 slices, every model's config
 // How torch.compile covers a mixture of experts' blocks: child by child around FSDP's hooks on the
 // experts from #1895 (before it a checkpointed MoE block fell back to eager whole), each block whole
 // from #2741 (FSDP applied per block since #2281).
@@ -95,6 +96,10 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
   if (m.norm == models::Norm::RMSNorm && unset("rms_norm") && since(date, kPytorch29)) {
     t.impl.fused_rms_norm = true;
     set.push_back(fmt::format("rms_norm fused (PyTorch nightly after {})", cite(kPytorch29)));
+  }
+  if (unset("loss_chunks") && since(date, kChunkedLoss)) {
+    t.impl.loss_chunks = 8;
+    set.push_back(fmt::format("loss_chunks 8 (ChunkedCELoss from {})", cite(kChunkedLoss)));
   }
   if (t.activation_checkpointing && unset("checkpoint_early_stop")) {
     t.impl.checkpoint_early_stop = !since(date, kNoEarlyStop);

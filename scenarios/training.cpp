@@ -20,7 +20,7 @@ const std::vector<std::string> kTrainingKeys = {
     "selective_op_recomputes_attention", "selective_op_recomputes_all_to_all", "router_fp32",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
-    "attention",         "unpadded_attention", "document_length", "repeat_kv", "compile", "compile_loss", "compile_moe", "cross_entropy", "rms_norm", "logit_metrics", "float8",
+    "attention",         "unpadded_attention", "document_length", "repeat_kv", "compile", "compile_loss", "compile_moe", "cross_entropy", "loss_chunks", "rms_norm", "logit_metrics", "float8",
     "float8_all_gather", "tensor_parallel", "tp_plan", "tp_qk_norm", "async_tp", "context_parallel", "expert_parallel",
     "expert_imbalance",  "pipeline_parallel",
     "pipeline_schedule", "pipeline_microbatches", "stages_per_rank"};
@@ -349,6 +349,7 @@ sim::Training load_training(const Input& in) {
   // Metrics the training loop computes from the logits after each micro-batch (LLM Foundry's
   // ComposerModel: language cross-entropy and perplexity, evaluated by Composer every micro-batch).
   if (auto v = in.find("logit_metrics")) t.impl.logit_metrics = v->as_int_between(0, 16);
+  if (auto v = in.find("loss_chunks")) t.impl.loss_chunks = v->as_int_between(1, 1024);
   if (auto v = in.find("tf32")) t.tf32 = v->as_bool();
   if (auto v = in.find("limit_all_gathers")) {
     if (v->is_scalar() && v->raw().Scalar().find_first_not_of("0123456789") == std::string::npos)

@@ -77,6 +77,8 @@ int architecture_rank(const std::string& family) {
 // families' scales. Its basis stays empty: not fitted.
 FittedParameters family_fitted_locked(Registry& r, const std::string& family) {
   if (auto own = own_fit(r, family)) return *own;
+  // own_fit reads the file only when no override names the family; a removed one does.
+  if (!r.fitted) r.fitted = read_fit_file(r.what_if);
   std::set<std::string> families;
   for (const auto& [name, p] : *r.fitted) families.insert(name);
   for (const auto& [name, p] : r.overrides) families.insert(name);
@@ -122,6 +124,7 @@ FittedParameters fitted_locked(Registry& r, const std::string& gpu, const std::s
 // by their datasheet peaks, which the scaled copy already applies. The one measurement of two such
 // parts in one harness agrees: mamf-finder's best bf16 matmul, GB200 1,822 against B200 1,745
 // TFLOP/s (1.044x; K24), where B200's fit gives GB200 1.111x and Hopper's, borrowed before, 1.48x.
+// GB200 has rows of its own since stop 53 (S88, S90): its own fit, 1.046x the B200's rate.
 FittedParameters profile_fitted_locked(Registry& r, const KernelProfile& p) {
   if (auto own = own_fit(r, device_fit_key(p.fit_device()))) return *own;
   if (p.fit_device() != p.gpu)

@@ -165,3 +165,15 @@ TEST_CASE("the loss keeps what its implementation saves") {
   CHECK(compiled.activation_bytes == doctest::Approx(T * (norm + 2 * V)));
   CHECK(compiled.backward_transient_bytes == doctest::Approx(T * 2 * V));
 }
+
+TEST_CASE("loss_chunks: one slice's logits live at a time, beside the hidden states' fp32 gradient") {
+  // GPT-2 124M's head, 1024 tokens, vocabulary 50257, eager fp32 loss, torchtitan's 8 slices: the saved
+  // log-softmax and the backward's two fp32 gradients of 128 tokens, plus 4 bytes a hidden element of
+  // the whole sequence (GradAccumulator).
+  const double T = 1024, V = 50257, h = 768, norm = 2 * 768 * 2;
+  TrainingShape shape;
+  shape.impl.loss_chunks = 8;
+  const auto chunked = fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape)[0];
+  CHECK(chunked.activation_bytes == doctest::Approx(T * (norm + 4 * V / 8 + 4 * h)));
+  CHECK(chunked.backward_transient_bytes == doctest::Approx(T * 8 * V / 8));
+}

@@ -317,10 +317,12 @@ TEST_CASE("cli: show lists presets and prints one with every value, its unit and
   CHECK(p4de.output.find("# cluster preset aws-p4de (also: p4de") != std::string::npos);
   CHECK(p4de.output.find("\n# collectives over efa, held out: 3 nccl-tests tables of 1 source on 2 nodes, each source "
                          "held out of the fit: >= 1 MiB median ") != std::string::npos);
-  CHECK(tagcsim("show gpus h100").output.find("\n# training fit: 86 rows of 13 sources, each "
+  CHECK(tagcsim("show gpus h100").output.find("\n# training fit: 99 rows of 15 sources, each "
                                               "source held out of the fit: median ") != std::string::npos);
-  CHECK(tagcsim("show gpus gb200").output.find("\n# training fit: none of its own: "
-                                               "B200-SXM-180GB's fit (its kernel profile's GPU) (docs/validation.md)\n") !=
+  CHECK(tagcsim("show gpus gb200").output.find("\n# training fit: 10 rows of 2 sources, each "
+                                               "source held out of the fit: median ") != std::string::npos);
+  CHECK(tagcsim("show gpus b300").output.find("\n# training fit: none of its own: "
+                                              "B200-SXM-180GB's fit (its kernel profile's GPU) (docs/validation.md)\n") !=
         std::string::npos);
   CHECK(p4de.output.find("bandwidth: 100 Gb/s") != std::string::npos);
   CHECK(p4de.output.find("4 x 100 Gb/s = 400 Gb/s per node") != std::string::npos);

@@ -460,3 +460,34 @@ TEST_CASE("rms_norm: fused, PyTorch's one kernel each way replaces the reference
   CHECK(compiled_fused[1].activation_bytes == compiled_reference[1].activation_bytes);
   CHECK(compiled_fused[1].kernels->forward.size() == compiled_reference[1].kernels->forward.size());
 }
+
+TEST_CASE("loss_chunks: the head's GEMMs and loss run slice by slice, the weight's gradient summed over them") {
+  // MPT-1B (hidden 2048, vocab 50368; the root unit holds the head), 2 x 1024 tokens.
+  const auto m = models::preset("mpt-1b");
+  models::TrainingShape shape;
+  shape.micro_batch = 2;
+  shape.seq_len = 1024;  // T = 2048 tokens
+  shape.impl.loss_chunks = 8;
+  const auto units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  const auto& root = *units[0].kernels;
+  // Eight slices of 256 tokens: eight forward GEMMs of m = 256, each with its own loss kernels.
+  CHECK(count(root.forward, "lm_head") == 8);
+  CHECK(find(root.forward, "lm_head").m == 256);
+  CHECK(find(root.backward, "lm_head wgrad").k == 256);
+  CHECK(count(root.forward, "logits to fp32") == 8);
+  CHECK(find(root.forward, "logits to fp32").bytes == Approx(6.0 * 256 * 50368));
+  // Seven sums of the gathered bf16 weight's gradient (read two, write one), eight slices of the hidden
+  // states' gradient into the fp32 accumulator (bf16 in, fp32 out), one cast of it back.
+  CHECK(count(root.backward, "lm_head grad accumulate") == 7);
+  CHECK(find(root.backward, "lm_head grad accumulate").bytes == Approx(3.0 * 2 * 50368 * 2048));
+  CHECK(count(root.backward, "hidden grad accumulate") == 8);
+  CHECK(find(root.backward, "hidden grad accumulate").bytes == Approx(6.0 * 256 * 2048));
+  CHECK(find(root.backward, "hidden grad to bf16").bytes == Approx(6.0 * 2048 * 2048));
+  // A micro-batch of two sequences: torch.chunk along the sequence is strided, so the slices are copied.
+  CHECK(find(root.forward, "loss slices contiguous").bytes == Approx(2.0 * 2 * 2048 * 2048));
+  // The same GEMM FLOPs as one slice.
+  shape.impl.loss_chunks = 1;
+  const auto one = models::fsdp_units(m, models::WrapPolicy::Block, shape);
+  CHECK(find(one[0].kernels->forward, "lm_head").m == 2048);
+  CHECK(count(one[0].kernels->backward, "lm_head grad accumulate") == 0);
+}

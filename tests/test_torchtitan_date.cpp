@@ -275,3 +275,20 @@ TEST_CASE("torchtitan_date: a mixture of experts' router gate runs under fp32 au
                        Contains("t.yaml:5: training.router_fp32: model 'llama3.1-8b' has no mixture of experts, so no router"),
                        InputError);
 }
+
+TEST_CASE("torchtitan_date: from Apr 27 2026 the loss runs in 8 slices of the sequence, and memory shows it") {
+  const auto before = point("  torchtitan_date: 2026-04-26\n  seq_len: 8192\n");
+  const auto after = point("  torchtitan_date: 2026-04-27\n  seq_len: 8192\n");
+  CHECK(before.setup.training.impl.loss_chunks == 1);
+  CHECK(after.setup.training.impl.loss_chunks == 8);
+  CHECK(std::find(after.torchtitan_settings.begin(), after.torchtitan_settings.end(),
+                  "loss_chunks 8 (ChunkedCELoss from torchtitan#2937, 2026-04-27)") != after.torchtitan_settings.end());
+  // The scenario's own value wins.
+  CHECK(point("  torchtitan_date: 2026-05-01\n  loss_chunks: 1\n").setup.training.impl.loss_chunks == 1);
+  // Llama 3.1 8B, 8192 tokens, eager fp32 loss over 128,256 logits: 12 bytes a logit of saved log-softmax
+  // and backward gradients, 7/8 of which the slices never hold at once (11.0 GiB), less the fp32
+  // accumulator of the hidden states' gradient (4 x 4096 bytes a token, 0.125 GiB).
+  const double saved = 8192.0 * 128256 * 12 * 7 / 8 - 8192.0 * 4096 * 4;
+  const auto peak = [](const scenarios::Point& p) { return sim::simulate_fsdp(p.setup).memory.allocated_bytes(); };
+  CHECK(peak(before) - peak(after) == doctest::Approx(saved).epsilon(0.02));
+}

@@ -1,6 +1,6 @@
 // Validation against published FSDP throughput (scenarios/validation.hpp, docs/validation.md):
 // every shipped row, its scenario and its measurement from validation/data, the LLM Foundry
-// mapping, the fit of the devices' and families' parameters, and leave-one-source-out.
+// mapping (the fit and leave-one-source-out: test_validation_fit.cpp).
 #include "common/input.hpp"
 #include "models/model.hpp"
 #include "scenarios/report.hpp"
@@ -9,6 +9,7 @@
 #include "sim/compute.hpp"
 #include "sim/kernel_profile.hpp"
 #include "topologies/cluster.hpp"
+#include "validation_testing.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -22,27 +23,9 @@ using namespace tagcsim;
 using doctest::Approx;
 using doctest::Contains;
 
-namespace {
-
-const std::vector<scenarios::ValidationRow>& rows() {
-  static const auto r = scenarios::validation_rows(TAGCSIM_SOURCE_DIR);
-  return r;
-}
-
-const scenarios::ValidationRow& row(const std::string& id) {
-  for (const auto& r : rows())
-    if (r.id == id) return r;
-  FAIL("no row " << id);
-  return rows().front();
-}
-
-// What a row's scenario sets up (its one point).
-auto setup_of(const std::string& id) {
-  const auto& r = row(id);
-  return scenarios::parse_scenario(r.scenario, r.scenario_file).points.front().setup;
-}
-
-}  // namespace
+using test::row;
+using test::rows;
+using test::setup_of;
 
 TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from validation/data") {
   // fms-fsdp and torchtitan 31, torchtitan's 2D (FSDP + TP) 5 + 8 (its June 2025 async TP
@@ -56,8 +39,10 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // on 8 H100 8; fms-fsdp's first README table (Feb 2024) 5; LLM Foundry's May 2023 A100 80GB table 84 (its
   // two 70b rows are S39's); AWS's SageMaker blog of torchtitan's Llama 3 8B on 32 H100 4; the H100 column of
   // fms-fsdp's first table 3 (its 7B row is S37's); a blog's torchtitan runs on 8 GB200 6; Modalities'
-  // sweep on Leonardo 33.
-  REQUIRE(rows().size() == 56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 1 + 8 + 5 + 84 + 4 + 3 + 6 + 33);
+  // sweep on Leonardo 33; torchtitan#3105's runs on 4 GB200 6; the torchtitan paper's Tables 1-4 10; the OLMo 3
+  // report's pretraining and midtraining rows 3.
+  REQUIRE(rows().size() ==
+          56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 1 + 8 + 5 + 84 + 4 + 3 + 6 + 33 + 6 + 10 + 3);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -73,11 +58,38 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // nodes whose NIC count is not published, nor torchao's two power-limited B200 rows; Lambda's three,
   // torchtitan#1196's two, pith-train#79's one, torchtitan#1690's eight, torchtitan#1789's one and
   // torchtitan#2687's two, torchtitan#2389's two, lightning-thunder's eight, fms-fsdp's Feb 2024 five and three
-  // H100 rows, the SageMaker blog's four, the GB200 blog's six and Modalities' 33 are.
-  CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 8 + 5 + 84 + 4 + 3 + 6 + 33);
+  // H100 rows, the SageMaker blog's four, the GB200 blog's six, Modalities' 33, torchtitan#3105's six, the
+  // torchtitan paper's ten and the OLMo 3 report's three are.
+  CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 8 + 5 + 84 + 4 + 3 + 6 + 33 + 6 + 10 + 3);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
                                          "S62", "S63", "S66", "S67", "S68", "S70", "S72", "S73", "S74", "S75", "S76",
-                                         "S77", "S78", "S79", "S80", "S84", "S85", "S86", "S87", "S88", "S89"});
+                                         "S77", "S78", "S79", "S80", "S84", "S85", "S86", "S87", "S88", "S89", "S90", "S91", "S92"});
+  // The OLMo 3 report's 32B (S92): HSDP in shard groups of 64 over 1,024 H100 of GCP A3 Mega, one sequence a GPU,
+  // OLMo 3's sliding window on three of every four blocks.
+  {
+    const auto s = setup_of("fsdp-olmo3-32b-h100-1024gpu-pretrain");
+    CHECK(s.training.hybrid_shard_gpus == 64);
+    CHECK(s.training.grad_accumulation == 1);
+    CHECK(s.model.sliding_window == 4096);
+    CHECK(row("fsdp-olmo3-32b-h100-1024gpu-pretrain").measured_tps == 1960);
+  }
+  // The torchtitan paper's 405B (S91): FSDP 4 x TP 8 x PP 16, local batch 32 as 16 micro-batches of 2.
+  {
+    const auto s = setup_of("fsdp-ttpaper-llama31-405b-h100-512gpu-3d-1f1b-asynctp-compile-float8");
+    CHECK(s.training.pipeline_parallel == 16);
+    CHECK(s.training.micro_batch == 2);
+    CHECK(row("fsdp-ttpaper-llama31-8b-h100-8gpu-fsdp-compile-float8").measured_tps == 9409);
+  }
+  // torchtitan#3105's runs on 4 GB200 (S90): the configs of 58b034444 (2026-05-27), after ChunkedCELoss became
+  // every config's loss (torchtitan#2937): 8 slices of the sequence.
+  {
+    const auto s = setup_of("fsdp-tt3105-qwen3-32b-gb200-4gpu-eager");
+    CHECK(s.training.micro_batch == 2);
+    CHECK(s.training.impl.loss_chunks == 8);
+    CHECK(s.training.optimizer == sim::Training::Optimizer::Fused);
+    CHECK(row("fsdp-tt3105-llama3-8b-gb200-4gpu-compile").measured_tps == 17158);
+    CHECK(setup_of("fsdp-gb200blog-qwen3-32b-gb200-8gpu-bs8").training.impl.loss_chunks == 1);  // Dec 2025: one slice
+  }
   // Modalities' sweep on Leonardo (S89): 10.876 samples/s of 2,048 tokens over 8 GPUs; timed without the optimizer;
   // the notebook's MFU implies 6,083,321,856 parameters, its LayerNorms with their biases; `bias: false` drops the
   // 65 LayerNorms' biases with the Linears' (65 x 4,096 parameters, 0.004%).
@@ -349,238 +361,4 @@ TEST_CASE("a scenario that names no data entry is an error") {
   fs::remove(root / "scenarios" / "validation" / "fsdp-fms-llama2-7b-a100-128gpu-2403.yaml");
   CHECK_THROWS_WITH_AS(scenarios::validation_rows(root.string()), Contains("no scenario for this entry"), InputError);
   fs::remove_all(root);
-}
-
-TEST_CASE("with the shipped fit, rows across sources and GPUs come within a few per cent") {
-  // In-sample errors of `tagcsim validate` (docs/validation.md), with a margin for the fit. (Not
-  // every row: torchtitan's 500 W H100 runs are -9% to +11% off, their power cap not modelled and
-  // its FSDP-only float8 runs 6-9% slow, which is what the report is for; its compiled 128-GPU run
-  // went from +6% to +9% when the rings across nodes took the channels NCCL gives them (stop 52).
-  // The H100 rows here sit at +3% to +6% since the 700 W sources of stop 48 raised the H100's one scale.)
-  for (const char* id : {"fsdp-mpt7b-a100-40gb-8gpu-seq2048-mb12-acT", "fsdp-mpt760m-a100-40gb-8gpu-seq2048-mb12-acF",
-                         "fsdp-fms-llama2-70b-a100-128gpu-2403", "fsdp-tt-13b-llama2-a100-64gpu-bs2-none",
-                         "fsdp-fms-llama2-7b-h100-96gpu-2403", "fsdp-tt-llama31-8b-h100-128gpu-fsdp",
-                         "fsdp-mpt7b-h100-80gb-128gpu-seq2048-mb6-acF"}) {
-    CAPTURE(id);
-    const auto& r = row(id);
-    CHECK(std::abs(scenarios::predict(r).error(r.measured_tps)) < 0.07);
-  }
-}
-
-TEST_CASE("the fit recovers the parameters that made the measurements") {
-  // Rows whose "measurements" are tagcsim's own predictions with the A100 40GB at tensor_scale 0.9
-  // and memory_scale 0.7: a small model (memory-bound kernels weigh) and a large one (GEMMs weigh).
-  std::vector<scenarios::ValidationRow> r = {row("fsdp-mpt125m-a100-40gb-8gpu-seq512-mb104-acF"),
-                                             row("fsdp-mpt350m-a100-40gb-8gpu-seq2048-mb16-acF"),
-                                             row("fsdp-mpt30b-a100-40gb-32gpu-seq2048-mb4-acT")};
-  const auto a100 = sim::device_fit_key("A100-SXM4-40GB");
-  sim::override_fitted_parameters(a100, {0.9, 0.7, "truth"});
-  for (auto& x : r) x.measured_tps = scenarios::predict(x).tps;
-  sim::override_fitted_parameters("ampere", {1, 1, "start"});
-  // One source fits its device: a device's scale is what its measurements say.
-  auto fits = scenarios::fit(r, {0, 1, 2});
-  CHECK(fits.at(a100).tensor_scale == Approx(0.9).epsilon(0.01));
-  CHECK(fits.at(a100).memory_scale == Approx(0.7).epsilon(0.01));
-  CHECK(sim::fitted_parameters("A100-SXM4-40GB", "ampere").tensor_scale == fits.at(a100).tensor_scale);  // in force
-  // But not its family: one source's rows alone would make the family's scale that source's factor,
-  // so the family keeps none (and borrows).
-  CHECK(fits.count("ampere") == 0);
-  CHECK(sim::fitted_parameters("ampere").basis.empty());
-  // From two sources the family stands for its unmeasured devices: here the one device's scale.
-  r[2].source = "S-other";
-  fits = scenarios::fit(r, {0, 1, 2});
-  CHECK(fits.at("ampere").tensor_scale == Approx(fits.at(a100).tensor_scale));
-  sim::remove_fitted_parameters(sim::device_fit_key("A100-SXM4-80GB"));  // as if no source had measured it
-  CHECK(sim::fitted_parameters("A100-SXM4-80GB", "ampere").tensor_scale == Approx(fits.at(a100).tensor_scale));
-  sim::clear_fitted_overrides();
-}
-
-TEST_CASE("a family's scale is its devices' geometric mean, each weighted by the sources that measured it") {
-  // Two S31 rows (A100 40GB) and one row each of S35 and S36 (A100 80GB), each "measured" at the
-  // prediction with its device's truth: 0.8 for the 40GB, 1.0 for the 80GB, memory 0.7. The family
-  // stands for an unmeasured Ampere at (0.8^1 x 1.0^2)^(1/3) = 0.928.
-  std::vector<scenarios::ValidationRow> r = {row("fsdp-mpt125m-a100-40gb-8gpu-seq512-mb104-acF"),
-                                             row("fsdp-mpt30b-a100-40gb-32gpu-seq2048-mb4-acT"),
-                                             row("fsdp-tt-13b-llama2-a100-64gpu-bs2-none"),
-                                             row("fsdp-tt-llama3-70b-a100-64gpu-full-ac")};
-  sim::override_fitted_parameters(sim::device_fit_key("A100-SXM4-40GB"), {0.8, 0.7, "truth"});
-  sim::override_fitted_parameters(sim::device_fit_key("A100-SXM4-80GB"), {1.0, 0.7, "truth"});
-  for (auto& x : r) x.measured_tps = scenarios::predict(x).tps;
-  const auto fits = scenarios::fit(r, {0, 1, 2, 3});
-  CHECK(fits.at(sim::device_fit_key("A100-SXM4-40GB")).tensor_scale == Approx(0.8).epsilon(0.01));
-  CHECK(fits.at(sim::device_fit_key("A100-SXM4-80GB")).tensor_scale == Approx(1.0).epsilon(0.01));
-  CHECK(fits.at("ampere").tensor_scale == Approx(std::cbrt(0.8)).epsilon(0.01));
-  CHECK(fits.at("ampere").memory_scale == Approx(0.7).epsilon(0.01));
-  CHECK(fits.at("ampere").basis.find("A100-SXM4-40GB 0.800 x 1, A100-SXM4-80GB 1.000 x 2") != std::string::npos);
-  // A fold without the 40GB's source: the device has no rows and takes the family's.
-  std::vector<std::size_t> without_s31 = {2, 3};
-  scenarios::fit(r, without_s31);
-  CHECK(!sim::has_device_fit("A100-SXM4-40GB"));
-  CHECK(sim::fitted_parameters("A100-SXM4-40GB", "ampere").tensor_scale ==
-        Approx(sim::fitted_parameters("A100-SXM4-80GB", "ampere").tensor_scale));
-  sim::clear_fitted_overrides();
-}
-
-TEST_CASE("leave one source out predicts each source from a fit without it") {
-  std::vector<scenarios::ValidationRow> r = {row("fsdp-mpt125m-a100-40gb-8gpu-seq512-mb104-acF"),
-                                             row("fsdp-mpt30b-a100-40gb-32gpu-seq2048-mb4-acT"),
-                                             row("fsdp-tt-13b-llama2-a100-64gpu-bs2-none"),
-                                             row("fsdp-tt-70b-llama2-a100-64gpu-bs2-full"),
-                                             row("fsdp-tt-llama3-70b-a100-64gpu-full-ac")};
-  scenarios::ValidationOptions o;
-  o.leave_one_source_out = true;
-  const auto before = sim::fitted_parameters("ampere");
-  const auto run = scenarios::validate(r, o);
-  REQUIRE(run.fold_fits.size() == 3);
-  // Holding out S31 fits on the S35 and S36 rows, and so on.
-  CHECK(run.fold_fits.count("S31") == 1);
-  CHECK(run.fold_fits.count("S35") == 1);
-  CHECK(run.fold_fits.count("S36") == 1);
-  for (const auto& res : run.results) CHECK(res.has_held_out);
-  CHECK(run.fold_fits.at("S31").at(sim::device_fit_key("A100-SXM4-80GB")).basis.find("over 3 rows of A100-SXM4-80GB") !=
-        std::string::npos);
-  CHECK(run.fold_fits.at("S31").count(sim::device_fit_key("A100-SXM4-40GB")) == 0);  // its rows are held out
-  // The fitted parameters in force before are back in force after.
-  CHECK(sim::fitted_parameters("ampere").tensor_scale == before.tensor_scale);
-  CHECK(sim::kernel_profile("device-a100-40gb").fitted.memory_scale == before.memory_scale);
-  const auto text = scenarios::format_validation(run);
-  CHECK(text.find("| leave one source out (held out) | 5 |") != std::string::npos);
-  CHECK(text.find("mean signed error by bucket") != std::string::npos);
-  sim::clear_fitted_overrides();
-}
-
-TEST_CASE("the report holds the model against one MFU per device family, held out the same way") {
-  // Three rows of one family from two sources, each predicted exactly (so the measured MFU is the
-  // predicted one): source A at 0.40 and 0.50, source B at 0.45. The rule of thumb predicts A's rows
-  // with B's MFU (0.45/0.40 - 1 = +12.5%, 0.45/0.50 - 1 = -10%) and B's with the geometric mean of
-  // A's (sqrt(0.2)/0.45 - 1 = -0.62%): median 10.0%, mean 7.7%, 90% within 12.5% (nearest rank: the
-  // 3rd of 3), max 12.5% on a1, none past 15%, mean signed +0.6%.
-  scenarios::ValidationRun run;
-  const std::pair<const char*, double> rows[] = {{"a1", 0.40}, {"a2", 0.50}, {"b1", 0.45}};
-  for (const auto& [id, mfu] : rows) {
-    scenarios::ValidationRow r;
-    r.id = id;
-    r.source = id[0] == 'a' ? "SA" : "SB";
-    r.family = "ampere";
-    r.measured_tps = 1000;
-    run.rows.push_back(r);
-    scenarios::RowResult res;
-    res.shipped.tps = res.held_out.tps = 1000;
-    res.shipped.mfu = res.held_out.mfu = mfu;
-    res.has_held_out = true;
-    run.results.push_back(res);
-  }
-  const auto text = scenarios::format_validation(run);
-  CHECK(text.find("| rule of thumb: one MFU per device family, held out the same way | 3 | 10.0% | 7.7% | 12.5% | "
-                  "12.5% (a1) | 0 | +0.6% |") != std::string::npos);
-}
-
-TEST_CASE("a family without a fit is reported apart: the held-out summary of the families with one") {
-  // Blackwell has one source, so its scale is not fitted; the summary adds the rows of fitted families.
-  std::vector<scenarios::ValidationRow> r = {row("fsdp-tt1196-llama3-8b-b200-flash"),
-                                             row("fsdp-tt-13b-llama2-a100-64gpu-bs2-none"),
-                                             row("fsdp-tt-llama3-70b-a100-64gpu-full-ac")};
-  CHECK(sim::fitted_parameters("blackwell").basis.empty());
-  scenarios::ValidationOptions o;
-  o.leave_one_source_out = true;
-  const auto text = scenarios::format_validation(scenarios::validate(r, o));
-  CHECK(text.find("| leave one source out (held out) | 3 |") != std::string::npos);
-  CHECK(text.find("| held out, device families with a fit | 2 |") != std::string::npos);
-  sim::clear_fitted_overrides();
-}
-
-TEST_CASE("a not-fitted row is counted and predicted, and moves no fit") {
-  // Lambda's mixture of experts on B200 (S72) runs 27% below the prediction at the dense row's scale:
-  // fitted with it, the B200's scale would take the MoE's miss; kept out, it is the dense row's alone.
-  const auto dense = row("fsdp-tt1196-llama3-8b-b200-flash");
-  const auto moe = row("fsdp-lambda-qwen3-30b-a3b-b200-8gpu-bs8");
-  CHECK(moe.counted);
-  CHECK_FALSE(moe.fitted);
-  CHECK(moe.not_fitted_note.find("A mixture of experts") == 0);
-  CHECK(dense.fitted);
-  const auto key = sim::device_fit_key(dense.device);
-  const auto both = scenarios::fit({dense, moe}, {0, 1});
-  const double with_moe = both.at(key).tensor_scale;
-  const auto alone = scenarios::fit({dense}, {0});
-  CHECK(with_moe == Approx(alone.at(key).tensor_scale));
-  CHECK(both.at(key).basis.find("over 1 row of B200-SXM-180GB") != std::string::npos);
-  // The fit in force predicts the dense row to within a percent, the MoE row well above its measurement.
-  sim::override_fitted_parameters(key, alone.at(key));
-  CHECK(std::abs(scenarios::predict(dense).error(dense.measured_tps)) < 0.01);
-  CHECK(scenarios::predict(moe).error(moe.measured_tps) > 0.3);
-  // The other published run of the same mixture of experts (S74, per-op checkpointing) is not fitted
-  // either, and misses the other way: predicted below its measurement.
-  const auto sac = row("fsdp-pith79-tt-qwen3-30b-a3b-b200-8gpu-sac");
-  CHECK(sac.counted);
-  CHECK_FALSE(sac.fitted);
-  CHECK(scenarios::predict(sac).error(sac.measured_tps) < -0.05);
-  sim::clear_fitted_overrides();
-}
-
-TEST_CASE("a family without a fit of its own takes its nearest fitted predecessor's tensor scale") {
-  sim::remove_fitted_parameters(sim::device_fit_key("B200-SXM-180GB"));  // the B200 by its family's, here
-  sim::override_fitted_parameters("ampere", {0.9, 0.7, "test"});
-  sim::override_fitted_parameters("hopper", {0.4, 0.7, "test"});
-  const auto b = sim::fitted_parameters("blackwell");
-  CHECK(b.tensor_scale == Approx(0.4));  // Hopper's, not Ampere's 0.9
-  CHECK(b.memory_scale == Approx(0.7));
-  CHECK(b.basis.empty());  // still not fitted
-  CHECK(b.borrowed == "hopper's, its predecessor's");
-  CHECK(sim::kernel_profile("device-b200").fitted.tensor_scale == Approx(0.4));  // a loaded profile follows
-  CHECK(sim::fitted_parameters("ada").tensor_scale == Approx(0.9));  // Ada follows Ampere, not Hopper
-  // No fitted predecessor, or a family the list does not know: the geometric mean, sqrt(0.9 x 0.4).
-  CHECK(sim::fitted_parameters("volta").tensor_scale == Approx(0.6));
-  CHECK(sim::fitted_parameters("cdna3").tensor_scale == Approx(0.6));
-  CHECK(sim::fitted_parameters("cdna3").borrowed == "the fitted families' geometric mean");
-  sim::clear_fitted_overrides();
-  CHECK(sim::fitted_parameters("blackwell").tensor_scale == Approx(sim::fitted_parameters("hopper").tensor_scale));
-}
-
-TEST_CASE("the fit file keeps the families and the devices apart, the devices by their GPU's name") {
-  const scenarios::FamilyFits fits = {{"hopper", {0.8, 0.7, "b1", ""}},
-                                      {sim::device_fit_key("H200-SXM-141GB"), {1.0, 0.7, "b2", ""}}};
-  const auto text = scenarios::fit_file_text(fits, "cmd");
-  CHECK(text.find("families:\n  hopper: {tensor_scale: 0.8000, memory_scale: 0.7000, basis: \"b1\"}\n") !=
-        std::string::npos);
-  CHECK(text.find("devices:\n  H200-SXM-141GB: {tensor_scale: 1.0000, memory_scale: 0.7000, basis: \"b2\"}\n") !=
-        std::string::npos);
-  // The shipped file's devices are in force: the H200 by its own scale, an unmeasured Hopper by the family's.
-  CHECK(sim::has_device_fit("H200-SXM-141GB"));
-  CHECK(!sim::has_device_fit("GH200-96GB"));
-  CHECK(sim::fitted_parameters("GH200-96GB", "hopper").tensor_scale == sim::fitted_parameters("hopper").tensor_scale);
-}
-
-TEST_CASE("each fit's rows, their source held out, are summarised in the fit file and the run report") {
-  scenarios::ValidationRun run;
-  auto row = [&](const char* id, const char* source, const char* device, bool counted, double held_out_error) {
-    scenarios::ValidationRow r;
-    r.id = id, r.source = source, r.device = device, r.family = "hopper", r.counted = counted;
-    r.measured_tps = 1000;
-    run.rows.push_back(r);
-    scenarios::RowResult res;
-    res.has_held_out = true;
-    res.held_out.tps = 1000 * (1 + held_out_error);
-    run.results.push_back(res);
-  };
-  // The H200's three counted rows are +10%, -2% and +4% off: median 4%, and 90% of them (nearest
-  // rank: all three) within 10%. The row not counted is left out; the H100's row counts for the family.
-  row("a", "S1", "H200-SXM-141GB", true, 0.10);
-  row("b", "S2", "H200-SXM-141GB", true, -0.02);
-  row("c", "S2", "H200-SXM-141GB", true, 0.04);
-  row("d", "S2", "H200-SXM-141GB", false, 0.50);
-  row("e", "S3", "H100-SXM5-80GB", true, -0.30);
-  const auto h200 = sim::device_fit_key("H200-SXM-141GB");
-  run.fitted = {{"hopper", {0.8, 0.7, "b1"}}, {h200, {1.0, 0.7, "b2"}}};
-  scenarios::attach_held_out(run);
-  CHECK(run.fitted[h200].held_out == "3 rows of 2 sources, each source held out of the fit: median 4.0%, p90 10.0% off");
-  CHECK(run.fitted["hopper"].held_out == "4 rows of 3 sources, each source held out of the fit: median 7.0%, p90 30.0% off");
-  CHECK(scenarios::fit_file_text(run.fitted, "cmd").find(
-            "H200-SXM-141GB: {tensor_scale: 1.0000, memory_scale: 0.7000, basis: \"b2\", held_out: \"3 rows of 2 "
-            "sources, each source held out of the fit: median 4.0%, p90 10.0% off\"}") != std::string::npos);
-  // The run report's compute line quotes the fit in force.
-  sim::override_fitted_parameters(h200, run.fitted[h200]);
-  CHECK(sim::compute_model_description(topologies::device("h200-sxm")).find(
-            "H200-SXM-141GB fit: tensor_scale 1.000, memory_scale 0.700 (3 rows of 2 sources, each source held out of "
-            "the fit: median 4.0%, p90 10.0% off)") != std::string::npos);
-  sim::clear_fitted_overrides();
 }

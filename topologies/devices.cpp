@@ -207,11 +207,12 @@ const DeviceTable& device_table() {
         "with sparsity; halved here): bf16 360 PFLOP/s -> 2,500 TFLOP/s dense per GPU, TF32 180 -> 1,250; "
         "13.4 TB HBM3e -> 186 GB per GPU (a datasheet figure: no driver-reported capacity in our sources) at 576 TB/s -> 8 TB/s; the B200 die at up to 1,200 W beside a Grace "
         "CPU. FP32 80 TFLOP/s: B200's, assumed. Kernels are timed from the kernel profile device-b200 (B200 "
-        "measurements at 1,000 W; no GB200 kernel measurement is in it), at the B200's fitted training "
-        "scale (no GB200 FSDP row has been fitted), its tensor-core kernels at 2500 / 2250 of the B200's "
-        "rate. Checked, not fitted: mamf-finder's best bf16 matmul on GB200, 1,822 TFLOP/s, is 1.044x the "
-        "B200's 1,745 (stas00/ml-engineering, Maximum Achievable Matmul FLOPS table; "
-        "gemm-gb200-mamf-bf16-4096x9728x2048). For the roofline only: gemm_efficiency 0.455 and "
+        "measurements at 1,000 W; no GB200 kernel measurement is in it), its tensor-core kernels at 2500 / "
+        "2250 of the B200's rate, at GB200's own fitted training scale (since stop 53: ten dense FSDP rows of "
+        "two sources, S88 and S90; docs/validation.md). Checked, not fitted: mamf-finder's best bf16 matmul "
+        "on GB200, 1,822 TFLOP/s, is 1.044x the B200's 1,745 (stas00/ml-engineering, Maximum Achievable "
+        "Matmul FLOPS table; gemm-gb200-mamf-bf16-4096x9728x2048), and the two fits put GB200's tensor-core "
+        "work at 1.046x the B200's. For the roofline only: gemm_efficiency 0.455 and "
         "memory_efficiency 0.887, H100 SXM's, assumed to carry over."}},
       {"b300",
        {"B300-SXM-288GB", 2250 * TFLOPS, 75 * TFLOPS, 1100 * TFLOPS, 267.88 * GiB, 8 * TB, 0.455, 0.887, "device-b200",
