@@ -456,8 +456,10 @@ inline UnitPiece head(const Ctx& c) {
     const double loss_act = p.act - c.norm_saved();
     p.act = c.norm_saved() + loss_act / n + 4 * h * c.tokens;
     p.transient /= n;
+    // The final norm once; each slice's head and loss kernels; backward, each slice's hidden-state
+    // accumulation, n - 1 sums of the head's gradient and the accumulator's cast back.
     p.kf = 1 + n * (p.kf - 1);
-    p.kb = 2 + n * (p.kb - 1 + 2);  // each slice's kernels and its two accumulations; the cast back
+    p.kb = 1 + n * (p.kb - 1) + n + (n - 1) + 1;
   }
   autocast_casts(c, p);  // the head's weight (the embedding's, when tied) cast as every Linear's is
   return p;
