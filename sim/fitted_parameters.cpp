@@ -51,13 +51,19 @@ std::map<std::string, FittedParameters> read_fit_file(std::map<std::string, std:
   return out;
 }
 
+// The fit file's parameters, read on first use. The caller holds r.mu.
+const std::map<std::string, FittedParameters>& file_fits(Registry& r) {
+  if (!r.fitted) r.fitted = read_fit_file(r.what_if);
+  return *r.fitted;
+}
+
 std::optional<FittedParameters> own_fit(Registry& r, const std::string& key) {
   if (auto it = r.overrides.find(key); it != r.overrides.end()) {
     if (it->second.basis == kRemoved) return std::nullopt;
     return it->second;
   }
-  if (!r.fitted) r.fitted = read_fit_file(r.what_if);
-  if (auto it = r.fitted->find(key); it != r.fitted->end()) return it->second;
+  const auto& fits = file_fits(r);
+  if (auto it = fits.find(key); it != fits.end()) return it->second;
   return std::nullopt;
 }
 
@@ -77,10 +83,8 @@ int architecture_rank(const std::string& family) {
 // families' scales. Its basis stays empty: not fitted.
 FittedParameters family_fitted_locked(Registry& r, const std::string& family) {
   if (auto own = own_fit(r, family)) return *own;
-  // own_fit reads the file only when no override names the family; a removed one does.
-  if (!r.fitted) r.fitted = read_fit_file(r.what_if);
   std::set<std::string> families;
-  for (const auto& [name, p] : *r.fitted) families.insert(name);
+  for (const auto& [name, p] : file_fits(r)) families.insert(name);
   for (const auto& [name, p] : r.overrides) families.insert(name);
   double log_tensor = 0, log_memory = 0;
   int n = 0, predecessor_rank = -1;
@@ -151,7 +155,7 @@ std::string fit_file_path() { return kernels::data_dir() + "/fit-training.yaml";
 std::vector<std::pair<std::string, std::string>> what_if_held_out(const std::string& setting) {
   auto& r = registry();
   std::lock_guard lock(r.mu);
-  if (!r.fitted) r.fitted = read_fit_file(r.what_if);
+  file_fits(r);  // the what-if lines come with the file
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [name, line] : r.what_if)
     if (name == setting || name.rfind(setting + " ", 0) == 0) out.emplace_back(name, line);
