@@ -273,11 +273,15 @@ std::vector<ValidationRow> validation_rows(const std::string& root) {
       if (auto v = m.find("peak_allocated_GiB")) r.published_allocated_gib = v->as_positive();
       if (auto v = m.find("timed")) {
         const auto timed = v->as_string();
-        if (timed != "step" && timed != "without_optimizer")
-          v->fail(fmt::format("'{}': expected step (the whole step, the default) or without_optimizer (the "
-                              "source's timer stops before the optimizer's GPU work)",
+        if (timed == "without_optimizer")
+          r.timed = ValidationRow::Timed::without_optimizer;
+        else if (timed == "no_sync_micro_batch")
+          r.timed = ValidationRow::Timed::no_sync_micro_batch;
+        else if (timed != "step")
+          v->fail(fmt::format("'{}': expected step (the whole step, the default), without_optimizer (the "
+                              "source's timer stops before the optimizer's GPU work) or no_sync_micro_batch (it "
+                              "times one micro-batch of a no_sync() gradient accumulation)",
                               timed));
-        r.optimizer_untimed = timed == "without_optimizer";
       }
       not_counted(e, r);
       r.scenario_file = "scenarios/validation/" + r.id + ".yaml";  // as the repository names it
@@ -323,9 +327,23 @@ Prediction predict(const ValidationRow& row) {
   const auto& st = results.front().step;
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   // A source that timed the step without the optimizer's GPU work (measured.timed): the same tokens
-  // over the step less the optimizer, which runs last on the compute stream.
-  const double timed_s = row.optimizer_untimed ? st.step_time_s - st.breakdown.optimizer_s : st.step_time_s;
-  const double rate = st.step_time_s / timed_s;
+  // over the step less the optimizer, which runs last on the compute stream. One that timed a
+  // micro-batch reducing no gradients: the step as given less the step with one micro-batch fewer
+  // (both end with the micro-batch that reduces), one micro-batch's tokens over that difference.
+  double timed_s = st.step_time_s, timed_share = 1;
+  if (row.timed == ValidationRow::Timed::without_optimizer) timed_s = st.step_time_s - st.breakdown.optimizer_s;
+  if (row.timed == ValidationRow::Timed::no_sync_micro_batch) {
+    auto fewer = s;
+    auto& t = fewer.points.front().setup.training;
+    if (!t.no_sync || t.grad_accumulation < 2)
+      throw InputError(fmt::format("{}: its entry's measured.timed: no_sync_micro_batch needs training.no_sync: true "
+                                   "and grad_accumulation of 2 or more (got no_sync: {}, grad_accumulation: {})",
+                                   row.scenario_file, t.no_sync, t.grad_accumulation));
+    timed_share = 1.0 / t.grad_accumulation;
+    --t.grad_accumulation;
+    timed_s = st.step_time_s - run(fewer).front().step.step_time_s;
+  }
+  const double rate = st.step_time_s * timed_share / timed_s;
   return {st.tokens_per_s_per_gpu * rate, st.mfu * rate, st.mfu_megatron * rate, timed_s, st.breakdown.exposed_comm_s,
           st.memory.peak_bytes() / kGiB, st.memory.capacity_bytes / kGiB, st.memory.reserved_bytes() / kGiB,
           st.memory.allocated_bytes() / kGiB, st.memory.fits(), st.memory.under_pressure()};

@@ -35,10 +35,13 @@ struct ValidationRow {
   // error would otherwise move a device's scale to absorb a mechanism it tests (a mixture of experts).
   bool fitted = true;
   std::string not_fitted_note;
-  // What the source's timer spans (the entry's `measured.timed`): the whole step, or the step but for
-  // the optimizer's GPU work (a loop that stops its host timer once optimizer.step() is queued and
-  // waits for the GPU after it: `without_optimizer`). The prediction is timed the same way.
-  bool optimizer_untimed = false;
+  // What the source's timer spans (the entry's `measured.timed`), and the prediction is timed the same
+  // way: the whole step (`step`); the step but for the optimizer's GPU work (a loop that stops its host
+  // timer once optimizer.step() is queued and waits for the GPU after it: `without_optimizer`); or one
+  // micro-batch that reduces no gradients (a loop that times each micro-batch of a no_sync() gradient
+  // accumulation and reports the median, which is such a micro-batch: `no_sync_micro_batch`).
+  enum class Timed { step, without_optimizer, no_sync_micro_batch };
+  Timed timed = Timed::step;
   std::string scenario_file;  // where the scenario comes from (a file, or the data entry)
   std::string scenario;       // its YAML text
   std::string family;         // the device family of its GPU's kernel profile

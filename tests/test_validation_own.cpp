@@ -126,7 +126,7 @@ TEST_CASE("validate --root: a run timed without the optimizer is predicted witho
   auto root = own_tree("tagcsim-own-timed", entries("without_optimizer"), "fsdp-ours-gpt-4gpu", scenario);
   const auto rows = scenarios::validation_rows(root.string());
   REQUIRE(rows.size() == 1);
-  CHECK(rows[0].optimizer_untimed);
+  CHECK(rows[0].timed == scenarios::ValidationRow::Timed::without_optimizer);
   const auto st = sim::simulate_fsdp(scenarios::parse_scenario(scenario, "direct.yaml").points.at(0).setup);
   const double optimizer = st.breakdown.optimizer_s;
   CHECK(optimizer > 0.05 * st.step_time_s);
@@ -139,7 +139,49 @@ TEST_CASE("validate --root: a run timed without the optimizer is predicted witho
   root = own_tree("tagcsim-own-timed", entries("whole"), "fsdp-ours-gpt-4gpu", scenario);
   CHECK_THROWS_WITH_AS(scenarios::validation_rows(root.string()),
                        Contains("measured_fsdp_ours.yaml:7: entries[0].measured.timed: 'whole': expected step (the whole step, the "
-                                "default) or without_optimizer"),
+                                "default), without_optimizer"),
+                       InputError);
+  std::filesystem::remove_all(root);
+}
+
+TEST_CASE("validate --root: a run timed one no_sync micro-batch at a time is predicted as one such micro-batch") {
+  // VectorLM's loop: four micro-batches a step under no_sync(), each timed, the median reported: a
+  // micro-batch that all-gathers but reduces nothing and steps no optimizer. Predicted as the step of
+  // four micro-batches less the step of three, the same tokens (one micro-batch's) over it.
+  auto scenario = [](int accumulation) {
+    return "name: fsdp-ours-gpt-4gpu\nmodel: {layers: 32, hidden: 4096, heads: 32, kv_heads: 8, ffn: 11008, "
+           "gated_mlp: true, vocab: 50304, tied_embeddings: false, seq_len: 2048, learned_positions: 0, norm: layernorm, "
+           "bias: false}\ncluster: {preset: leonardo-booster, nodes: 1}\ntraining: {fsdp: 1, micro_batch: 1, seq_len: 2048, "
+           "no_sync: true, grad_accumulation: " +
+           std::to_string(accumulation) + "}\npolicies: [fsdp]\n";
+  };
+  const std::string entries =
+      "entries:\n- id: fsdp-ours-gpt-4gpu\n  kind: fsdp\n  source: {ref: OURS, url: our logs}\n"
+      "  hardware: {gpu: NVIDIA A100 SXM 64GB, num_gpus: 4, gpus_per_node: 4}\n"
+      "  setup: {framework: pytorch, model: GPT 6B, seq_len: 2048}\n"
+      "  measured: {tokens_per_s_per_gpu: 3700, timed: no_sync_micro_batch}\n";
+  auto root = own_tree("tagcsim-own-micro", entries, "fsdp-ours-gpt-4gpu", scenario(4));
+  const auto rows = scenarios::validation_rows(root.string());
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].timed == scenarios::ValidationRow::Timed::no_sync_micro_batch);
+  auto step = [&](int accumulation) {
+    return sim::simulate_fsdp(scenarios::parse_scenario(scenario(accumulation), "direct.yaml").points.at(0).setup);
+  };
+  const auto four = step(4), three = step(3);
+  const double micro_batch = four.step_time_s - three.step_time_s;
+  // Without the reduce-scatters and the optimizer (a tenth of a step here), a micro-batch is shorter
+  // than an average one.
+  CHECK(micro_batch < 0.95 * four.step_time_s / 4);
+  const auto p = scenarios::predict(rows[0]);
+  CHECK(p.step_s == Approx(micro_batch).epsilon(1e-12));
+  CHECK(p.tps == Approx(2048 / micro_batch).epsilon(1e-9));
+  std::filesystem::remove_all(root);
+
+  root = own_tree("tagcsim-own-micro", entries, "fsdp-ours-gpt-4gpu", scenario(1));
+  CHECK_THROWS_WITH_AS(scenarios::predict(scenarios::validation_rows(root.string()).at(0)),
+                       Contains("fsdp-ours-gpt-4gpu.yaml: its entry's measured.timed: no_sync_micro_batch needs "
+                                "training.no_sync: true and grad_accumulation of 2 or more (got no_sync: true, "
+                                "grad_accumulation: 1)"),
                        InputError);
   std::filesystem::remove_all(root);
 }
