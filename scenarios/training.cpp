@@ -185,10 +185,18 @@ sim::Training load_training(const Input& in) {
     v->fail("a fully_shard (fsdp: 2) setting; FSDP1 says it with sharding: full_shard or shard_grad_op");
 
   if (auto v = in.find("sharding")) {
-    const auto s = v->as_choice({"full_shard", "shard_grad_op", "hybrid_shard"});
+    const auto s = v->as_choice({"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"});
     t.sharding = s == "full_shard"      ? sim::Sharding::FullShard
                  : s == "shard_grad_op" ? sim::Sharding::ShardGradOp
                                         : sim::Sharding::HybridShard;
+    // FSDP1's NO_SHARD (and FSDP2's replicate) keeps every parameter whole on every GPU and
+    // all-reduces the gradients: hybrid sharding over shard groups of one GPU, which is how
+    // PyTorch runs it too (FULL_SHARD on a world of one becomes NO_SHARD).
+    if (s == "no_shard") {
+      if (auto g = in.find("hybrid_shard_gpus"))
+        g->fail("no_shard keeps every parameter on every GPU (a shard group of one): give hybrid_shard for groups");
+      t.hybrid_shard_gpus = 1;
+    }
     // fully_shard's SHARD_GRAD_OP is reshard_after_forward=False.
     if (!fsdp1 && t.sharding == sim::Sharding::ShardGradOp) {
       if (in.has("reshard_after_forward")) v->fail("with fsdp: 2 give reshard_after_forward: false instead");

@@ -2,6 +2,7 @@
 // one reports is test_scenario_report.cpp.
 #include "scenario_testing.hpp"
 #include "scenarios/scenario.hpp"
+#include "sim/step.hpp"
 
 #include <doctest/doctest.h>
 
@@ -76,6 +77,28 @@ TEST_CASE("bad input: heads that do not divide the hidden size") {
 TEST_CASE("bad input: GPUs that do not divide evenly") {
   CHECK_THROWS_WITH_AS(parse("  sharding: hybrid_shard\n  hybrid_shard_gpus: 3\n"),
                        doctest::Contains("t.yaml:8: training.hybrid_shard_gpus: 3 GPUs per shard group do not divide"),
+                       InputError);
+}
+
+TEST_CASE("sharding: no_shard keeps the whole model on every GPU: hybrid sharding over groups of one") {
+  // FSDP1's NO_SHARD is DDP's memory and traffic; the simulator runs it as HYBRID_SHARD whose shard
+  // groups are single GPUs, so the two spellings are the same step.
+  const auto none = parse("  sharding: no_shard\n");
+  const auto& t = none.points[0].setup.training;
+  CHECK(t.sharding == sim::Sharding::HybridShard);
+  CHECK(t.hybrid_shard_gpus == 1);
+  CHECK(none.points[0].setup.shard_size() == 1);
+  const auto as_hybrid = parse("  sharding: hybrid_shard\n  hybrid_shard_gpus: 1\n");
+  const auto a = sim::simulate_fsdp(none.points[0].setup), b = sim::simulate_fsdp(as_hybrid.points[0].setup);
+  CHECK(a.step_time_s == b.step_time_s);
+  // Llama 2 7B's 6.74B parameters: fp32 master weights and both AdamW moments, 12 bytes each, whole
+  // on every GPU, where 32 GPUs of full sharding hold a 32nd.
+  const auto full = sim::simulate_fsdp(parse("").points[0].setup);
+  CHECK(a.memory.sharded_state_bytes > 12 * 6.7e9);
+  CHECK(full.memory.sharded_state_bytes < 12 * 6.8e9 / 32 * 1.5);
+  CHECK_THROWS_WITH_AS(parse("  sharding: no_shard\n  hybrid_shard_gpus: 8\n"),
+                       doctest::Contains("t.yaml:8: training.hybrid_shard_gpus: no_shard keeps every parameter on "
+                                         "every GPU (a shard group of one): give hybrid_shard for groups"),
                        InputError);
 }
 
