@@ -28,6 +28,8 @@
 #     memory-pressure.json: the step under a shrinking allocator cap, retries per step);
 #     TAGCSIM_TORCH_PROFILE=1 its `--profile` mode (OUTDIR/torch-fsdp-step-profile.json: kernels per
 #     step, the attention backend SDPA chose, the allocated peak of each phase of the step);
+#     TAGCSIM_TORCH_NOFSDP=1 its `--without-fsdp` mode (OUTDIR/torch-fsdp-step-without-fsdp.json: each
+#     configuration under fully_shard on one GPU and as a plain module, bf16 parameters both);
 #     TAGCSIM_TORCH_FLEX=1 runs `calibrate/torch-flex-attention.py OUTDIR/flex 90` (FlexAttention
 #     against SDPA's flash kernel, whole sequences and packed documents; in results.tar.gz).
 #     Steps past the budget are skipped and say so. OUTDIR/summary.txt has one line per step. At the
@@ -197,6 +199,8 @@ run() {
     torch_mode "torch memory pressure" --memory-pressure torch-memory.log '^memory .*: cap' "caps timed"
   [[ -n ${TAGCSIM_TORCH_PROFILE:-} ]] &&
     torch_mode "torch profile" --profile torch-profile.log '^profile ' "configurations profiled"
+  [[ -n ${TAGCSIM_TORCH_NOFSDP:-} ]] &&
+    torch_mode "torch without fsdp" --without-fsdp torch-nofsdp.log '^without-fsdp .*ratio' "configurations timed both ways"
   # 3e. FlexAttention against SDPA's flash kernel, whole sequences and packed documents (90 s).
   if [[ -n ${TAGCSIM_TORCH_FLEX:-} ]]; then
     if ! python3 -c 'import torch' >/dev/null 2>&1; then step "torch flex: skipped: no PyTorch in this machine's python3"

@@ -2,7 +2,7 @@
 """Measures what tagcsim predicts, on one GPU, with PyTorch itself: FSDP2 training steps of
 Llama-shaped models and the SDPA attention kernels, for `tagcsim validate` and the device profiles.
 
-    python3 calibrate/torch-fsdp-step.py OUTDIR [BUDGET_SECONDS] [--compile | --profile | --sustained | --gemms | --memory-pressure]
+    python3 calibrate/torch-fsdp-step.py OUTDIR [BUDGET_SECONDS] [--compile | --profile | --sustained | --gemms | --memory-pressure | --without-fsdp]
 
 Writes OUTDIR/torch-fsdp-step.json (with --compile: torch-fsdp-step-compile.json, the blocks
 compiled one by one before fully_shard as torchtitan does, the loss eager; no attention sweep) and
@@ -15,7 +15,11 @@ the budget while nvidia-smi samples clocks, power and temperature every second
 (torch-fsdp-step-sustained.json): whether the step slows down once the GPU is hot. --gemms times
 F.linear and torch._scaled_mm at the shapes `tagcsim calibrate box` timed with cuBLAS
 (torch-fsdp-step-gemms.json), to compare with `tagcsim validate --kernels-against`, and
-torch._grouped_mm at five mixtures of experts' shapes (its "grouped_gemms"). --memory-pressure
+torch._grouped_mm at five mixtures of experts' shapes (its "grouped_gemms"). --without-fsdp times
+each configuration with bf16 parameters twice, under fully_shard on a world of one GPU and as a
+plain module (torch-fsdp-step-without-fsdp.json): what FSDP's own machinery costs on one GPU, where
+published one-GPU runs without FSDP ran about 10% faster a GPU than the same runs on two
+(docs/validation.md, "One GPU against two"). --memory-pressure
 runs one configuration under a shrinking cap on the caching allocator
 (torch.cuda.set_per_process_memory_fraction), from its unconstrained reserved peak down toward its
 allocated peak, and records the step time and the allocator's retries (free the cache, synchronize,
@@ -187,6 +191,64 @@ def build(cfg, compile_blocks=False):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, foreach=True)
     tokens = torch.randint(0, vocab, (mb, seq + 1), device="cuda")
     return model, opt, tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+
+def build_bf16(cfg, sharded):
+    """The model cast to bf16 whole (model.to(torch.bfloat16), AdamW over the bf16 parameters, as
+    KempnerForge and VectorLM run it), under fully_shard on a world of one or as a plain module."""
+    from torch.distributed.fsdp import fully_shard
+
+    name, layers, hidden, heads, kv_heads, ffn, vocab, seq, mb, ac = cfg
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = Model(layers, hidden, heads, kv_heads, ffn, vocab, seq, ac).to(torch.bfloat16)
+    if sharded:
+        fully_shard(model.tok_embeddings)
+        for i, layer in enumerate(model.layers):
+            fully_shard(layer, reshard_after_forward=i < layers - 1)
+        fully_shard([model.norm, model.output], reshard_after_forward=False)
+        fully_shard(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, foreach=True)
+    tokens = torch.randint(0, vocab, (mb, seq + 1), device="cuda")
+    return model, opt, tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+
+def both_ways(cfg):
+    # The two builds alternate, step by step, so that the GPU's clocks drift alike for both; both
+    # are freed when this returns.
+    built = {k: build_bf16(cfg, k == "fully_shard") for k in ("fully_shard", "plain")}
+    times = {k: [] for k in built}
+    for step in range(WARMUP + TIMED):
+        for k, (model, opt, inputs, labels) in built.items():
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            one_step(model, opt, inputs, labels)
+            torch.cuda.synchronize()
+            if step >= WARMUP:
+                times[k].append(time.perf_counter() - t0)
+    return times
+
+
+def without_fsdp(deadline):
+    rows = []
+    for cfg in CONFIGS:
+        if time.monotonic() > deadline - 20:
+            rows.append({"name": cfg[0], "error": "skipped, out of budget"})
+            continue
+        try:
+            row = {"name": cfg[0], "micro_batch": cfg[8], "seq_len": cfg[7]}
+            for k, t in both_ways(cfg).items():
+                row[k + "_step_seconds"] = statistics.median(t)
+                row[k + "_step_seconds_all"] = t
+            row["fully_shard_over_plain"] = row["fully_shard_step_seconds"] / row["plain_step_seconds"]
+        except Exception as e:  # out of memory (two models at once): recorded, and the next one runs
+            row = {"name": cfg[0], "error": type(e).__name__ + ": " + (str(e).splitlines() or [""])[0][:200]}
+        torch.cuda.empty_cache()
+        rows.append(row)
+        print(f"without-fsdp {row['name']}: " + (f"fully_shard {row['fully_shard_step_seconds']:.4f} s, plain "
+              f"{row['plain_step_seconds']:.4f} s, ratio {row['fully_shard_over_plain']:.3f}"
+              if "fully_shard_over_plain" in row else row["error"]), flush=True)
+    return rows
 
 
 def profile_kernels(cfg):
@@ -471,7 +533,7 @@ def scatter_add_sweep(deadline, tokens=32768, top_k=8, dim=2048):
 
 
 def main():
-    modes = {"--compile", "--profile", "--sustained", "--gemms", "--memory-pressure"}
+    modes = {"--compile", "--profile", "--sustained", "--gemms", "--memory-pressure", "--without-fsdp"}
     args = [a for a in sys.argv[1:] if a not in modes]
     mode = next((a for a in sys.argv[1:] if a in modes), "")
     compile_blocks = mode == "--compile"
@@ -501,6 +563,12 @@ def main():
 
     if mode == "--memory-pressure":
         result["memory_pressure"] = memory_pressure(CONFIGS[3], deadline)
+        save()
+        torch.distributed.destroy_process_group()
+        print(f"wrote {path}", flush=True)
+        return
+    if mode == "--without-fsdp":
+        result["without_fsdp"] = without_fsdp(deadline)
         save()
         torch.distributed.destroy_process_group()
         print(f"wrote {path}", flush=True)
