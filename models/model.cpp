@@ -18,12 +18,17 @@ namespace {
 // fault first; a YAML reader points at the first of them the user wrote.
 using Complain = std::function<void(std::initializer_list<std::string_view> keys, const std::string& what)>;
 
+constexpr int kMaxLayers = 16384;
+
 void check(const TransformerConfig& m, const Complain& complain) {
   if (m.name.empty()) complain({"name"}, "must not be empty");
   auto at_least = [&](std::string_view key, std::int64_t v, std::int64_t min) {
     if (v < min) complain({key}, fmt::format("expected an integer >= {}, got {}", min, v));
   };
   at_least("layers", m.layers, 1);
+  // The deepest published models have a few hundred blocks; the cap keeps a typo (an extra zero or
+  // six) from building millions of units until memory runs out.
+  if (m.layers > kMaxLayers) complain({"layers"}, fmt::format("expected an integer <= {}, got {}", kMaxLayers, m.layers));
   at_least("hidden", m.hidden, 1);
   at_least("heads", m.heads, 1);
   at_least("kv_heads", m.kv_heads, 1);

@@ -416,6 +416,11 @@ TEST_CASE("bad model input names the file, line and key") {
                        doctest::Contains("t.yaml:3: model.norm: expected one of: layernorm, rmsnorm"), InputError);
   CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  layers: 0\n"),
                        doctest::Contains("t.yaml:3: model.layers: expected an integer >= 1, got 0"), InputError);
+  // A typo's extra zeros are refused before they build millions of units.
+  CHECK_THROWS_WITH_AS(load("model:\n  preset: gpt2-124m\n  layers: 100000000\n"),
+                       doctest::Contains("t.yaml:3: model.layers: expected an integer <= 16384, got 100000000"),
+                       InputError);
+  CHECK_NOTHROW(load("model:\n  preset: gpt2-124m\n  layers: 16384\n"));
   CHECK_THROWS_WITH_AS(load("model:\n  - gpt2-124m\n"), doctest::Contains("t.yaml:2: model: expected a preset name"),
                        InputError);
 }
