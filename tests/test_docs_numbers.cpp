@@ -178,3 +178,34 @@ TEST_CASE("docs/validation.md's rows are what tagcsim validate predicts with the
   }
   CHECK(seen == page.size());
 }
+
+TEST_CASE("docs/validation.md's opening counts the rows and sources tagcsim validate lists") {
+  const std::string intro = one_line(read_file("docs/validation.md").substr(0, 2000));
+  std::smatch published, own;
+  REQUIRE(std::regex_search(intro, published,
+                            std::regex(R"(shipped in `validation/data/`: (\d+) rows from (\d+) sources \((\d+) counted\))")));
+  REQUIRE(std::regex_search(intro, own, std::regex(R"(own: (\d+) FSDP2 steps .*\(S63, (\d+) counted\))")));
+  const auto run = run_command(std::string(TAGCSIM_BINARY) + " validate");
+  REQUIRE(run.code == 0);
+  std::istringstream rows(run.output);
+  int published_rows = 0, published_counted = 0, own_rows = 0, own_counted = 0;
+  std::vector<std::string> sources;
+  for (std::string line; std::getline(rows, line);) {
+    const auto c = cells(line);  // | id | src | ... : the first table's rows
+    if (c.size() != 12 || c[0].rfind("fsdp-", 0) != 0) continue;
+    const bool counted = c[0].find("(not counted") == std::string::npos;
+    if (c[1] == "S63") {
+      ++own_rows;
+      own_counted += counted;
+      continue;
+    }
+    ++published_rows;
+    published_counted += counted;
+    if (std::find(sources.begin(), sources.end(), c[1]) == sources.end()) sources.push_back(c[1]);
+  }
+  CHECK(std::stoi(published[1]) == published_rows);
+  CHECK(std::stoi(published[2]) == int(sources.size()));
+  CHECK(std::stoi(published[3]) == published_counted);
+  CHECK(std::stoi(own[1]) == own_rows);
+  CHECK(std::stoi(own[2]) == own_counted);
+}
