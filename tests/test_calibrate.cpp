@@ -284,8 +284,9 @@ TEST_CASE("a profile reads back as the fitted cluster, and a transport profile a
 TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(kPublished == std::string(TAGCSIM_SOURCE_DIR) + "/validation/data/published_measurements.yaml");
   const auto groups = load_published(kPublished);
-  // 29 fitted, 10 validated only: GB200 NVL72 racks, Azure's GB200 VM, CSCS's Alps, and five all-to-alls.
-  REQUIRE(groups.size() == 51);
+  // 29 fitted, the rest validated only: GB200 and GB300 NVL72 racks, Azure's GB200 VM, CSCS's Alps,
+  // five all-to-alls, and a shared host's 4-GPU all-gather, reduce-scatter and all-reduce (S97).
+  REQUIRE(groups.size() == 54);
   auto named = [&](const std::string& name) -> const PublishedGroup& {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.name == name; });
     REQUIRE(it != groups.end());
@@ -312,6 +313,17 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(off.points[4].algos == (topologies::NcclPins::Ring | topologies::NcclPins::Tree));
   CHECK(published_base_cluster(h200) == "{preset: dgx-h200-ib400, nodes: 1}");
   CHECK(h200.points[0].nccl_version == 22707);  // "nccl 2.27.7" in hardware.software
+  // The only reduce-scatter table: 4 GPUs of one H100 node in one process (-g 4), NCCL 2.29.2, not fitted.
+  const auto& rs = named("nccl-h100-1n4-quiet-reducescatter");
+  CHECK(rs.source_key == "S97");
+  CHECK(rs.points.size() == 28);
+  CHECK(rs.points[0].op == CollectiveOp::ReduceScatter);
+  CHECK(rs.points[0].ranks() == 4);
+  CHECK(rs.points[0].gpus_per_process == 4);
+  CHECK(rs.points[0].nccl_version == 22902);
+  CHECK(rs.points.back().time_s == doctest::Approx(18359.1e-6));  // 8 GiB: the faster of out-of-place and in-place
+  CHECK(!rs.not_fitted.empty());
+  CHECK(published_base_cluster(rs) == "{preset: dgx-h100-ib400, nodes: 1}");
   // The Azure tables: one process for 8 GPUs, NVLS pinned (NCCL_ALGO=NVLS), their NCCL release, their VM.
   const auto& ndv5 = groups[8];
   CHECK(ndv5.name == "nccl-h100-1n-azure-ndv5-allreduce");
@@ -374,7 +386,8 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
     if (g.name.rfind("nccl-gb200-nvl72-", 0) != 0 || g.collective == "alltoall") {
       CHECK(g.not_fitted.empty() == (g.name != "nccl-gb200-1n4-azure-ndgb200v6-allreduce" &&
                                      g.name != "nccl-gh200-2n-cscs-alps-slingshot-allreduce" &&
-                                     g.name.rfind("nccl-gb300-nvl72-", 0) != 0 && g.collective != "alltoall"));
+                                     g.name.rfind("nccl-gb300-nvl72-", 0) != 0 && g.collective != "alltoall" &&
+                                     g.source_key != "S97"));
       continue;
     }
     CAPTURE(g.name);
