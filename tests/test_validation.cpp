@@ -41,10 +41,10 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // fms-fsdp's first table 3 (its 7B row is S37's); a blog's torchtitan runs on 8 GB200 6; Modalities'
   // sweep on Leonardo 33; torchtitan#3105's runs on 4 GB200 6; the torchtitan paper's Tables 1-4 10; the OLMo 3
   // report's pretraining and midtraining rows 3; VectorLM's reference throughput 9; torchtitan#3914's and #3462's
-  // GB200 rows 1 and 1.
+  // GB200 rows 1 and 1; KempnerForge's weak-scaling and 175B runs 13.
   REQUIRE(rows().size() ==
           56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 1 + 8 + 5 + 84 + 4 + 3 + 6 + 33 + 6 + 10 + 3 +
-              9 + 1 + 1);
+              9 + 1 + 1 + 13);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -56,7 +56,7 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
     CHECK(r.family != "roofline");  // every row's GPU has a kernel profile
   }
   // float8 rows too; not the 52 H100 rows whose attention kernel has no H100 measurement, nor the four
-  // context-parallel rows (torchtitan's three, NeMo AutoModel's one), nor our two host-bound small-model rows, nor KempnerForge's eight that cross
+  // context-parallel rows (torchtitan's three, NeMo AutoModel's one), nor our two host-bound small-model rows, nor KempnerForge's eight (and its later thirteen) that cross
   // nodes whose NIC count is not published, nor torchao's two power-limited B200 rows; Lambda's three,
   // torchtitan#1196's two, pith-train#79's one, torchtitan#1690's eight, torchtitan#1789's one and
   // torchtitan#2687's two, torchtitan#2389's two, lightning-thunder's eight, fms-fsdp's Feb 2024 five and three
@@ -66,7 +66,7 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
                                          "S62", "S63", "S66", "S67", "S68", "S70", "S72", "S73", "S74", "S75", "S76",
                                          "S77", "S78", "S79", "S80", "S84", "S85", "S86", "S87", "S88", "S89", "S90", "S91", "S92",
-                                         "S93", "S95", "S96"});
+                                         "S93", "S95", "S96", "S98"});
   // VectorLM (S93): four micro-batches a step under no_sync(), the median one timed.
   {
     const auto s = setup_of("fsdp-vectorlm-llama3-8b-a100-2gpu-seq4096-mb4");
@@ -204,6 +204,11 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   CHECK(row("fsdp-kf-7b-h200-4gpu-tp4").counted);
   CHECK(!row("fsdp-kf-70b-h200-32gpu-tp4-fsdp8").counted);
   CHECK(row("fsdp-kf-13b-h200-8gpu-fsdp8").params == Approx(14.84e9).epsilon(1e-3));  // the report's 14.84B
+  // Its weak-scaling and 175B runs (S98): every row crosses nodes, so listed; the batch-1 175B run by its MFU.
+  CHECK(row("fsdp-kfws-70b-h200-160gpu-tp4-fsdp40").measured_tps == Approx(85571.0 / 160).epsilon(1e-3));
+  CHECK(!row("fsdp-kfws-13b-h200-32gpu-tp4-fsdp8").counted);
+  CHECK(row("fsdp-kf175-175b-h200-360gpu-tp4-fsdp90-bs1").measured_tps == Approx(72.9));
+  CHECK(setup_of("fsdp-kf175-175b-h200-360gpu-tp4-fsdp90-bs8").cluster.nodes == 90);
   {
     const auto t = setup_of("fsdp-kf-7b-h200-4gpu-tp2-fsdp2");
     CHECK(t.training.impl.tp_plan == models::Implementation::TpPlan::PerLinear);
