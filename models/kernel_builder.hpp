@@ -233,6 +233,13 @@ class Builder {
       mem(p.bwd, "log_softmax bwd add", 12 * TV);
       mem(p.bwd, "log_softmax bwd mul", 8 * TV);
       mem(p.bwd, "logits grad to bf16", (4 + e_) * TV);
+    } else if (impl_.bf16_cross_entropy) {
+      // F.cross_entropy on the 16-bit logits: no cast either way, every pass at their width.
+      mem(p.fwd, "log_softmax", 2 * e_ * TV);
+      mem(p.fwd, "nll_loss", 16 * T_, 2);
+      mem(p.bwd, "nll_loss bwd", e_ * TV);
+      mem(p.bwd, "nll_loss bwd scatter", 16 * T_);
+      mem(p.bwd, "log_softmax bwd", 3 * e_ * TV);
     } else {
       mem(p.fwd, "logits to fp32", (e_ + 4) * TV);
       mem(p.fwd, "log_softmax", 8 * TV);

@@ -177,6 +177,10 @@ struct Implementation {
   // the whole block back to eager). Dense blocks are compiled whole either way.
   enum class MoeCompile { Block, Submodules, Eager } compile_moe = MoeCompile::Block;
   bool fused_cross_entropy = false;  // one-kernel cross-entropy (flash-attn's xentropy) instead of eager fp32
+  // Eager F.cross_entropy on the 16-bit logits as the head gives them, with no cast to fp32: a model
+  // kept in bf16 without autocast (KempnerForge). log_softmax reads and writes 16-bit values and keeps
+  // its 16-bit output for the backward, where the fp32 path keeps an fp32 one.
+  bool bf16_cross_entropy = false;
   // The output projection and the loss run in this many slices of the sequence, each slice's
   // forward and backward before the next, so that only one slice's logits live at a time:
   // torchtitan's ChunkedCELoss (8 slices, every model's default since 786e26f, Apr 2026,

@@ -435,6 +435,9 @@ inline UnitPiece head(const Ctx& c) {
   if (c.impl.fused_cross_entropy || c.impl.compiled_loss) {
     p.act += c.e * TV;        // the logits, saved by the fused (or compiled) kernel
     p.transient = c.e * TV;   // their gradient
+  } else if (c.impl.bf16_cross_entropy) {
+    p.act += c.e * TV + (c.impl.logit_metrics > 0 ? c.e * TV : 0);  // the 16-bit log-softmax output
+    p.transient = 2 * c.e * TV;  // 16-bit gradients of that output and of the logits
   } else {
     p.act += 4 * TV + (c.impl.logit_metrics > 0 ? c.e * TV : 0);  // fp32 log-softmax; logits kept for metrics
     p.transient = 8 * TV;     // fp32 gradients of the log-softmax output and of its input

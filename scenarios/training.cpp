@@ -350,8 +350,15 @@ sim::Training load_training(const Input& in) {
     if (t.impl.float8_all_gather && fsdp1)
       v->fail("torchao's float8 all-gather works with FSDP2 (fully_shard) only: set fsdp: 2");
   }
-  if (auto v = in.find("cross_entropy"))
-    t.impl.fused_cross_entropy = v->as_choice({"fp32", "fused"}) == "fused";
+  if (auto v = in.find("cross_entropy")) {
+    const auto kind = v->as_choice({"fp32", "fused", "bf16"});
+    t.impl.fused_cross_entropy = kind == "fused";
+    t.impl.bf16_cross_entropy = kind == "bf16";
+    // DTensor's loss parallelism runs its own log-softmax in fp32 (torch/distributed/tensor/parallel/loss.py).
+    if (t.impl.bf16_cross_entropy && t.impl.loss_parallel(t.tensor_parallel))
+      v->fail("torchtitan's TP plan takes the loss with DTensor's loss parallelism, which casts to fp32: "
+              "cross_entropy: bf16 needs tp_plan: per_linear or no tensor parallelism");
+  }
   // Eager RMSNorms: PyTorch's fused kernels (nn.RMSNorm from 2.9) or the op-by-op reference.
   if (auto v = in.find("rms_norm")) t.impl.fused_rms_norm = v->as_choice({"reference", "fused"}) == "fused";
   // Metrics the training loop computes from the logits after each micro-batch (LLM Foundry's

@@ -346,6 +346,12 @@ TEST_CASE("bad input: tp_plan without tensor parallelism, with async TP or float
                        InputError);
   CHECK_THROWS_WITH_AS(scenario("  tensor_parallel: 8\n  tp_plan: per-linear\n"),
                        Contains("tp.yaml:5: training.tp_plan"), InputError);
+  // DTensor's loss parallelism casts to fp32: a bf16 loss is a per_linear (or TP-free) choice.
+  CHECK_THROWS_WITH_AS(scenario("  tensor_parallel: 8\n  cross_entropy: bf16\n"),
+                       Contains("tp.yaml:5: training.cross_entropy: torchtitan's TP plan takes the loss with DTensor's "
+                                "loss parallelism"),
+                       InputError);
+  CHECK_NOTHROW(scenario("  tensor_parallel: 8\n  tp_plan: per_linear\n  cross_entropy: bf16\n"));
 }
 
 TEST_CASE("bad input: tp_qk_norm without tensor parallelism, under per_linear, on a model without q and k norms") {
