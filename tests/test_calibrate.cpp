@@ -285,8 +285,9 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(kPublished == std::string(TAGCSIM_SOURCE_DIR) + "/validation/data/published_measurements.yaml");
   const auto groups = load_published(kPublished);
   // 29 fitted, the rest validated only: GB200 and GB300 NVL72 racks, Azure's GB200 VM, CSCS's Alps,
-  // five all-to-alls, and a shared host's 4-GPU all-gather, reduce-scatter and all-reduce (S97).
-  REQUIRE(groups.size() == 54);
+  // five all-to-alls, a shared host's 4-GPU all-gather, reduce-scatter and all-reduce (S97), and OCI's two
+  // racks of GB200 with NVLS off at every size (S99).
+  REQUIRE(groups.size() == 55);
   auto named = [&](const std::string& name) -> const PublishedGroup& {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.name == name; });
     REQUIRE(it != groups.end());
@@ -397,7 +398,14 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
           fmt::format("{{preset: gb200-nvl72, nodes: {}{}}}", g.nodes, oci ? ", nics: {transport: roce}" : ""));
     racks += g.nodes;
   }
-  CHECK(racks == 1 + 2 + 20 + 1 + 1 + 2 + 3);  // CoreWeave's, then OCI's all-reduces
+  CHECK(racks == 1 + 2 + 20 + 1 + 1 + 2 + 3 + 2);  // CoreWeave's, then OCI's all-reduces
+  // OCI's two racks at every size (S99): NVLS off, so NCCL chooses among its rings and trees.
+  const auto& two_racks = named("nccl-gb200-nvl72-2r32h-oci-hpcoke-allreduce");
+  CHECK(two_racks.source_key == "S99");
+  CHECK(two_racks.points.size() == 32);  // 8 B to 32 GiB, the anomalous 1 GiB row left out
+  CHECK(two_racks.points[0].algos == (topologies::NcclPins::Ring | topologies::NcclPins::Tree));
+  CHECK(two_racks.points[0].nccl_version == 22902);
+  CHECK(two_racks.points[0].time_s == doctest::Approx(183.82e-6));
   // OCI's all-to-alls on GB200 racks: a rack is a node (one NVLink domain), never fitted.
   const auto& a2a = named("nccl-gb200-nvl72-2r64g-oci-alltoall");
   CHECK(a2a.points[0].op == CollectiveOp::AllToAll);
