@@ -211,7 +211,7 @@ class Builder {
       mem(p.fwd, "softcap", 2 * e_ * TV);
       mem(p.bwd, "softcap bwd", 3 * e_ * TV);
     }
-    if (impl_.fused_cross_entropy || impl_.compiled_loss) {
+    if (impl_.cross_entropy == Implementation::CrossEntropy::Fused || impl_.compiled_loss) {
       mem(p.fwd, "cross_entropy", e_ * TV);
       mem(p.fwd, "loss mean", 8 * T_);
       mem(p.bwd, "cross_entropy bwd", 2 * e_ * TV);
@@ -233,7 +233,7 @@ class Builder {
       mem(p.bwd, "log_softmax bwd add", 12 * TV);
       mem(p.bwd, "log_softmax bwd mul", 8 * TV);
       mem(p.bwd, "logits grad to bf16", (4 + e_) * TV);
-    } else if (impl_.bf16_cross_entropy) {
+    } else if (impl_.cross_entropy == Implementation::CrossEntropy::Bf16) {
       // F.cross_entropy on the 16-bit logits: no cast either way, every pass at their width.
       mem(p.fwd, "log_softmax", 2 * e_ * TV);
       mem(p.fwd, "nll_loss", 16 * T_, 2);

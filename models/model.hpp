@@ -176,11 +176,11 @@ struct Implementation {
   // (torchtitan before #1895 under activation checkpointing, where the experts' graph break sent
   // the whole block back to eager). Dense blocks are compiled whole either way.
   enum class MoeCompile { Block, Submodules, Eager } compile_moe = MoeCompile::Block;
-  bool fused_cross_entropy = false;  // one-kernel cross-entropy (flash-attn's xentropy) instead of eager fp32
-  // Eager F.cross_entropy on the 16-bit logits as the head gives them, with no cast to fp32: a model
-  // kept in bf16 without autocast (KempnerForge). log_softmax reads and writes 16-bit values and keeps
-  // its 16-bit output for the backward, where the fp32 path keeps an fp32 one.
-  bool bf16_cross_entropy = false;
+  // The loss (training.cross_entropy). Fp32: eager, the logits cast to fp32 first (torchtitan, Hugging
+  // Face, LLM Foundry). Fused: one kernel each way (flash-attn's xentropy). Bf16: eager F.cross_entropy
+  // on the 16-bit logits as the head gives them, a model kept in bf16 without autocast (KempnerForge):
+  // log_softmax reads and writes 16-bit values and keeps its 16-bit output for the backward.
+  enum class CrossEntropy { Fp32, Fused, Bf16 } cross_entropy = CrossEntropy::Fp32;
   // The output projection and the loss run in this many slices of the sequence, each slice's
   // forward and backward before the next, so that only one slice's logits live at a time:
   // torchtitan's ChunkedCELoss (8 slices, every model's default since 786e26f, Apr 2026,
@@ -292,7 +292,7 @@ struct TrainingShape {
   double activation_bytes = 2;     // bytes per activation element (bf16 = 2, fp32 = 4)
   bool activation_checkpointing = false;  // keep only the input of the checkpointed blocks
   bool flash_attention = true;     // no s^2 attention matrices kept (false also when impl.attention is Math)
-  // The loss's and the attention's memory follow impl (fused_cross_entropy, logit_metrics, attention).
+  // The loss's and the attention's memory follow impl (cross_entropy, logit_metrics, attention).
   Implementation impl;
   // Tensor parallelism over this many GPUs, as torchtitan's sequence-parallel plan: each GPU holds
   // 1/t of the heads, the FFN and the vocabulary, and the norms and residual adds run on 1/t of the

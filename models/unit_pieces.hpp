@@ -432,10 +432,11 @@ inline UnitPiece head(const Ctx& c) {
   // The loss's logits: this rank's vocabulary slice, or all of them when the head gathers them
   // (tp_plan: per_linear), which its log-softmax then keeps whole.
   const double TV = V * c.tokens * (c.impl.tp_plan == Implementation::TpPlan::PerLinear ? c.sp : 1);
-  if (c.impl.fused_cross_entropy || c.impl.compiled_loss) {
+  using CrossEntropy = Implementation::CrossEntropy;
+  if (c.impl.cross_entropy == CrossEntropy::Fused || c.impl.compiled_loss) {
     p.act += c.e * TV;        // the logits, saved by the fused (or compiled) kernel
     p.transient = c.e * TV;   // their gradient
-  } else if (c.impl.bf16_cross_entropy) {
+  } else if (c.impl.cross_entropy == CrossEntropy::Bf16) {
     p.act += c.e * TV + (c.impl.logit_metrics > 0 ? c.e * TV : 0);  // the 16-bit log-softmax output
     p.transient = 2 * c.e * TV;  // 16-bit gradients of that output and of the logits
   } else {

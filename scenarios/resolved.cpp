@@ -189,7 +189,10 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
           "what torch.compile covers of a mixture of experts' blocks");
   if (t.impl.unpadded_attention)
     k.put("unpadded_attention", "true", "flash-attn's varlen kernels, q/k/v unpadded and the output padded per layer");
-  k.put("cross_entropy", t.impl.fused_cross_entropy ? "fused" : t.impl.bf16_cross_entropy ? "bf16" : "fp32");
+  using CrossEntropy = models::Implementation::CrossEntropy;
+  k.put("cross_entropy", t.impl.cross_entropy == CrossEntropy::Fused  ? "fused"
+                         : t.impl.cross_entropy == CrossEntropy::Bf16 ? "bf16"
+                                                                      : "fp32");
   k.put("rms_norm", t.impl.fused_rms_norm ? "fused" : "reference",
         t.impl.fused_rms_norm ? "eager RMSNorms as PyTorch >= 2.9's fused kernels" : "eager RMSNorms op by op");
   k.put("float8", yaml_flag(t.impl.float8_linears), t.impl.float8_linears ? "torchao Float8Linear (tensorwise) on the blocks' Linears" : "");

@@ -351,11 +351,11 @@ sim::Training load_training(const Input& in) {
       v->fail("torchao's float8 all-gather works with FSDP2 (fully_shard) only: set fsdp: 2");
   }
   if (auto v = in.find("cross_entropy")) {
+    using CrossEntropy = models::Implementation::CrossEntropy;
     const auto kind = v->as_choice({"fp32", "fused", "bf16"});
-    t.impl.fused_cross_entropy = kind == "fused";
-    t.impl.bf16_cross_entropy = kind == "bf16";
+    t.impl.cross_entropy = kind == "fused" ? CrossEntropy::Fused : kind == "bf16" ? CrossEntropy::Bf16 : CrossEntropy::Fp32;
     // DTensor's loss parallelism runs its own log-softmax in fp32 (torch/distributed/tensor/parallel/loss.py).
-    if (t.impl.bf16_cross_entropy && t.impl.loss_parallel(t.tensor_parallel))
+    if (t.impl.cross_entropy == CrossEntropy::Bf16 && t.impl.loss_parallel(t.tensor_parallel))
       v->fail("torchtitan's TP plan takes the loss with DTensor's loss parallelism, which casts to fp32: "
               "cross_entropy: bf16 needs tp_plan: per_linear or no tensor parallelism");
   }

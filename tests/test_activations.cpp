@@ -149,21 +149,21 @@ TEST_CASE("the loss keeps what its implementation saves") {
         doctest::Approx(T * (norm + 4 * V + 2 * V)));
   // F.cross_entropy on the bf16 logits without a cast (a model kept in bf16): log_softmax keeps its
   // bf16 output, and the backward holds the bf16 gradients of that output and of the logits.
-  shape.impl.bf16_cross_entropy = true;
+  shape.impl.cross_entropy = models::Implementation::CrossEntropy::Bf16;
   shape.impl.logit_metrics = 0;
   const auto bf16 = fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape)[0];
   CHECK(bf16.activation_bytes == doctest::Approx(T * (norm + 2 * V)));
   CHECK(bf16.backward_transient_bytes == doctest::Approx(T * 4 * V));
-  shape.impl.bf16_cross_entropy = false;
+  shape.impl.cross_entropy = models::Implementation::CrossEntropy::Fp32;
   shape.impl.logit_metrics = 2;
   // flash-attn's fused cross-entropy saves the bf16 logits and writes their gradient into a new tensor.
-  shape.impl.fused_cross_entropy = true;
+  shape.impl.cross_entropy = models::Implementation::CrossEntropy::Fused;
   const auto fused = fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape)[0];
   CHECK(fused.activation_bytes == doctest::Approx(T * (norm + 2 * V)));
   CHECK(fused.backward_transient_bytes == doctest::Approx(T * 2 * V));
   // Compiling the model leaves the loss's memory to its implementation (torchtitan compiled only the
   // blocks until Apr 2025) ...
-  shape.impl.fused_cross_entropy = false;
+  shape.impl.cross_entropy = models::Implementation::CrossEntropy::Fp32;
   shape.impl.logit_metrics = 0;
   shape.impl.compiled = true;
   CHECK(fsdp_units(preset("gpt2-124m"), WrapPolicy::Block, shape)[0].activation_bytes ==

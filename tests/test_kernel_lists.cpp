@@ -218,13 +218,13 @@ TEST_CASE("kernel lists: the q/k/v split, the Triton dQ accumulator, metrics on 
   shape.impl.compiled_loss = false;
   // F.cross_entropy on the bf16 logits, no cast: log_softmax reads and writes 2 bytes a logit each
   // way (4), its backward reads the gradient and the output and writes the logits' gradient (6).
-  shape.impl.bf16_cross_entropy = true;
+  shape.impl.cross_entropy = models::Implementation::CrossEntropy::Bf16;
   units = models::fsdp_units(m, models::WrapPolicy::Block, shape);
   CHECK(bytes_of(units[0].kernels->forward, "logits to fp32").second == 0);
   CHECK(bytes_of(units[0].kernels->forward, "log_softmax").first == Approx(4.0 * 2048 * 50368));
   CHECK(bytes_of(units[0].kernels->backward, "log_softmax bwd").first == Approx(6.0 * 2048 * 50368));
   CHECK(bytes_of(units[0].kernels->backward, "logits grad to bf16").second == 0);
-  shape.impl.bf16_cross_entropy = false;
+  shape.impl.cross_entropy = models::Implementation::CrossEntropy::Fp32;
   // torchtitan's layout has kernel lists too: the embedding, each block, the norm and head.
   models::TrainingShape tt;
   tt.seq_len = 1024;

@@ -309,7 +309,7 @@ TEST_CASE("the LLM Foundry mapping rebuilds the published model and Composer's F
   CHECK(t.backward_prefetch == sim::BackwardPrefetch::Post);
   CHECK(t.activation_checkpointing);
   CHECK(t.impl.attention == models::AttentionKernel::FlashTriton);
-  CHECK(t.impl.fused_cross_entropy);
+  CHECK(t.impl.cross_entropy == models::Implementation::CrossEntropy::Fused);
   CHECK(t.impl.logit_metrics == 2);  // Composer evaluates LLM Foundry's cross-entropy and perplexity every micro-batch
   CHECK(setup.model.learned_positions == 2048);
   CHECK(setup.model.bias);
