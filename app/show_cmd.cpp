@@ -70,7 +70,9 @@ std::string compute_checked(const topologies::DeviceProfile& d, bool in_full = f
   const sim::KernelProfile* p = d.profile.empty() ? nullptr : sim::device_kernel_profile(d);
   if (!p) return in_full ? "none: the datasheet roofline (no kernel profile)" : "roofline";
   if (const std::string as = sim::fitted_as(*p); as != p->fit_device())
-    return in_full ? "none of its own: " + as + "'s fit (its kernel profile's GPU)" : "as " + as;
+    return in_full ? "none of its own: " + as + "'s fit (" +
+                         (sim::has_device_fit(as) ? "its kernel profile's GPU" : "its family's") + ")"
+                   : "as " + as;
   const std::string& held = p->fitted.held_out;
   if (in_full) return held;
   static const std::regex rows(R"(([0-9]+) rows? of ([0-9]+) sources?)");

@@ -27,8 +27,8 @@ namespace tagcsim::scenarios {
 // predicted the held-out sources worse (with one source out, a device's other rows do not pin it;
 // docs/validation.md), and a streaming kernel's share of peak is mostly the kernels'.
 //
-// A family's scale stands in for its devices that no source measured (an unseen GPU, or a device
-// whose only source a fold left out): the geometric mean of its fitted devices' scales, each
+// A family's scale stands in for its devices that fewer than two sources measured (an unseen GPU,
+// one source's device, or a device whose other sources a fold left out): the geometric mean of its fitted devices' scales, each
 // weighted by its sources, when their rows come from two sources or more. A family below that
 // keeps no fit and borrows (sim/kernel_profile.cpp: its predecessor's).
 FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::size_t>& train) {
@@ -38,10 +38,18 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
     if (!r.device.empty()) sim::remove_fitted_parameters(sim::device_fit_key(r.device));
     if (r.family != "roofline") sim::remove_fitted_parameters(r.family);
   }
+  // A device is fitted only where two sources or more measured it: one source's rows share its
+  // software, its power limit and its way of timing, so a scale fitted on them alone is that
+  // source's factor, not the chip's. Its rows then take the family's scale, as an unseen GPU does.
+  std::map<std::string, std::set<std::string>> sources_of;
+  for (auto i : train)
+    if (rows[i].counted && rows[i].fitted && rows[i].family != "roofline" && !rows[i].device.empty())
+      sources_of[rows[i].device].insert(rows[i].source);
   std::vector<std::string> devices;
   std::vector<std::size_t> idx;
   for (auto i : train)
-    if (rows[i].counted && rows[i].fitted && rows[i].family != "roofline" && !rows[i].device.empty()) {
+    if (rows[i].counted && rows[i].fitted && rows[i].family != "roofline" && !rows[i].device.empty() &&
+        sources_of[rows[i].device].size() >= 2) {
       idx.push_back(i);
       if (std::find(devices.begin(), devices.end(), rows[i].device) == devices.end())
         devices.push_back(rows[i].device);

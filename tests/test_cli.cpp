@@ -313,19 +313,20 @@ TEST_CASE("cli: show lists presets and prints one with every value, its unit and
   CHECK(row("eth-25g").find(" - ") != std::string::npos);  // no published table crosses TCP sockets
   CHECK(row("h100-sxm").find(" rows, ") != std::string::npos);
   CHECK(row("h100-sxm").find(" src, ") != std::string::npos);
-  CHECK(row("b300").find("as B200-SXM-180GB") != std::string::npos);
+  CHECK(row("b300").find("as blackwell") != std::string::npos);  // the B200's profile, which one source fits not
+  CHECK(row("a100-40gb").find(" rows, 2 src, ") != std::string::npos);
   CHECK(row("v100-32gb").find("roofline") != std::string::npos);
   const auto p4de = tagcsim("show clusters p4de");  // an alias
   CHECK(p4de.code == 0);
   CHECK(p4de.output.find("# cluster preset aws-p4de (also: p4de") != std::string::npos);
   CHECK(p4de.output.find("\n# collectives over efa, held out: 3 nccl-tests tables of 1 source on 2 nodes, each source "
                          "held out of the fit: >= 1 MiB median ") != std::string::npos);
-  CHECK(tagcsim("show gpus h100").output.find("\n# training fit: 99 rows of 15 sources, each "
+  CHECK(tagcsim("show gpus h100").output.find("\n# training fit: 103 rows of 17 sources, each "
                                               "source held out of the fit: median ") != std::string::npos);
   CHECK(tagcsim("show gpus gb200").output.find("\n# training fit: 10 rows of 2 sources, each "
                                                "source held out of the fit: median ") != std::string::npos);
   CHECK(tagcsim("show gpus b300").output.find("\n# training fit: none of its own: "
-                                              "B200-SXM-180GB's fit (its kernel profile's GPU) (docs/validation.md)\n") !=
+                                              "blackwell's fit (its family's) (docs/validation.md)\n") !=
         std::string::npos);
   CHECK(p4de.output.find("bandwidth: 100 Gb/s") != std::string::npos);
   CHECK(p4de.output.find("4 x 100 Gb/s = 400 Gb/s per node") != std::string::npos);

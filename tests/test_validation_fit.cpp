@@ -48,18 +48,20 @@ TEST_CASE("the fit recovers the parameters that made the measurements") {
   sim::override_fitted_parameters(a100, {0.9, 0.7, "truth"});
   for (auto& x : r) x.measured_tps = scenarios::predict(x).tps;
   sim::override_fitted_parameters("ampere", {1, 1, "start"});
-  // One source fits its device: a device's scale is what its measurements say.
+  // One source's rows fit nothing: their shared software, power limit and timing would make the
+  // device's scale that source's factor. The device keeps no fit, nor does its family (it borrows).
   auto fits = scenarios::fit(r, {0, 1, 2});
-  CHECK(fits.at(a100).tensor_scale == Approx(0.9).epsilon(0.01));
-  CHECK(fits.at(a100).memory_scale == Approx(0.7).epsilon(0.01));
-  CHECK(sim::fitted_parameters("A100-SXM4-40GB", "ampere").tensor_scale == fits.at(a100).tensor_scale);  // in force
-  // But not its family: one source's rows alone would make the family's scale that source's factor,
-  // so the family keeps none (and borrows).
-  CHECK(fits.count("ampere") == 0);
+  CHECK(fits.empty());
+  CHECK_FALSE(sim::has_device_fit("A100-SXM4-40GB"));
   CHECK(sim::fitted_parameters("ampere").basis.empty());
-  // From two sources the family stands for its unmeasured devices: here the one device's scale.
+  // Two sources fit the device: its scale is what its measurements say, and the family stands for
+  // its unmeasured devices at that scale.
   r[2].source = "S-other";
   fits = scenarios::fit(r, {0, 1, 2});
+  CHECK(fits.at(a100).tensor_scale == Approx(0.9).epsilon(0.01));
+  CHECK(fits.at(a100).memory_scale == Approx(0.7).epsilon(0.01));
+  CHECK(fits.at(a100).basis.find("(2 sources: S-other, S31;") != std::string::npos);
+  CHECK(sim::fitted_parameters("A100-SXM4-40GB", "ampere").tensor_scale == fits.at(a100).tensor_scale);  // in force
   CHECK(fits.at("ampere").tensor_scale == Approx(fits.at(a100).tensor_scale));
   sim::remove_fitted_parameters(sim::device_fit_key("A100-SXM4-80GB"));  // as if no source had measured it
   CHECK(sim::fitted_parameters("A100-SXM4-80GB", "ampere").tensor_scale == Approx(fits.at(a100).tensor_scale));
@@ -67,28 +69,32 @@ TEST_CASE("the fit recovers the parameters that made the measurements") {
 }
 
 TEST_CASE("a family's scale is its devices' geometric mean, each weighted by the sources that measured it") {
-  // Two S31 rows (A100 40GB) and one row each of S35 and S36 (A100 80GB), each "measured" at the
-  // prediction with its device's truth: 0.8 for the 40GB, 1.0 for the 80GB, memory 0.7. The family
-  // stands for an unmeasured Ampere at (0.8^1 x 1.0^2)^(1/3) = 0.928.
+  // Two A100 40GB rows of two sources (S31's, and one relabelled as another's) and one row each of
+  // S35 and S36 (A100 80GB), each "measured" at the prediction with its device's truth: 0.8 for the
+  // 40GB, 1.0 for the 80GB, memory 0.7. The family stands for an unmeasured Ampere at
+  // (0.8^2 x 1.0^2)^(1/4) = 0.894.
   std::vector<scenarios::ValidationRow> r = {row("fsdp-mpt125m-a100-40gb-8gpu-seq512-mb104-acF"),
                                              row("fsdp-mpt30b-a100-40gb-32gpu-seq2048-mb4-acT"),
                                              row("fsdp-tt-13b-llama2-a100-64gpu-bs2-none"),
                                              row("fsdp-tt-llama3-70b-a100-64gpu-full-ac")};
+  r[1].source = "S-other";
   sim::override_fitted_parameters(sim::device_fit_key("A100-SXM4-40GB"), {0.8, 0.7, "truth"});
   sim::override_fitted_parameters(sim::device_fit_key("A100-SXM4-80GB"), {1.0, 0.7, "truth"});
   for (auto& x : r) x.measured_tps = scenarios::predict(x).tps;
   const auto fits = scenarios::fit(r, {0, 1, 2, 3});
   CHECK(fits.at(sim::device_fit_key("A100-SXM4-40GB")).tensor_scale == Approx(0.8).epsilon(0.01));
   CHECK(fits.at(sim::device_fit_key("A100-SXM4-80GB")).tensor_scale == Approx(1.0).epsilon(0.01));
-  CHECK(fits.at("ampere").tensor_scale == Approx(std::cbrt(0.8)).epsilon(0.01));
+  CHECK(fits.at("ampere").tensor_scale == Approx(std::sqrt(0.8)).epsilon(0.01));
   CHECK(fits.at("ampere").memory_scale == Approx(0.7).epsilon(0.01));
-  CHECK(fits.at("ampere").basis.find("A100-SXM4-40GB 0.800 x 1, A100-SXM4-80GB 1.000 x 2") != std::string::npos);
-  // A fold without the 40GB's source: the device has no rows and takes the family's.
-  std::vector<std::size_t> without_s31 = {2, 3};
-  scenarios::fit(r, without_s31);
-  CHECK(!sim::has_device_fit("A100-SXM4-40GB"));
-  CHECK(sim::fitted_parameters("A100-SXM4-40GB", "ampere").tensor_scale ==
-        Approx(sim::fitted_parameters("A100-SXM4-80GB", "ampere").tensor_scale));
+  CHECK(fits.at("ampere").basis.find("A100-SXM4-40GB 0.800 x 2, A100-SXM4-80GB 1.000 x 2") != std::string::npos);
+  // A fold that keeps one of the 40GB's two sources: one source no longer fits it, and its row is
+  // predicted at the family's scale, here the 80GB's, as a fold without either source predicts it.
+  for (const std::vector<std::size_t> fold : {std::vector<std::size_t>{0, 2, 3}, std::vector<std::size_t>{2, 3}}) {
+    scenarios::fit(r, fold);
+    CHECK_FALSE(sim::has_device_fit("A100-SXM4-40GB"));
+    CHECK(sim::fitted_parameters("A100-SXM4-40GB", "ampere").tensor_scale ==
+          Approx(sim::fitted_parameters("A100-SXM4-80GB", "ampere").tensor_scale));
+  }
   sim::clear_fitted_overrides();
 }
 
@@ -171,12 +177,16 @@ TEST_CASE("a not-fitted row is counted and predicted, and moves no fit") {
   CHECK_FALSE(moe.fitted);
   CHECK(moe.not_fitted_note.find("A mixture of experts") == 0);
   CHECK(dense.fitted);
+  // The dense row twice, the copy as another source's, so that the B200 is fitted at all.
+  auto copy = dense;
+  copy.id += "-copy";
+  copy.source = "S-other";
   const auto key = sim::device_fit_key(dense.device);
-  const auto both = scenarios::fit({dense, moe}, {0, 1});
+  const auto both = scenarios::fit({dense, copy, moe}, {0, 1, 2});
   const double with_moe = both.at(key).tensor_scale;
-  const auto alone = scenarios::fit({dense}, {0});
+  const auto alone = scenarios::fit({dense, copy}, {0, 1});
   CHECK(with_moe == Approx(alone.at(key).tensor_scale));
-  CHECK(both.at(key).basis.find("over 1 row of B200-SXM-180GB") != std::string::npos);
+  CHECK(both.at(key).basis.find("over 2 rows of B200-SXM-180GB") != std::string::npos);
   // The fit in force predicts the dense row to within a percent, the MoE row well above its measurement.
   sim::override_fitted_parameters(key, alone.at(key));
   CHECK(std::abs(scenarios::predict(dense).error(dense.measured_tps)) < 0.01);

@@ -197,7 +197,8 @@ const DeviceTable& device_table() {
         "board) at 8 TB/s; 148 SMs. 178.35 GiB: {} (cudaGetDeviceProperties' totalGlobalMem printed in "
         "pytorch/ao#4002; nvidia-smi shows 183359 MiB, NVIDIA/TensorRT-LLM#10278). Kernels are timed from the kernel profile device-b200 (published B200 "
         "GEMM, FlashAttention-2 and -4 and bandwidth measurements; docs/compute-model.md), its training scale "
-        "fitted to one dense FSDP run (S73: torchtitan's Llama 3 8B with SDPA's flash backend on B200, May 2025); "
+        "Blackwell's (GB200's two sources): one dense FSDP run (S73: torchtitan's Llama 3 8B with SDPA's flash "
+        "backend on B200, May 2025) is one source, which fits no device alone; "
         "the power-limited S59 rows are listed, not counted, and a mixture of experts' (S72) counted, not fitted "
         "(docs/validation.md). For the roofline only: gemm_efficiency 0.455 and "
         "memory_efficiency 0.887, H100 SXM's, assumed to carry over.", kCapacity)}},
