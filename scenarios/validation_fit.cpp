@@ -41,15 +41,16 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
   // A device is fitted only where two sources or more measured it: one source's rows share its
   // software, its power limit and its way of timing, so a scale fitted on them alone is that
   // source's factor, not the chip's. Its rows then take the family's scale, as an unseen GPU does.
+  auto fittable = [&](std::size_t i) {
+    return rows[i].counted && rows[i].fitted && rows[i].family != "roofline" && !rows[i].device.empty();
+  };
   std::map<std::string, std::set<std::string>> sources_of;
   for (auto i : train)
-    if (rows[i].counted && rows[i].fitted && rows[i].family != "roofline" && !rows[i].device.empty())
-      sources_of[rows[i].device].insert(rows[i].source);
+    if (fittable(i)) sources_of[rows[i].device].insert(rows[i].source);
   std::vector<std::string> devices;
   std::vector<std::size_t> idx;
   for (auto i : train)
-    if (rows[i].counted && rows[i].fitted && rows[i].family != "roofline" && !rows[i].device.empty() &&
-        sources_of[rows[i].device].size() >= 2) {
+    if (fittable(i) && sources_of[rows[i].device].size() >= 2) {
       idx.push_back(i);
       if (std::find(devices.begin(), devices.end(), rows[i].device) == devices.end())
         devices.push_back(rows[i].device);
