@@ -41,16 +41,20 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
   // A device is fitted only where two sources or more measured it: one source's rows share its
   // software, its power limit and its way of timing, so a scale fitted on them alone is that
   // source's factor, not the chip's. Its rows then take the family's scale, as an unseen GPU does.
+  // A fit of one source's rows alone (one's own runs, `validate --root --fit`) has nothing else to
+  // say: it fits that source's factor, and says so in the basis.
   auto fittable = [&](std::size_t i) {
     return rows[i].counted && rows[i].fitted && rows[i].family != "roofline" && !rows[i].device.empty();
   };
   std::map<std::string, std::set<std::string>> sources_of;
+  std::set<std::string> all_sources;
   for (auto i : train)
-    if (fittable(i)) sources_of[rows[i].device].insert(rows[i].source);
+    if (fittable(i)) sources_of[rows[i].device].insert(rows[i].source), all_sources.insert(rows[i].source);
+  const std::size_t min_sources = all_sources.size() >= 2 ? 2 : 1;
   std::vector<std::string> devices;
   std::vector<std::size_t> idx;
   for (auto i : train)
-    if (fittable(i) && sources_of[rows[i].device].size() >= 2) {
+    if (fittable(i) && sources_of[rows[i].device].size() >= min_sources) {
       idx.push_back(i);
       if (std::find(devices.begin(), devices.end(), rows[i].device) == devices.end())
         devices.push_back(rows[i].device);
@@ -127,9 +131,10 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
     sim::FittedParameters fp{
         std::exp(x[d]), memory,
         fmt::format("least squares on log(predicted / measured tokens/s/GPU): tensor_scale over {} row{} of {} "
-                    "({} source{}: {}; rms {:.1f}%), memory_scale shared over all {} rows",
+                    "({} source{}: {}; rms {:.1f}%), memory_scale shared over all {} rows{}",
                     n, n == 1 ? "" : "s", device, sources.size(), sources.size() == 1 ? "" : "s", fmt::join(sources, ", "),
-                    100 * std::sqrt(ss / std::max(n, 1)), idx.size()),
+                    100 * std::sqrt(ss / std::max(n, 1)), idx.size(),
+                    sources.size() == 1 ? " (the fit's only source: that source's factor, not the chip's)" : ""),
         ""};
     sim::override_fitted_parameters(sim::device_fit_key(device), fp);
     out[sim::device_fit_key(device)] = fp;

@@ -48,14 +48,15 @@ TEST_CASE("the fit recovers the parameters that made the measurements") {
   sim::override_fitted_parameters(a100, {0.9, 0.7, "truth"});
   for (auto& x : r) x.measured_tps = scenarios::predict(x).tps;
   sim::override_fitted_parameters("ampere", {1, 1, "start"});
-  // One source's rows fit nothing: their shared software, power limit and timing would make the
-  // device's scale that source's factor. The device keeps no fit, nor does its family (it borrows).
+  // A fit of one source's rows alone (one's own runs) fits that source's factor and says so; the
+  // family keeps none (it borrows).
   auto fits = scenarios::fit(r, {0, 1, 2});
-  CHECK(fits.empty());
-  CHECK_FALSE(sim::has_device_fit("A100-SXM4-40GB"));
+  CHECK(fits.at(a100).tensor_scale == Approx(0.9).epsilon(0.01));
+  CHECK(fits.at(a100).basis.find("(the fit's only source: that source's factor, not the chip's)") != std::string::npos);
+  CHECK(fits.count("ampere") == 0);
   CHECK(sim::fitted_parameters("ampere").basis.empty());
-  // Two sources fit the device: its scale is what its measurements say, and the family stands for
-  // its unmeasured devices at that scale.
+  // Two sources fit the device as the chip's: its scale is what its measurements say, and the family
+  // stands for its unmeasured devices at that scale.
   r[2].source = "S-other";
   fits = scenarios::fit(r, {0, 1, 2});
   CHECK(fits.at(a100).tensor_scale == Approx(0.9).epsilon(0.01));
@@ -65,6 +66,16 @@ TEST_CASE("the fit recovers the parameters that made the measurements") {
   CHECK(fits.at("ampere").tensor_scale == Approx(fits.at(a100).tensor_scale));
   sim::remove_fitted_parameters(sim::device_fit_key("A100-SXM4-80GB"));  // as if no source had measured it
   CHECK(sim::fitted_parameters("A100-SXM4-80GB", "ampere").tensor_scale == Approx(fits.at(a100).tensor_scale));
+  // Where other sources are in the fit, one source's device is not fitted: it takes its family's.
+  r.push_back(row("fsdp-tt-13b-llama2-a100-64gpu-bs2-none"));  // an A100 80GB row of S36
+  r.push_back(row("fsdp-tt-llama3-70b-a100-64gpu-full-ac"));   // and one of S35
+  r[2].source = "S31";                                          // the 40GB's rows one source again
+  for (std::size_t k = 3; k < r.size(); ++k) r[k].measured_tps = scenarios::predict(r[k]).tps;
+  fits = scenarios::fit(r, {0, 1, 2, 3, 4});
+  CHECK(fits.count(a100) == 0);
+  CHECK_FALSE(sim::has_device_fit("A100-SXM4-40GB"));
+  CHECK(sim::fitted_parameters("A100-SXM4-40GB", "ampere").tensor_scale ==
+        Approx(fits.at(sim::device_fit_key("A100-SXM4-80GB")).tensor_scale));
   sim::clear_fitted_overrides();
 }
 
@@ -89,7 +100,7 @@ TEST_CASE("a family's scale is its devices' geometric mean, each weighted by the
   CHECK(fits.at("ampere").basis.find("A100-SXM4-40GB 0.800 x 2, A100-SXM4-80GB 1.000 x 2") != std::string::npos);
   // A fold that keeps one of the 40GB's two sources: one source no longer fits it, and its row is
   // predicted at the family's scale, here the 80GB's, as a fold without either source predicts it.
-  for (const std::vector<std::size_t> fold : {std::vector<std::size_t>{0, 2, 3}, std::vector<std::size_t>{2, 3}}) {
+  for (const std::vector<std::size_t>& fold : {std::vector<std::size_t>{0, 2, 3}, std::vector<std::size_t>{2, 3}}) {
     scenarios::fit(r, fold);
     CHECK_FALSE(sim::has_device_fit("A100-SXM4-40GB"));
     CHECK(sim::fitted_parameters("A100-SXM4-40GB", "ampere").tensor_scale ==
