@@ -28,9 +28,9 @@ namespace tagcsim::scenarios {
 // docs/validation.md), and a streaming kernel's share of peak is mostly the kernels'.
 //
 // A family's scale stands in for its devices that fewer than two sources measured (an unseen GPU,
-// one source's device, or a device whose other sources a fold left out): the geometric mean of its fitted devices' scales, each
-// weighted by its sources, when their rows come from two sources or more. A family below that
-// keeps no fit and borrows (sim/kernel_profile.cpp: its predecessor's).
+// one source's device, or a device whose other sources a fold left out): the geometric mean of
+// its fitted devices' scales, each weighted by its sources, when their rows come from two sources
+// or more. A family below that keeps no fit and borrows (sim/kernel_profile.cpp: its predecessor's).
 FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::size_t>& train) {
   // No device's fit from the file or an earlier fold survives: a device without rows here must
   // take its family's.
@@ -116,14 +116,11 @@ FamilyFits fit(const std::vector<ValidationRow>& rows, const std::vector<std::si
   std::vector<double> device_sources(std::size_t(D), 0);
   for (int d = 0; d < D; ++d) {
     const auto& device = devices[std::size_t(d)];
-    std::set<std::string> sources;
+    const std::set<std::string>& sources = sources_of.at(device);  // every fittable row of it is in idx
     double ss = 0;
     int n = 0;
     for (std::size_t k = 0; k < idx.size(); ++k)
-      if (rows[idx[k]].device == device) {
-        ss += r[Eigen::Index(k)] * r[Eigen::Index(k)], ++n;
-        sources.insert(rows[idx[k]].source);
-      }
+      if (rows[idx[k]].device == device) ss += r[Eigen::Index(k)] * r[Eigen::Index(k)], ++n;
     const auto family = family_of(device);
     family_devices[family].push_back(d);
     family_sources[family].insert(sources.begin(), sources.end());
