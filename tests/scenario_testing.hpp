@@ -1,7 +1,9 @@
 // The base scenario the scenario tests add keys to, parsed as the file t.yaml so that errors name
-// t.yaml:line (shared by test_scenarios.cpp and test_scenario_report.cpp).
+// t.yaml:line, and the table report of a scenario (shared by test_scenarios.cpp,
+// test_scenario_report.cpp and test_report_notes.cpp).
 #pragma once
 
+#include "scenarios/report.hpp"
 #include "scenarios/scenario.hpp"
 
 #include <string>
@@ -18,6 +20,12 @@ training:
 
 inline scenarios::Scenario parse(const std::string& extra) {
   return scenarios::parse_scenario(std::string(kBase) + extra, "t.yaml");
+}
+
+// The table report of a scenario given as YAML text: what a user reads, notes included.
+inline std::string report_table(const std::string& yaml) {
+  const auto s = scenarios::parse_scenario(yaml, "t.yaml");
+  return scenarios::format_results(s, scenarios::run(s), scenarios::Format::Table);
 }
 
 }  // namespace tagcsim::test

@@ -11,16 +11,7 @@
 
 using namespace tagcsim;
 using namespace tagcsim::scenarios;
-
-namespace {
-
-// The table report of a scenario given as YAML text: what a user reads, notes included.
-std::string report_table(const std::string& yaml) {
-  const auto s = parse_scenario(yaml, "t.yaml");
-  return format_results(s, run(s), Format::Table);
-}
-
-}  // namespace
+using namespace tagcsim::test;  // report_table
 
 TEST_CASE("an oversubscription that cannot act, all nodes under one leaf, is noted at the points it belongs to") {
   const auto s = parse_scenario("model: gpt2\ncluster: {preset: dgx-h100-ib400, nodes: 2, fabric: {oversubscription: 4}}\n"

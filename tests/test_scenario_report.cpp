@@ -21,17 +21,7 @@
 
 using namespace tagcsim;
 using namespace tagcsim::scenarios;
-using namespace tagcsim::test;  // parse
-
-namespace {
-
-// The table report of a scenario given as YAML text: what a user reads, notes included.
-std::string report_table(const std::string& yaml) {
-  const auto s = parse_scenario(yaml, "t.yaml");
-  return format_results(s, run(s), Format::Table);
-}
-
-}  // namespace
+using namespace tagcsim::test;  // parse, report_table
 
 TEST_CASE("the same scenario gives byte-identical reports") {
   const auto s = parse("policies: [fsdp]\n");
