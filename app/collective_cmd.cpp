@@ -139,7 +139,7 @@ void add_collective_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--op", o->op, "all_gather, reduce_scatter, all_reduce, reduce, broadcast or alltoall");
   cmd->add_option("--bytes", o->bytes, "Buffer size(s), e.g. 1GiB or 1MiB,64MiB,1GiB");
   auto* gpus = cmd->add_option("--gpus", o->gpus, "Use this many GPUs of the cluster (whole nodes)");
-  cmd->add_option("--algorithm", o->algorithm, "auto (NCCL's choice), ring, tree, nvls or nvls_tree (as NCCL_ALGO)");
+  cmd->add_option("--algorithm", o->algorithm, "auto (NCCL's choice), ring, tree, nvls, nvls_tree or pat (as NCCL_ALGO)");
   cmd->add_option("--protocol", o->protocol, "auto (NCCL's choice), ll, ll128 or simple (as NCCL_PROTO)");
   cmd->add_option("--gpus-per-process", o->gpus_per_process,
                   "GPUs one process launches (nccl-tests -g): the host's launch cost grows with them");

@@ -193,6 +193,26 @@ Candidate ring(const Ctx& x, int p) {
   return cand;
 }
 
+// PAT (NCCL 2.23 on): an all-gather or reduce-scatter whose ranks are each alone on their node, as an
+// FSDP group under tensor parallelism inside the nodes is. Its ranks exchange shards along a tree of
+// log2(nodes) network steps, and NCCL costs it that way (kPat*): a latency with a log part and a part
+// linear in the ranks, the tree's network hop as every algorithm at one GPU a node takes, and its
+// bandwidth at NCCL's fraction of the ring graph's over the whole buffer. Each node still sends what
+// the ring's does, (R-1)/R of the buffer, so that is its share of the fabric; the time is NCCL's.
+Candidate pat(const Ctx& x) {
+  Candidate cand{kPat, kSimple};
+  auto& plan = cand.plan;
+  const int nc = channels_for(x, kSimple, kRing);
+  const double fraction = pat_bandwidth_fraction(x.c.nccl.version);
+  plan.steps = log2i(x.n);
+  plan.node_egress_bytes = x.lanes * double(x.R - 1) / x.R * x.S;
+  plan.network_seconds = x.lanes * x.S / (fraction * channel_rate(x, x.net_rate, nc));
+  const double lat = x.scale * (kPatBase + x.R * kPatPerRank) * us + plan.steps * inter_hop(x, kTree, kSimple) / kPatLogDivisor;
+  finish(x, cand, lat, std::min(kRingChunk[kSimple], x.S / (double(x.R) * nc)), 0.0, nc);
+  plan.channels = nc;
+  return cand;
+}
+
 // A double binary tree across n nodes: each of the two trees carries S/2 up and S/2 down its edges.
 // A node inside one tree (a parent and two children) sends 3 x S/2 there and S/2 as a leaf of the
 // other: 2S, and the busiest node sets the time (NCCL's tuner rates trees at bwInter beyond two
@@ -314,7 +334,7 @@ Candidate all_to_all(const Ctx& x, bool ll_allowed) {
 
 unsigned algo_bit(int a) {
   using P = topologies::NcclPins;
-  return a == kRing ? P::Ring : a == kTree ? P::Tree : a == kNvls ? P::Nvls : P::NvlsTree;
+  return a == kRing ? P::Ring : a == kTree ? P::Tree : a == kNvls ? P::Nvls : a == kNvlsTree ? P::NvlsTree : P::Pat;
 }
 unsigned proto_bit(int p) {
   using P = topologies::NcclPins;
@@ -322,7 +342,8 @@ unsigned proto_bit(int p) {
 }
 Algorithm algorithm_of(int a) {
   return a == kRing ? Algorithm::Ring : a == kTree ? Algorithm::Tree : a == kNvls ? Algorithm::Nvls
-                                                                                  : Algorithm::NvlsTree;
+                                                   : a == kNvlsTree ? Algorithm::NvlsTree
+                                                                    : Algorithm::Pat;
 }
 Protocol protocol_of(int p) { return p == kLL ? Protocol::LL : p == kLL128 ? Protocol::LL128 : Protocol::Simple; }
 
@@ -391,11 +412,12 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
 
   // What may run: the caller's choice, else the cluster's pins (NCCL_ALGO / NCCL_PROTO).
   unsigned algos = options.algorithm != Algorithm::Auto
-                       ? algo_bit(options.algorithm == Algorithm::Ring   ? kRing
-                                  : options.algorithm == Algorithm::Tree ? kTree
-                                  : options.algorithm == Algorithm::Nvls ? kNvls
-                                                                         : kNvlsTree)
-                       : (c.nccl.algos ? c.nccl.algos : 15u);
+                       ? algo_bit(options.algorithm == Algorithm::Ring       ? kRing
+                                  : options.algorithm == Algorithm::Tree     ? kTree
+                                  : options.algorithm == Algorithm::Nvls     ? kNvls
+                                  : options.algorithm == Algorithm::NvlsTree ? kNvlsTree
+                                                                             : kPat)
+                       : (c.nccl.algos ? c.nccl.algos : topologies::NcclPins::kAllAlgos);
   unsigned protos =
       options.protocol != Protocol::Auto
           ? proto_bit(options.protocol == Protocol::LL ? kLL : options.protocol == Protocol::LL128 ? kLL128 : kSimple)
@@ -422,13 +444,18 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         return has_nvls && n == 1 &&
                (allreduce || op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter);
       case kNvlsTree: return has_nvls && n > 1 && allreduce;
+      case kPat:  // one GPU a node, from 2.23, on a host network device (tuning.cc, ncclPatEnable); its
+                  // cost is NCCL's table's, so not where the links' own latencies stand in for it
+        return gather_or_scatter && k == 1 && n > 1 && cl.latency_scale > 0 &&
+               (c.nccl.version == 0 || c.nccl.version >= kPatSince) &&
+               c.nics.transport.kind != "tcpx" && c.nics.transport.kind != "tcpxo";
     }
     return false;
   };
   // An algorithm that cannot run this collective (tree for an all-gather) leaves it to the ring,
   // where NCCL would refuse to run.
   bool any = false;
-  for (int a = 0; a < 4; ++a) any = any || ((algos & algo_bit(a)) && runs(a));
+  for (int a = 0; a < 5; ++a) any = any || ((algos & algo_bit(a)) && runs(a));
   if (!any) algos = algo_bit(kRing);
 
   if (op == CollectiveOp::AllToAll) {  // point to point: NCCL_ALGO does not apply
@@ -444,8 +471,13 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
     return p;
   }
   Candidate best;
-  for (int a = 0; a < 4; ++a) {
+  for (int a = 0; a < 5; ++a) {
     if (!(algos & algo_bit(a)) || !runs(a)) continue;
+    if (a == kPat) {
+      if (!(protos & proto_bit(kSimple))) continue;  // PAT runs Simple only
+      if (const auto cand = pat(x); cand.tuned < best.tuned) best = cand;
+      continue;
+    }
     if (a == kNvls || a == kNvlsTree) {
       if (!(protos & proto_bit(kSimple))) continue;  // NVLS runs Simple only
       const auto cand = nvls(x, a == kNvlsTree);

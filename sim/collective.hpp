@@ -23,7 +23,7 @@ namespace tagcsim::sim {
 enum class CollectiveOp { AllGather, ReduceScatter, AllReduce, Reduce, Broadcast, AllToAll };
 // Reduce and broadcast run as a chain along the ring: S on each hop but the one at the root.
 inline bool is_chain(CollectiveOp op) { return op == CollectiveOp::Reduce || op == CollectiveOp::Broadcast; }
-enum class Algorithm { Auto, Ring, Tree, Nvls, NvlsTree, P2p };  // P2p: all-to-all's sends and receives
+enum class Algorithm { Auto, Ring, Tree, Nvls, NvlsTree, Pat, P2p };  // P2p: all-to-all's sends and receives
 enum class Protocol { Auto, LL, LL128, Simple };
 const char* to_string(CollectiveOp op);
 const char* to_string(Algorithm a);

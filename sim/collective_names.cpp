@@ -31,6 +31,7 @@ const char* to_string(Algorithm a) {
     case Algorithm::Tree: return "tree";
     case Algorithm::Nvls: return "nvls";
     case Algorithm::NvlsTree: return "nvls_tree";
+    case Algorithm::Pat: return "pat";
     case Algorithm::P2p: return "p2p";
   }
   return "?";
@@ -61,8 +62,9 @@ Algorithm parse_algorithm(const std::string& text) {
     case topologies::NcclPins::Tree: return Algorithm::Tree;
     case topologies::NcclPins::Nvls: return Algorithm::Nvls;
     case topologies::NcclPins::NvlsTree: return Algorithm::NvlsTree;
+    case topologies::NcclPins::Pat: return Algorithm::Pat;
   }
-  throw InputError(fmt::format("--algorithm: expected one of auto, ring, tree, nvls, nvls_tree; got '{}'", text));
+  throw InputError(fmt::format("--algorithm: expected one of auto, ring, tree, nvls, nvls_tree, pat; got '{}'", text));
 }
 
 Protocol parse_protocol(const std::string& text) {

@@ -11,7 +11,7 @@ namespace tagcsim::sim::nccl_tuning {
 
 inline constexpr double us = 1e-6, GBps = 1e9;
 inline constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
-inline constexpr int kRing = 0, kTree = 1, kNvls = 2, kNvlsTree = 3;
+inline constexpr int kRing = 0, kTree = 1, kNvls = 2, kNvlsTree = 3, kPat = 4;
 
 // tuning.cc's latency table and LL ceilings, as each NCCL release has them. NCCL tunes these numbers
 // to steer its choice, and changed them between releases (tree Simple's per-hop latency went from 4 to
@@ -65,6 +65,14 @@ inline const NcclTable& nccl_table(int version) {
     if (version == 0 || version >= t.since) return t;
   return kNcclTables[std::size(kNcclTables) - 1];
 }
+// PAT (2.23 on): all-gather and reduce-scatter over ranks each alone on its node, Simple only, and not
+// where the network device is offloaded (GPUDirect-TCPX/TCPXO's unpack device). tuning.cc costs it
+// 8 us + log2i(nNodes) x interLat / 3.5 + nRanks x 2.8 us (interLat the tree's network hop, as for
+// every algorithm at one GPU a node), and its bus bandwidth at 0.85 (2.23) or 0.75 (2.24 on) of the
+// graph's, on the whole buffer where a ring's is on (R-1)/R of it.
+inline constexpr int kPatSince = 22300;
+inline constexpr double kPatBase = 8.0, kPatPerRank = 2.8, kPatLogDivisor = 3.5;
+inline double pat_bandwidth_fraction(int version) { return version != 0 && version < 22400 ? 0.85 : 0.75; }
 // LL's ceiling across nodes (llMaxBws rows by host CPU, for 2 and for more nodes): Intel's row, or the
 // AMD row (NCCL uses it for AMD hosts).
 inline constexpr double kLlMaxNetIntel[2] = {39.0, 20.4};

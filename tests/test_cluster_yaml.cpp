@@ -387,8 +387,10 @@ TEST_CASE("nccl: pins like NCCL_ALGO / NCCL_PROTO, and an unknown algorithm or p
   CHECK(c.nccl.protos == (NcclPins::LL128 | NcclPins::Simple));
   CHECK(c.nccl.channels == 8);
   CHECK(describe(c.nccl) == "algo ring; proto ll128,simple; channels 8");
+  // "^" leaves every other algorithm NCCL has, PAT (2.23 on) among them, as NCCL_ALGO=^NVLS,NVLSTree does.
   CHECK(load("cluster:\n  preset: dgx-h100-ib400\n  nccl: {algo: \"^nvls,nvlstree\"}\n").nccl.algos ==
-        (NcclPins::Ring | NcclPins::Tree));
+        (NcclPins::Ring | NcclPins::Tree | NcclPins::Pat));
+  CHECK(describe(load("cluster:\n  preset: dgx-h100-ib400\n  nccl: {algo: [ring, PAT]}\n").nccl) == "algo ring,pat");
   CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  nccl: {algo: rings}\n"),
                        Contains("t.yaml:3: cluster.nccl.algo: unknown NCCL algorithm 'rings' (did you mean 'ring'?)"),
                        InputError);

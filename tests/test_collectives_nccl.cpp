@@ -414,3 +414,48 @@ TEST_CASE("a tree's LL: llMaxBw caps the bus bandwidth after LL's 1/3.8, and its
   CHECK(plan.fill_seconds > 0);
   CHECK(plan.fill_seconds == doctest::Approx(std::max(plan.nvlink_seconds, plan.network_seconds)));
 }
+
+TEST_CASE("PAT: an all-gather over ranks alone on their nodes takes NCCL's PAT below the size its cost model says") {
+  // 16 one-GPU nodes, one 50 GB/s NIC each, NCCL's table (scale 1), nothing fitted. tuning.cc from
+  // 2.24 on: PAT 8 + 16 x 2.8 + log2(16) x 14 / 3.5 = 68.8 us, the whole buffer at 0.75 x 50 GB/s;
+  // the ring, every step a network step at one GPU a node, 8.4 + 15 x 14 = 218.4 us, 15/16 of it at
+  // 50 GB/s; LL 6.6 + 15 x 5 = 81.6 us at LL's 20.4 GB/s ceiling, never cheaper than PAT here.
+  // Simple ring = PAT where 149.6 us = S (1 / 37.5 - 0.9375 / 50) / 1e9: S = 18.9 MB.
+  auto c = flat_cluster(16, 50e9, 0);
+  c.gpu.sm = 90;
+  c.collectives.latency_scale = 1;
+  const auto g = whole_cluster(c);
+  const double crossover = 149.6e-6 / ((1 / 37.5 - 0.9375 / 50) * 1e-9);
+  CHECK(crossover == doctest::Approx(18.90e6).epsilon(1e-3));
+  const auto below = plan_collective(c, CollectiveOp::AllGather, 0.95 * crossover, g);
+  CHECK(below.algorithm == Algorithm::Pat);
+  CHECK(below.protocol == Protocol::Simple);
+  CHECK(below.latency_seconds == doctest::Approx(68.8e-6));
+  CHECK(below.network_seconds == doctest::Approx(0.95 * crossover / 37.5e9));
+  CHECK(below.node_egress_bytes == doctest::Approx(0.95 * crossover * 15 / 16));  // the ring's bytes on the wire
+  const auto above = plan_collective(c, CollectiveOp::AllGather, 1.05 * crossover, g);
+  CHECK(above.algorithm == Algorithm::Ring);
+  CHECK(above.seconds() == doctest::Approx(218.4e-6 + 1.05 * crossover * 0.9375 / 50e9));
+  CHECK(plan_collective(c, CollectiveOp::ReduceScatter, 1 << 20, g).algorithm == Algorithm::Pat);
+  CHECK(plan_collective(c, CollectiveOp::AllReduce, 1 << 20, g).algorithm != Algorithm::Pat);  // AG and RS only
+  // 2.23 rated it at 0.85 of the graph's bandwidth; before 2.23 there was none.
+  c.nccl.version = 22304;
+  CHECK(plan_collective(c, CollectiveOp::AllGather, 1 << 20, g).network_seconds ==
+        doctest::Approx((1 << 20) / (0.85 * 50e9)));
+  c.nccl.version = 22203;
+  CHECK(plan_collective(c, CollectiveOp::AllGather, 1 << 20, g).algorithm == Algorithm::Ring);
+  c.nccl.version = 0;
+  // Not where a node holds more than one of the ranks, nor on an offloaded network device
+  // (GPUDirect-TCPXO), nor with NCCL_ALGO leaving it out.
+  auto two_a_node = c;
+  two_a_node.gpus_per_node = 2;
+  two_a_node.nodes = 8;
+  CHECK(plan_collective(two_a_node, CollectiveOp::AllGather, 1 << 20, whole_cluster(two_a_node)).algorithm !=
+        Algorithm::Pat);
+  auto tcpxo = c;
+  tcpxo.nics.transport.kind = "tcpxo";
+  CHECK(plan_collective(tcpxo, CollectiveOp::AllGather, 1 << 20, g).algorithm == Algorithm::Ring);
+  c.nccl.algos = topologies::NcclPins::kAllAlgos & ~topologies::NcclPins::Pat;
+  CHECK(plan_collective(c, CollectiveOp::AllGather, 1 << 20, g).algorithm == Algorithm::Ring);
+  CHECK(plan_collective(c, CollectiveOp::AllGather, 1 << 20, g, Algorithm::Pat).algorithm == Algorithm::Pat);
+}

@@ -159,7 +159,8 @@ struct CollectiveParams {
 
 // NCCL_ALGO / NCCL_PROTO / channel pins (`nccl:` in a cluster). Masks of allowed choices, 0 = any.
 struct NcclPins {
-  enum Algo : unsigned { Ring = 1, Tree = 2, Nvls = 4, NvlsTree = 8 };
+  enum Algo : unsigned { Ring = 1, Tree = 2, Nvls = 4, NvlsTree = 8, Pat = 16 };
+  static constexpr unsigned kAllAlgos = 31;
   enum Proto : unsigned { LL = 1, LL128 = 2, Simple = 4 };
   unsigned algos = 0;
   unsigned protos = 0;

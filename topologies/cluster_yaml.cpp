@@ -108,7 +108,7 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
     };
     using P = NcclPins;
     if (c.nccl.algos)
-      pins.put("algo", list(c.nccl.algos, {{P::Ring, "ring"}, {P::Tree, "tree"}, {P::Nvls, "nvls"}, {P::NvlsTree, "nvls_tree"}}));
+      pins.put("algo", list(c.nccl.algos, {{P::Ring, "ring"}, {P::Tree, "tree"}, {P::Nvls, "nvls"}, {P::NvlsTree, "nvls_tree"}, {P::Pat, "pat"}}));
     if (c.nccl.protos) pins.put("proto", list(c.nccl.protos, {{P::LL, "ll"}, {P::LL128, "ll128"}, {P::Simple, "simple"}}));
     if (c.nccl.channels) pins.put("channels", yaml_number(c.nccl.channels));
     if (c.nccl.version) pins.put("version", yaml_scalar(format_nccl_version(c.nccl.version)), "NCCL release");

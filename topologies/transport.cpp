@@ -247,6 +247,7 @@ unsigned parse_nccl_algo(std::string_view word) {
   if (w == "tree") return NcclPins::Tree;
   if (w == "nvls") return NcclPins::Nvls;
   if (w == "nvls_tree" || w == "nvlstree") return NcclPins::NvlsTree;
+  if (w == "pat") return NcclPins::Pat;
   return 0;
 }
 
@@ -294,7 +295,8 @@ NcclPins load_nccl_pins(const Input& in) {
   in.expect_keys({"algo", "proto", "channels", "version", "source"});
   NcclPins p;
   if (auto a = in.find("algo"))
-    p.algos = read_mask(*a, 15, parse_nccl_algo, "NCCL algorithm", {"ring", "tree", "nvls", "nvls_tree"});
+    p.algos = read_mask(*a, NcclPins::kAllAlgos, parse_nccl_algo, "NCCL algorithm",
+                        {"ring", "tree", "nvls", "nvls_tree", "pat"});
   if (auto pr = in.find("proto"))
     p.protos = read_mask(*pr, 7, parse_nccl_proto, "NCCL protocol", {"ll", "ll128", "simple"});
   if (auto ch = in.find("channels")) p.channels = ch->as_int_between(1, 64);
@@ -318,7 +320,7 @@ std::string describe(const NcclPins& pins) {
   std::string out;
   if (pins.algos)
     out += "algo " + list(pins.algos, {{NcclPins::Ring, "ring"}, {NcclPins::Tree, "tree"}, {NcclPins::Nvls, "nvls"},
-                                       {NcclPins::NvlsTree, "nvls_tree"}});
+                                       {NcclPins::NvlsTree, "nvls_tree"}, {NcclPins::Pat, "pat"}});
   if (pins.protos)
     out += std::string(out.empty() ? "" : "; ") + "proto " +
            list(pins.protos, {{NcclPins::LL, "ll"}, {NcclPins::LL128, "ll128"}, {NcclPins::Simple, "simple"}});
