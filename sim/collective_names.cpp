@@ -6,6 +6,7 @@
 #include "common/input.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
@@ -64,7 +65,8 @@ Algorithm parse_algorithm(const std::string& text) {
     case topologies::NcclPins::NvlsTree: return Algorithm::NvlsTree;
     case topologies::NcclPins::Pat: return Algorithm::Pat;
   }
-  throw InputError(fmt::format("--algorithm: expected one of auto, ring, tree, nvls, nvls_tree, pat; got '{}'", text));
+  throw InputError(fmt::format("--algorithm: expected one of auto, {}; got '{}'",
+                               fmt::join(topologies::nccl_words(~0u, topologies::kNcclAlgoWords), ", "), text));
 }
 
 Protocol parse_protocol(const std::string& text) {
@@ -74,7 +76,8 @@ Protocol parse_protocol(const std::string& text) {
     case topologies::NcclPins::LL128: return Protocol::LL128;
     case topologies::NcclPins::Simple: return Protocol::Simple;
   }
-  throw InputError(fmt::format("--protocol: expected one of auto, ll, ll128, simple; got '{}'", text));
+  throw InputError(fmt::format("--protocol: expected one of auto, {}; got '{}'",
+                               fmt::join(topologies::nccl_words(~0u, topologies::kNcclProtoWords), ", "), text));
 }
 
 Group whole_cluster(const topologies::Cluster& c) {

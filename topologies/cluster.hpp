@@ -160,7 +160,7 @@ struct CollectiveParams {
 // NCCL_ALGO / NCCL_PROTO / channel pins (`nccl:` in a cluster). Masks of allowed choices, 0 = any.
 struct NcclPins {
   enum Algo : unsigned { Ring = 1, Tree = 2, Nvls = 4, NvlsTree = 8, Pat = 16 };
-  static constexpr unsigned kAllAlgos = 31;
+  static constexpr unsigned kAllAlgos = Ring | Tree | Nvls | NvlsTree | Pat;
   enum Proto : unsigned { LL = 1, LL128 = 2, Simple = 4 };
   unsigned algos = 0;
   unsigned protos = 0;
@@ -254,9 +254,25 @@ Cluster preset(const std::string& name);
 std::string canonical_device_name(const std::string& name);
 std::string canonical_preset_name(const std::string& name);
 
-// "ring", "tree", "nvls", "nvls_tree" (and NCCL's spellings "NVLSTree", any case); 0 when unknown.
+// The word NCCL_ALGO / NCCL_PROTO take for each pin bit, as tagcsim writes them.
+struct NcclWord {
+  unsigned bit;
+  const char* word;
+};
+inline constexpr NcclWord kNcclAlgoWords[] = {{NcclPins::Ring, "ring"}, {NcclPins::Tree, "tree"}, {NcclPins::Nvls, "nvls"},
+                                              {NcclPins::NvlsTree, "nvls_tree"}, {NcclPins::Pat, "pat"}};
+inline constexpr NcclWord kNcclProtoWords[] = {{NcclPins::LL, "ll"}, {NcclPins::LL128, "ll128"}, {NcclPins::Simple, "simple"}};
+// The words of a mask's bits (all the table's with mask ~0u), in the table's order.
+template <std::size_t N>
+std::vector<std::string> nccl_words(unsigned mask, const NcclWord (&table)[N]) {
+  std::vector<std::string> out;
+  for (const auto& [bit, word] : table)
+    if (mask & bit) out.emplace_back(word);
+  return out;
+}
+// A word of kNcclAlgoWords (and NCCL's spelling "NVLSTree"), any case; 0 when unknown.
 unsigned parse_nccl_algo(std::string_view word);
-unsigned parse_nccl_proto(std::string_view word);   // "ll", "ll128", "simple"
+unsigned parse_nccl_proto(std::string_view word);   // a word of kNcclProtoWords, any case
 // `nccl:` in a cluster: {algo: ring | [ring, tree] | "^nvls", proto: ..., channels: N}.
 NcclPins load_nccl_pins(const Input& in);
 std::string describe(const NcclPins& pins);          // "algo ring,tree; proto simple", "" when free

@@ -3,6 +3,7 @@
 #include "common/yaml_writer.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <initializer_list>
 
@@ -100,16 +101,9 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
   cl.put("slice_latency", yaml_seconds(cp.slice_latency), "per Simple slice of every ring step");
   if (c.nccl.algos || c.nccl.protos || c.nccl.channels || c.nccl.version) {
     YamlMap pins = k.open("nccl", "pinned like NCCL_ALGO / NCCL_PROTO");
-    auto list = [](unsigned mask, std::initializer_list<std::pair<unsigned, const char*>> names) {
-      std::string out;
-      for (const auto& [bit, name] : names)
-        if (mask & bit) out += (out.empty() ? "" : ", ") + std::string(name);
-      return "[" + out + "]";
-    };
-    using P = NcclPins;
-    if (c.nccl.algos)
-      pins.put("algo", list(c.nccl.algos, {{P::Ring, "ring"}, {P::Tree, "tree"}, {P::Nvls, "nvls"}, {P::NvlsTree, "nvls_tree"}, {P::Pat, "pat"}}));
-    if (c.nccl.protos) pins.put("proto", list(c.nccl.protos, {{P::LL, "ll"}, {P::LL128, "ll128"}, {P::Simple, "simple"}}));
+    auto list = [](const std::vector<std::string>& words) { return fmt::format("[{}]", fmt::join(words, ", ")); };
+    if (c.nccl.algos) pins.put("algo", list(nccl_words(c.nccl.algos, kNcclAlgoWords)));
+    if (c.nccl.protos) pins.put("proto", list(nccl_words(c.nccl.protos, kNcclProtoWords)));
     if (c.nccl.channels) pins.put("channels", yaml_number(c.nccl.channels));
     if (c.nccl.version) pins.put("version", yaml_scalar(format_nccl_version(c.nccl.version)), "NCCL release");
     if (!c.nccl.source.empty()) pins.put("source", yaml_scalar(c.nccl.source));

@@ -3,6 +3,7 @@
 #include "topologies/cluster.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -243,19 +244,16 @@ unsigned read_mask(const Input& v, unsigned all, unsigned (*parse)(std::string_v
 
 unsigned parse_nccl_algo(std::string_view word) {
   const std::string w = lower(word);
-  if (w == "ring") return NcclPins::Ring;
-  if (w == "tree") return NcclPins::Tree;
-  if (w == "nvls") return NcclPins::Nvls;
-  if (w == "nvls_tree" || w == "nvlstree") return NcclPins::NvlsTree;
-  if (w == "pat") return NcclPins::Pat;
+  if (w == "nvlstree") return NcclPins::NvlsTree;
+  for (const auto& [bit, name] : kNcclAlgoWords)
+    if (w == name) return bit;
   return 0;
 }
 
 unsigned parse_nccl_proto(std::string_view word) {
   const std::string w = lower(word);
-  if (w == "ll") return NcclPins::LL;
-  if (w == "ll128") return NcclPins::LL128;
-  if (w == "simple") return NcclPins::Simple;
+  for (const auto& [bit, name] : kNcclProtoWords)
+    if (w == name) return bit;
   return 0;
 }
 
@@ -295,10 +293,10 @@ NcclPins load_nccl_pins(const Input& in) {
   in.expect_keys({"algo", "proto", "channels", "version", "source"});
   NcclPins p;
   if (auto a = in.find("algo"))
-    p.algos = read_mask(*a, NcclPins::kAllAlgos, parse_nccl_algo, "NCCL algorithm",
-                        {"ring", "tree", "nvls", "nvls_tree", "pat"});
+    p.algos = read_mask(*a, NcclPins::kAllAlgos, parse_nccl_algo, "NCCL algorithm", nccl_words(~0u, kNcclAlgoWords));
   if (auto pr = in.find("proto"))
-    p.protos = read_mask(*pr, 7, parse_nccl_proto, "NCCL protocol", {"ll", "ll128", "simple"});
+    p.protos = read_mask(*pr, NcclPins::LL | NcclPins::LL128 | NcclPins::Simple, parse_nccl_proto, "NCCL protocol",
+                         nccl_words(~0u, kNcclProtoWords));
   if (auto ch = in.find("channels")) p.channels = ch->as_int_between(1, 64);
   if (auto v = in.find("version")) p.version = parse_nccl_version_key(*v);
   if (auto src = in.find("source")) p.source = src->as_string();
@@ -308,22 +306,11 @@ NcclPins load_nccl_pins(const Input& in) {
 }
 
 std::string describe(const NcclPins& pins) {
-  auto list = [](unsigned mask, std::initializer_list<std::pair<unsigned, const char*>> names) {
-    std::string out;
-    for (const auto& [bit, name] : names) {
-      if (!(mask & bit)) continue;
-      if (!out.empty()) out += ',';
-      out += name;
-    }
-    return out;
-  };
   std::string out;
-  if (pins.algos)
-    out += "algo " + list(pins.algos, {{NcclPins::Ring, "ring"}, {NcclPins::Tree, "tree"}, {NcclPins::Nvls, "nvls"},
-                                       {NcclPins::NvlsTree, "nvls_tree"}, {NcclPins::Pat, "pat"}});
+  if (pins.algos) out += "algo " + fmt::format("{}", fmt::join(nccl_words(pins.algos, kNcclAlgoWords), ","));
   if (pins.protos)
     out += std::string(out.empty() ? "" : "; ") + "proto " +
-           list(pins.protos, {{NcclPins::LL, "ll"}, {NcclPins::LL128, "ll128"}, {NcclPins::Simple, "simple"}});
+           fmt::format("{}", fmt::join(nccl_words(pins.protos, kNcclProtoWords), ","));
   if (pins.channels) out += fmt::format("{}channels {}", out.empty() ? "" : "; ", pins.channels);
   if (pins.version) out += fmt::format("{}NCCL {}", out.empty() ? "" : "; ", format_nccl_version(pins.version));
   return out;
