@@ -259,9 +259,11 @@ struct NcclWord {
   unsigned bit;
   const char* word;
 };
-inline constexpr NcclWord kNcclAlgoWords[] = {{NcclPins::Ring, "ring"}, {NcclPins::Tree, "tree"}, {NcclPins::Nvls, "nvls"},
-                                              {NcclPins::NvlsTree, "nvls_tree"}, {NcclPins::Pat, "pat"}};
-inline constexpr NcclWord kNcclProtoWords[] = {{NcclPins::LL, "ll"}, {NcclPins::LL128, "ll128"}, {NcclPins::Simple, "simple"}};
+inline constexpr NcclWord kNcclAlgoWords[] = {{NcclPins::Ring, "ring"},          {NcclPins::Tree, "tree"},
+                                              {NcclPins::Nvls, "nvls"},          {NcclPins::NvlsTree, "nvls_tree"},
+                                              {NcclPins::Pat, "pat"}};
+inline constexpr NcclWord kNcclProtoWords[] = {
+    {NcclPins::LL, "ll"}, {NcclPins::LL128, "ll128"}, {NcclPins::Simple, "simple"}};
 // The words of a mask's bits (all the table's with mask ~0u), in the table's order.
 template <std::size_t N>
 std::vector<std::string> nccl_words(unsigned mask, const NcclWord (&table)[N]) {
