@@ -120,6 +120,30 @@ TEST_CASE("the README's FSDP numbers are docs/validation.md's generated held-out
         std::string::npos);
 }
 
+TEST_CASE("docs/comparison.md's accuracy rows quote the held-out summary and lines the tool writes") {
+  const std::string comparison = read_file("docs/comparison.md");
+  const std::string validation = read_file("docs/validation.md");
+  const std::string held_out = read_file("calibrate/profiles/collective-held-out.yaml");
+  const std::regex summary(R"(\| leave one source out \(held out\) \| (\d+) \| ([0-9.]+)% \| ([0-9.]+)% \| ([0-9.]+)% \| ([0-9.]+)%)");
+  std::smatch m;
+  REQUIRE(std::regex_search(validation, m, summary));
+  CHECK(comparison.find("| tagcsim, training step | " + m[1].str() + " counted published FSDP rows") != std::string::npos);
+  CHECK(comparison.find("median " + m[2].str() + "%, mean " + m[3].str() + "%, 90% of rows within " + m[4].str() +
+                        "%, max " + m[5].str() + "%") != std::string::npos);
+  // The one-node line and InfiniBand's, at 1 MiB and up, as every run quotes them.
+  for (const auto& [key, quoted] : {std::pair{"one_node_nvlink4", std::string("| >= 1 MiB median ")},
+                                    std::pair{"ib", std::string("(InfiniBand alone ")}}) {
+    const auto at = held_out.find("\n  " + std::string(key) + ": ");
+    REQUIRE(at != std::string::npos);
+    std::smatch pair;
+    const std::string line = held_out.substr(at, held_out.find('\n', at + 1) - at);
+    REQUIRE(std::regex_search(line, pair, std::regex(R"(>= 1 MiB median ([0-9.]+)%, p90 ([0-9.]+)%)")));
+    const std::string expected = std::string(key) == "ib" ? quoted + pair[1].str() + "% / " + pair[2].str() + "%"
+                                                          : quoted + pair[1].str() + "%, p90 " + pair[2].str() + "%";
+    CHECK_MESSAGE(comparison.find(expected) != std::string::npos, key << ": " << expected);
+  }
+}
+
 TEST_CASE("docs/tagc-paper.md's tables are what scripts/tagc-paper-tables.sh generates from the scenarios") {
   const std::string doc = read_file("docs/tagc-paper.md");
   const auto run = run_command(std::string("TAGCSIM=") + TAGCSIM_BINARY + " bash " + TAGCSIM_SOURCE_DIR +
