@@ -131,16 +131,20 @@ TEST_CASE("docs/comparison.md's accuracy rows quote the held-out summary and lin
   CHECK(comparison.find("median " + m[2].str() + "%, mean " + m[3].str() + "%, 90% of rows within " + m[4].str() +
                         "%, max " + m[5].str() + "%") != std::string::npos);
   // The one-node line and InfiniBand's, at 1 MiB and up, as every run quotes them.
-  for (const auto& [key, quoted] : {std::pair{"one_node_nvlink4", std::string("| >= 1 MiB median ")},
-                                    std::pair{"ib", std::string("(InfiniBand alone ")}}) {
-    const auto at = held_out.find("\n  " + std::string(key) + ": ");
+  struct Quote {
+    const char* key;     // in the held-out file
+    const char* before;  // the doc's words before the median, and between it and the p90
+    const char* between;
+  };
+  for (const auto& q : {Quote{"one_node_nvlink4", "| >= 1 MiB median ", "%, p90 "},
+                        Quote{"ib", "(InfiniBand alone ", "% / "}}) {
+    const auto at = held_out.find("\n  " + std::string(q.key) + ": ");
     REQUIRE(at != std::string::npos);
     std::smatch pair;
     const std::string line = held_out.substr(at, held_out.find('\n', at + 1) - at);
     REQUIRE(std::regex_search(line, pair, std::regex(R"(>= 1 MiB median ([0-9.]+)%, p90 ([0-9.]+)%)")));
-    const std::string expected = std::string(key) == "ib" ? quoted + pair[1].str() + "% / " + pair[2].str() + "%"
-                                                          : quoted + pair[1].str() + "%, p90 " + pair[2].str() + "%";
-    CHECK_MESSAGE(comparison.find(expected) != std::string::npos, key << ": " << expected);
+    const std::string expected = q.before + pair[1].str() + q.between + pair[2].str() + "%";
+    CHECK_MESSAGE(comparison.find(expected) != std::string::npos, q.key << ": " << expected);
   }
 }
 
