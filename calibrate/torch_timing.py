@@ -1,5 +1,5 @@
-"""CUDA-event timing shared by the PyTorch measurement scripts beside it (torch-fsdp-step.py,
-torch-flex-attention.py): the median of `iters` calls after `warmup`, each call's own GPU time."""
+"""CUDA-event timing shared by the PyTorch measurement scripts beside it (torch-fsdp-step.py and
+its torch_kernel_sweeps.py, torch-flex-attention.py): the median of `iters` calls after `warmup`, each call's own GPU time."""
 import statistics
 
 import torch

@@ -1,4 +1,4 @@
-// Looking up and counting kernels by name in a unit's kernel list (shared by test_kernel_lists.cpp and
+// Looking up and counting kernels by name in a unit's kernel list (shared by test_kernel_lists*.cpp and
 // test_model_parallel.cpp).
 #pragma once
 

@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <tuple>
 
 using namespace tagcsim;
@@ -35,13 +34,6 @@ fs::path temp_dir(const std::string& name) {
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -82,7 +74,7 @@ TEST_CASE("box files: a recorded box loads and drives a scenario through cluster
   CHECK(f.device.memory_efficiency == rel(2.9e12 / 3.35e12, 1e-6));
 
   // The device profile, read by the simulator's own loader: a measured shape takes its measured time.
-  const std::string profile = read(dir / "device-h100-80gb-hbm3.yaml");
+  const std::string profile = read_text(dir / "device-h100-80gb-hbm3.yaml");
   const auto kp = sim::parse_kernel_profile(profile, "device.yaml");
   CHECK(kp.gpu == "H100-SXM5-80GB");
   CHECK(kp.family == "hopper");
@@ -112,7 +104,7 @@ TEST_CASE("box files: a recorded box loads and drives a scenario through cluster
   CHECK(kp.issue_seconds == rel(3.1e-6 + sim::HostCost{}.kernel_issue_s));
 
   // The cluster file: every key the loader knows, as the box was fitted; it names the profile beside it.
-  const std::string cluster_text = read(dir / "cluster-h100-80gb-hbm3-2gpu.yaml");
+  const std::string cluster_text = read_text(dir / "cluster-h100-80gb-hbm3-2gpu.yaml");
   for (const char* key : {"transport:", "rail_optimized:", "nvls_efficiency:", "generation: nvlink4",
                           "compute_capability: 9.0", "host_launch_per_channel:", "nvls_chunk_overhead:",
                           "profile: device-h100-80gb-hbm3.yaml"})
@@ -141,7 +133,7 @@ TEST_CASE("box files: a recorded box loads and drives a scenario through cluster
                                    "gpus_per_node: 1}\ntraining: {micro_batch: 4, seq_len: 1024}\npolicies: [fsdp]\n";
   CHECK(scenarios::load_scenario((dir / "t.yaml").string()).points[0].setup.cluster.gpus() == 1);
 
-  const std::string report = read(dir / "report.txt");
+  const std::string report = read_text(dir / "report.txt");
   CHECK(report.find("== NCCL") != std::string::npos);
   CHECK(report.find("residuals: median |error|") != std::string::npos);
   CHECK(report.find("intra_node.efficiency@nvlink4") != std::string::npos);
@@ -180,7 +172,7 @@ TEST_CASE("bad input on the command line: no GPU and an unwritable folder exit 2
     return;
   }
   auto run = [](const std::string& args) {
-    const auto o = run_command(std::string(TAGCSIM_BINARY) + " " + args);
+    const auto o = run_tagcsim(args);
     return std::make_pair(o.code, o.output);
   };
   const auto dir = temp_dir("cli");

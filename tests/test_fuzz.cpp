@@ -104,13 +104,6 @@ std::vector<std::string> base_files() {
   return files;
 }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 Outcome tagcsim_run(const std::string& path) {
   // `timeout` turns a hang into exit code 124.
   return run_command(fmt::format("timeout 60 {} run {} --format csv", TAGCSIM_BINARY, path));
@@ -154,7 +147,7 @@ TEST_CASE("mutated scenarios load or stop with one input-error line, and tagcsim
   const int per_file = count ? std::stoi(count) : 40;
   int refused = 0, loaded = 0, ran = 0;
   for (const auto& file : base_files()) {
-    const std::string text = read(file);
+    const std::string text = read_text(file);
     for (int k = 0; k < per_file; ++k) {
       const std::string mutant = mutate(text, rng);
       const std::size_t results = check_in_process(mutant);

@@ -6,8 +6,6 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -19,16 +17,6 @@ using doctest::Approx;
 using doctest::Contains;
 
 namespace {
-
-const std::string kTmp = "/tmp/tagcsim_log_test_" + std::to_string(::getpid()) + "_";
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = kTmp + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
-Outcome run_tagcsim(const std::string& args) { return run_command(std::string(TAGCSIM_BINARY) + " " + args); }
 
 // torchtitan's step lines as rank 0 prints them (2025), colour codes and all.
 const std::string kTitanLog =
@@ -81,7 +69,7 @@ TEST_CASE("a log without a known step line, or with a throughput before its step
                        Contains("run.log: no step with a throughput in it: expected torchtitan's"), InputError);
   CHECK_THROWS_WITH_AS(calibrate::parse_training_log("start\n Train throughput/device/tokens_per_sec: 10\n", "c.log"),
                        Contains("c.log:2: a Composer throughput line before any '[batch=N/M]' line"), InputError);
-  CHECK_THROWS_WITH_AS(calibrate::load_training_log(kTmp + "missing.log"), Contains("cannot read the training log"),
+  CHECK_THROWS_WITH_AS(calibrate::load_training_log(temp_path("missing.log")), Contains("cannot read the training log"),
                        InputError);
 }
 
@@ -131,7 +119,7 @@ TEST_CASE("calibrate log --entry keeps the run as a row that validate --root pre
   namespace fs = std::filesystem;
   const std::string scenario = std::string(TAGCSIM_SOURCE_DIR) + "/scenarios/quickstart.yaml";
   const auto log = write_temp("entry.log", kTitanLog);
-  const std::string root = kTmp + "runs";
+  const std::string root = temp_path("runs");
   fs::remove_all(root);
   const auto o = run_tagcsim("calibrate log " + scenario + " " + log + " --entry " + root + " --id ours-llama2-7b-32gpu");
   CHECK(o.code == 0);
