@@ -129,10 +129,12 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
   const bool ll128_off = c.nccl.protos == 0 && options.protocol == Protocol::Auto &&
                          ((n > 1 && c.nics.transport.kind == "socket") || (k > 1 && !x.nvlink));
   if (ll128_off) protos &= ~proto_bit(kLL128);
-  // Measured, not in NCCL's tuner: all-gathers and reduce-scatters across nodes run at Simple's speed
-  // where the tuner would pick LL128 (docs/calibration.md). Unless LL128 is pinned alone.
+  // Measured, not in NCCL's tuner: on Hopper and Blackwell, all-gathers and reduce-scatters across
+  // nodes run at Simple's speed where the tuner would pick LL128; A100 nodes run the tuner's LL128
+  // (docs/calibration.md). Unless LL128 is pinned alone.
   const bool gather_or_scatter = op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter;
-  const bool ll128_left_out = gather_or_scatter && n > 1 && (protos & proto_bit(kLL128)) && (protos & ~proto_bit(kLL128));
+  const bool ll128_left_out = gather_or_scatter && n > 1 && c.gpu.sm >= 90 && (protos & proto_bit(kLL128)) &&
+                              (protos & ~proto_bit(kLL128));
   if (ll128_left_out) protos &= ~proto_bit(kLL128);
   const bool allreduce = op == CollectiveOp::AllReduce;
   const bool has_nvls = x.nvls_rate > 0 && x.nvlink && k > 1;

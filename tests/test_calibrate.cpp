@@ -69,6 +69,25 @@ TEST_CASE("an nccl-tests log becomes points: collective, layout, bytes, the fast
   CHECK(parse_nccl_version("CUDA 12.6.3") == 0);  // a triple that is not NCCL 2.x
 }
 
+TEST_CASE("an all-gather log's rows of 0 bytes (under one element a rank) are empty calls, skipped") {
+  // all_gather_perf -b 4 on 16 ranks prints its first sizes as 0 bytes, 0 elements, then 256 B
+  // (ALCF's Sophia logs, S106): those rows time a launch, not data.
+  const std::string log = "#  Rank  0 Group  0 Pid 1 on a device  0 [0x07] NVIDIA A100-SXM4-40GB\n"
+                          "#  Rank  1 Group  0 Pid 2 on b device  0 [0x07] NVIDIA A100-SXM4-40GB\n"
+                          "           0             0     float    none      -1     0.25    0.00    0.00      0     0.22    0.00    0.00      0\n"
+                          "         256             4     float    none      -1    37.29    0.01    0.01      0    36.23    0.01    0.01      0\n";
+  const auto pts = parse_nccl_tests(log, "all_gather_output.dat.1");
+  REQUIRE(pts.size() == 1);
+  CHECK(pts[0].bytes == 256);
+  CHECK(pts[0].time_s == doctest::Approx(36.23e-6));
+  CHECK(pts[0].nodes == 2);
+  // A 0 that is not nccl-tests' empty row (elements where there are no bytes) is still refused.
+  const std::string elements_without_bytes =
+      "           0             4     float    none      -1     0.25    0.00    0.00      0     0.22    0.00    0.00      0\n";
+  CHECK(error_of([&] { parse_nccl_tests(log + elements_without_bytes, "all_gather_output.dat.1"); })
+            .find("size is not a positive integer") != std::string::npos);
+}
+
 TEST_CASE("old-format logs: the collective comes from the file name or --op, the layout from flags") {
   // nccl-tests 2.0: no redop/root columns, no rank lines, an 'error' column of float errors.
   const std::string old = "#  size count type time algbw busbw error time algbw busbw error\n"

@@ -30,8 +30,9 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   // 29 fitted, the rest validated only: GB200 and GB300 NVL72 racks, Azure's GB200 VM, CSCS's Alps,
   // five all-to-alls, a shared host's 4-GPU all-gather, reduce-scatter and all-reduce (S97), and OCI's two
   // racks of GB200 with NVLS off at every size (S99), S42's H200 node rerun under NCCL 2.26.2 (S100), and a
-  // quiet 8-GPU H100 node's ring all-gather, reduce-scatter and all-reduce and its NVLS all-reduce (S101).
-  REQUIRE(groups.size() == 60);
+  // quiet 8-GPU H100 node's ring all-gather, reduce-scatter and all-reduce and its NVLS all-reduce (S101), and
+  // two DGX A100 nodes' all-gather and all-reduce over InfiniBand (S106).
+  REQUIRE(groups.size() == 62);
   auto named = [&](const std::string& name) -> const PublishedGroup& {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.name == name; });
     REQUIRE(it != groups.end());
@@ -133,7 +134,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
                                      g.name != "nccl-gh200-2n-cscs-alps-slingshot-allreduce" &&
                                      g.name.rfind("nccl-gb300-nvl72-", 0) != 0 && g.collective != "alltoall" &&
                                      g.source_key != "S97" && g.source_key != "S100" &&
-                                     g.source_key != "S101"));
+                                     g.source_key != "S101" && g.source_key != "S106"));
       continue;
     }
     CAPTURE(g.name);
@@ -144,6 +145,17 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
     racks += g.nodes;
   }
   CHECK(racks == 1 + 2 + 20 + 1 + 1 + 2 + 3 + 2);  // CoreWeave's, then OCI's all-reduces
+  // ALCF Sophia's two DGX A100 nodes (S106): all_gather_perf's rows of 0 bytes skipped, the first at 256 B;
+  // InfiniBand on the DGX A100 preset, NCCL 2.22.3's table, not fitted.
+  const auto& sophia = named("nccl-a100-2n-alcf-sophia-allgather");
+  CHECK(sophia.source_key == "S106");
+  CHECK(sophia.points.size() == 23);
+  CHECK(sophia.points[0].bytes == 256);
+  CHECK(sophia.points[0].time_s == doctest::Approx(36.23e-6));  // in place, the faster
+  CHECK(sophia.points[0].nccl_version == 22203);
+  CHECK(published_base_cluster(sophia) == "{preset: dgx-a100-ib200, nodes: 2}");
+  CHECK(sophia.not_fitted.find("predicted blind") != std::string::npos);
+  CHECK(named("nccl-a100-2n-alcf-sophia-allreduce").points.size() == 29);
   // OCI's two racks at every size (S99): NVLS off, so NCCL chooses among its rings and trees.
   const auto& two_racks = named("nccl-gb200-nvl72-2r32h-oci-hpcoke-allreduce");
   CHECK(two_racks.source_key == "S99");

@@ -101,7 +101,7 @@ TEST_CASE("bad input: an LL128 efficiency of 0 or above 1, an NVLS tree efficien
   CHECK(load("cluster:\n  preset: dgx-a100-ib200\n").intra.ll128_efficiency == Approx(0.6754));
 }
 
-TEST_CASE("all-gathers and reduce-scatters across nodes run Simple where the tuner would pick LL128 (measured)") {
+TEST_CASE("Hopper's all-gathers and reduce-scatters across nodes run Simple where the tuner would pick LL128 (measured)") {
   // NCCL's tuner rates an LL128 ring at 0.92 of Simple's bandwidth with 15 x 1.9 + 4 us of latency
   // against Simple's 15 x 3.4 + 14: below ~100 MiB it would choose LL128. Three published all-gather
   // tables (InfiniBand, RoCE, TCPXO; H100 and B200) run at Simple's speed from 1 MiB, and a 10-node
@@ -123,6 +123,15 @@ TEST_CASE("all-gathers and reduce-scatters across nodes run Simple where the tun
   CHECK(plan_collective(two, CollectiveOp::AllGather, 64 * 1024, whole_cluster(two)).protocol == Protocol::LL);
   CHECK(plan_collective(two, CollectiveOp::AllGather, S, whole_cluster(two), PlanOptions{.protocol = Protocol::LL128})
             .protocol == Protocol::LL128);
+  // A100 nodes run the tuner's LL128: ALCF's DGX A100 pair (S106, NCCL 2.22.3) takes 154 us for a
+  // 16 MiB all-gather, against Simple's 212 and LL128's 154 (docs/calibration.md).
+  auto a100 = two;
+  a100.gpu.sm = 80;
+  const auto ampere = plan_collective(a100, CollectiveOp::AllGather, S, whole_cluster(a100));
+  CHECK(ampere.protocol == Protocol::LL128);
+  CHECK_FALSE(ampere.ll128_left_out);
+  CHECK(plan_collective(a100, CollectiveOp::ReduceScatter, S, whole_cluster(a100)).protocol == Protocol::LL128);
+  CHECK(ag.ll128_left_out);
 }
 
 TEST_CASE("NCCL turns LL128 on by default only over NVLink and NICs beside the GPUs, not over sockets or PCIe") {
