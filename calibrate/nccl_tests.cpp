@@ -67,7 +67,8 @@ std::string op_in(std::string_view text) {
 // A whitespace-split line whose columns after the first have a result row's shape: at least 11 in
 // all, the last 8 the two placements' time, algbw, busbw and #wrong (numbers, or N/A).
 bool looks_like_row(const std::vector<std::string_view>& tok) {
-  if (tok.size() < 11) return false;
+  // A count, then a type word: NCCL INFO lines end in numbers too ("Channel 00/16 :  0 7 6 5 ...").
+  if (tok.size() < 11 || !integer(tok[1]) || number(tok[2])) return false;
   for (std::size_t j = tok.size() - 8; j < tok.size(); ++j)
     if (tok[j] != "N/A" && !number(tok[j])) return false;
   return true;
@@ -147,6 +148,43 @@ std::pair<int, int> layout(const RunHeader& h, const ParseOptions& o, const std:
   return {nodes, ranks / nodes};
 }
 
+// What a launcher writes into each rank's output: OpenMPI's `mpirun --tag-output` tags every write
+// ("[1,0]<stdout>:", so nccl-tests' rows, printed in pieces, carry it mid-line too) and Slurm's
+// `srun --label` starts each line with the rank ("0: "). Logs posted from multi-node runs carry them.
+std::string_view without_launcher_tags(std::string_view line, std::string& buffer) {
+  auto digits = [](std::string_view t, std::size_t from) {
+    while (from < t.size() && std::isdigit(static_cast<unsigned char>(t[from]))) ++from;
+    return from;
+  };
+  // "[jobid,rank]<stdout>:" at `at`: its length, or 0.
+  auto tag_at = [&](std::size_t at) -> std::size_t {
+    if (line[at] != '[') return 0;
+    const std::size_t comma = digits(line, at + 1);
+    if (comma == at + 1 || comma >= line.size() || line[comma] != ',') return 0;
+    const std::size_t close = digits(line, comma + 1);
+    if (close == comma + 1) return 0;
+    for (std::string_view stream : {"]<stdout>:", "]<stderr>:"})
+      if (line.substr(close).starts_with(stream)) return close + stream.size() - at;
+    return 0;
+  };
+  if (line.find("]<std") != std::string_view::npos) {
+    buffer.clear();
+    for (std::size_t at = 0; at < line.size();) {
+      if (const std::size_t n = tag_at(at)) {
+        at += n;
+        continue;
+      }
+      buffer += line[at++];
+    }
+    return buffer;
+  }
+  const std::size_t lead = line.find_first_not_of(' ');
+  if (lead == std::string_view::npos) return line;
+  const std::size_t colon = digits(line, lead);
+  if (colon > lead && colon + 1 < line.size() && line[colon] == ':' && line[colon + 1] == ' ') return line.substr(colon + 2);
+  return line;
+}
+
 }  // namespace
 
 int parse_nccl_version(std::string_view text) {
@@ -176,6 +214,7 @@ std::vector<Point> parse_nccl_tests(std::string_view text, const std::string& fi
   RunHeader h;
   const std::string file_op = op_in(std::filesystem::path(file).filename().string());
   int lineno = 0;
+  std::string untagged;  // a line without its launcher's tags, when it had any
   for (std::size_t pos = 0; pos <= text.size();) {
     std::size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
@@ -183,6 +222,7 @@ std::vector<Point> parse_nccl_tests(std::string_view text, const std::string& fi
     pos = end + 1;
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    line = without_launcher_tags(line, untagged);
     const auto first = line.find_first_not_of(" \t");
     if (first == std::string_view::npos) continue;
     line.remove_prefix(first);

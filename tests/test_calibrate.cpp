@@ -88,6 +88,32 @@ TEST_CASE("an all-gather log's rows of 0 bytes (under one element a rank) are em
             .find("size is not a positive integer") != std::string::npos);
 }
 
+TEST_CASE("a log with launcher tags and NCCL INFO lines parses as its rows") {
+  // mpirun --tag-output tags every write, so nccl-tests' rows, printed in pieces, carry the tag mid-line;
+  // NCCL_DEBUG=INFO's ring lines end in numbers like a row's. Trimmed from S108's p5 log; srun --label
+  // starts each line with the rank instead.
+  const std::string tagged =
+      "[1,0]<stdout>:#  Rank  0 Group  0 Pid     25 on test-nccl-worker-0 device  0 [0x53] NVIDIA H100 80GB HBM3\n"
+      "[1,0]<stdout>:#  Rank  1 Group  0 Pid     26 on test-nccl-worker-1 device  0 [0x53] NVIDIA H100 80GB HBM3\n"
+      "[1,0]<stdout>:test-nccl-worker-0:25:66 [0] NCCL INFO Channel 00/16 :    0   7   6   5   4   3   2   1   9  10  11  12  13\n"
+      "[1,0]<stdout>:test-nccl-worker-0:25:66 [0] NCCL INFO NCCL version 2.22.3+cuda12.2\n"
+      "[1,0]<stdout>:           8             2     float     sum      -1[1,0]<stdout>:    85.70    0.00    0.00      0[1,0]<stdout>:"
+      "    74.97    0.00    0.00      0\n";
+  const auto pts = parse_nccl_tests(tagged, "p5.log", {.op = "all_reduce"});
+  REQUIRE(pts.size() == 1);
+  CHECK(pts[0].bytes == 8);
+  CHECK(pts[0].time_s == doctest::Approx(74.97e-6));
+  CHECK(pts[0].nodes == 2);
+  CHECK(pts[0].nccl_version == 22203);
+  const std::string labelled = "0: #  Rank  0 Group  0 Pid 1 on a device  0 [0x07] NVIDIA A100-SXM4-40GB\n"
+                               "0: #  Rank  1 Group  0 Pid 2 on b device  0 [0x07] NVIDIA A100-SXM4-40GB\n"
+                               "0:      1048576        262144     float     sum      -1    50.00   20.97   20.97      0    49.00   21.40"
+                               "   21.40      0\n";
+  const auto srun = parse_nccl_tests(labelled, "all_reduce_perf.out");
+  REQUIRE(srun.size() == 1);
+  CHECK(srun[0].time_s == doctest::Approx(49e-6));
+}
+
 TEST_CASE("old-format logs: the collective comes from the file name or --op, the layout from flags") {
   // nccl-tests 2.0: no redop/root columns, no rank lines, an 'error' column of float errors.
   const std::string old = "#  size count type time algbw busbw error time algbw busbw error\n"

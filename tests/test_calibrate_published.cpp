@@ -31,8 +31,8 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   // five all-to-alls, a shared host's 4-GPU all-gather, reduce-scatter and all-reduce (S97), and OCI's two
   // racks of GB200 with NVLS off at every size (S99), S42's H200 node rerun under NCCL 2.26.2 (S100), and a
   // quiet 8-GPU H100 node's ring all-gather, reduce-scatter and all-reduce and its NVLS all-reduce (S101), and
-  // two DGX A100 nodes' all-gather and all-reduce over InfiniBand (S106).
-  REQUIRE(groups.size() == 62);
+  // two DGX A100 nodes' all-gather and all-reduce over InfiniBand (S106), and two p5s' all-reduce over EFA (S108).
+  REQUIRE(groups.size() == 63);
   auto named = [&](const std::string& name) -> const PublishedGroup& {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.name == name; });
     REQUIRE(it != groups.end());
@@ -134,7 +134,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
                                      g.name != "nccl-gh200-2n-cscs-alps-slingshot-allreduce" &&
                                      g.name.rfind("nccl-gb300-nvl72-", 0) != 0 && g.collective != "alltoall" &&
                                      g.source_key != "S97" && g.source_key != "S100" &&
-                                     g.source_key != "S101" && g.source_key != "S106"));
+                                     g.source_key != "S101" && g.source_key != "S106" && g.source_key != "S108"));
       continue;
     }
     CAPTURE(g.name);
@@ -156,6 +156,11 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(published_base_cluster(sophia) == "{preset: dgx-a100-ib200, nodes: 2}");
   CHECK(sophia.not_fitted.find("predicted blind") != std::string::npos);
   CHECK(named("nccl-a100-2n-alcf-sophia-allreduce").points.size() == 29);
+  // Two p5.48xlarge on EKS (S108): the machine named, so its preset; 8 B to 16 GiB.
+  const auto& p5 = named("nccl-h100-2n-aws-p5-keitaw-allreduce");
+  CHECK(p5.points.size() == 32);
+  CHECK(published_base_cluster(p5) == "{preset: aws-p5, nodes: 2}");
+  CHECK(p5.points[0].nccl_version == 22203);
   // OCI's two racks at every size (S99): NVLS off, so NCCL chooses among its rings and trees.
   const auto& two_racks = named("nccl-gb200-nvl72-2r32h-oci-hpcoke-allreduce");
   CHECK(two_racks.source_key == "S99");

@@ -98,8 +98,8 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data, its hel
   CHECK(o.output.find("not found") == std::string::npos);
   // With the 5 of Azure's GB200 VM, 5 of CSCS's Alps, 15 of the shared 4-GPU H100 host's three tables (S97) and
   // 5 of OCI's two GB200 racks (S99), 5 of the H200 node's NCCL 2.26.2 rerun (S100) and 20 of the quiet 8-GPU
-  // H100 node's four tables (S101), and 10 of the DGX A100 pair's two (S106).
-  CHECK(o.output.find("  32 KiB-1 MiB    preset n=153") != std::string::npos);
+  // H100 node's four tables (S101), 10 of the DGX A100 pair's two (S106) and 5 of the p5 pair's (S108).
+  CHECK(o.output.find("  32 KiB-1 MiB    preset n=158") != std::string::npos);
   // Per table and size band, with each source left out in turn (three sources: S02, S12, S43).
   const std::string subset = published_subset({"S02", "S12", "S43"});
   const std::string held_file = temp_path("held_out.yaml");
@@ -199,9 +199,9 @@ TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without -
   CHECK(o.code == 0);
   CHECK(o.output.rfind("# all_reduce on aws-p4de: 2 nodes x 8 GPUs = 16 GPUs (the preset's size; --gpus N to change)", 0) == 0);
   // Beside it, how the model did on the published EFA tables when each was held out of the fit.
-  CHECK(o.output.find("\n# held out, on published tables over efa: 3 nccl-tests tables of 1 source on 2 nodes, each source held "
+  CHECK(o.output.find("\n# held out, on published tables over efa: 4 nccl-tests tables of 2 sources on 2 nodes, each source held "
                       "out of the fit: >= 1 MiB median ") != std::string::npos);
-  CHECK(o.output.find("# past the tables") == std::string::npos);  // S12's EFA tables are of 2 nodes too
+  CHECK(o.output.find("# past the tables") == std::string::npos);  // the EFA tables (S12, S108) are of 2 nodes too
   CHECK(run_tagcsim("collective --cluster aws-p4de --bytes 1MiB --gpus 32").output.find(
             "\n# past the tables: those span at most 2 nodes, this one 4; the latency its ring's extra steps add is "
             "NCCL's and the transport's per-step costs extrapolated (docs/calibration.md)\n") != std::string::npos);
