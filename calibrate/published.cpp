@@ -243,7 +243,7 @@ std::string published_base_cluster(const PublishedGroup& g) {
       {"OCI BM.GPU.GB200.4", "gb200-nvl72", ", nics: {transport: roce}"},
       {"BM.GPU.GB300.4", "gb300-nvl72", ", nics: {transport: roce}"},
       {"ND GB200 v6", "gb200-nvl72", ", gpus_per_node: 4"}, {"GB200 NVL72", "gb200-nvl72", ""},
-      {"Alps GH200", "alps-gh200", ""}};
+      {"Alps GH200", "alps-gh200", ""}, {"Perlmutter", "perlmutter-a100", ""}};
   for (const auto& m : kSystems)
     if (contains(g.system, m.name) || contains(g.gpu, m.name)) return fmt::format("{{preset: {}, {}{}}}", m.preset, n, m.more);
   const bool efa = contains(g.inter_node, "EFA");

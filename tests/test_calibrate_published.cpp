@@ -31,8 +31,9 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   // five all-to-alls, a shared host's 4-GPU all-gather, reduce-scatter and all-reduce (S97), and OCI's two
   // racks of GB200 with NVLS off at every size (S99), S42's H200 node rerun under NCCL 2.26.2 (S100), and a
   // quiet 8-GPU H100 node's ring all-gather, reduce-scatter and all-reduce and its NVLS all-reduce (S101), and
-  // two DGX A100 nodes' all-gather and all-reduce over InfiniBand (S106), and two p5s' all-reduce over EFA (S108).
-  REQUIRE(groups.size() == 63);
+  // two DGX A100 nodes' all-gather and all-reduce over InfiniBand (S106), two p5s' all-reduce over EFA (S108)
+  // and two Perlmutter nodes' over Slingshot-11 (S109).
+  REQUIRE(groups.size() == 64);
   auto named = [&](const std::string& name) -> const PublishedGroup& {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.name == name; });
     REQUIRE(it != groups.end());
@@ -134,7 +135,8 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
                                      g.name != "nccl-gh200-2n-cscs-alps-slingshot-allreduce" &&
                                      g.name.rfind("nccl-gb300-nvl72-", 0) != 0 && g.collective != "alltoall" &&
                                      g.source_key != "S97" && g.source_key != "S100" &&
-                                     g.source_key != "S101" && g.source_key != "S106" && g.source_key != "S108"));
+                                     g.source_key != "S101" && g.source_key != "S106" && g.source_key != "S108" &&
+                                     g.source_key != "S109"));
       continue;
     }
     CAPTURE(g.name);
@@ -161,6 +163,8 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(p5.points.size() == 32);
   CHECK(published_base_cluster(p5) == "{preset: aws-p5, nodes: 2}");
   CHECK(p5.points[0].nccl_version == 22203);
+  // Perlmutter (S109): the machine named, so its preset.
+  CHECK(published_base_cluster(named("nccl-a100-2n-nersc-perlmutter-allreduce")) == "{preset: perlmutter-a100, nodes: 2}");
   // OCI's two racks at every size (S99): NVLS off, so NCCL chooses among its rings and trees.
   const auto& two_racks = named("nccl-gb200-nvl72-2r32h-oci-hpcoke-allreduce");
   CHECK(two_racks.source_key == "S99");

@@ -65,11 +65,13 @@ std::vector<Cluster> hpc_presets() {
                     "Slingshot-11 NICs of 200 Gb/s (25 GB/s), one per GPU. {} NCCL reaches Slingshot through the "
                     "aws-ofi-nccl plugin on libfabric's CXI provider, as on CSCS Alps: the slingshot transport "
                     "profile at its data-independent priors (no Slingshot table is fitted), and a 2 us NIC latency "
-                    "(HPE's Slingshot-11 latency class, assumed). NCCL's protocols are not pinned: NERSC's NCCL "
-                    "environment is not in our sources (CSCS pins NCCL_PROTO=^LL128 on the same fabric; "
-                    "`nccl: {{proto: \"^ll128\"}}` does the same here). Host CPU AMD EPYC 7763. Fabric: the 3-hop "
-                    "dragonfly is not modelled: one non-blocking switch, 0.35 us assumed. Not validated: no "
-                    "Perlmutter nccl-tests table is shipped. {} {}",
+                    "(HPE's Slingshot-11 latency class, assumed). NCCL's protocols are not pinned: NERSC's nccl-plugin "
+                    "module sets NCCL_NET_GDR_LEVEL=PHB and NCCL_CROSS_NIC=1 and no protocol (S109's log; CSCS pins "
+                    "NCCL_PROTO=^LL128 on the same fabric; `nccl: {{proto: \"^ll128\"}}` does the same here). Host "
+                    "CPU AMD EPYC 7763. Fabric: the 3-hop dragonfly is not modelled: one non-blocking switch, 0.35 us "
+                    "assumed. Validated blind on one 2-node all-reduce table (S109, NCCL 2.21.5 through aws-ofi-nccl "
+                    "1.6.0), not fitted: the model is 49% fast at 1 MiB and up there, the run reaching 0.74 of the "
+                    "NICs' line rate (docs/calibration.md). {} {}",
                     kNvlink3MeshSrc, transport_src(n), kLatencySrc, kCollSrc),
         HostCpu::Amd));
   }
