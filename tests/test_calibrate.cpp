@@ -38,6 +38,12 @@ std::vector<Point> synthetic(const topologies::Cluster& c, CollectiveOp op, int 
   return out;
 }
 
+// nccl-tests' header for two ranks on two hosts, each line after a launcher's `tag`.
+std::string two_hosts(const std::string& tag = "") {
+  return tag + "#  Rank  0 Group  0 Pid 1 on a device  0 [0x07] NVIDIA A100-SXM4-40GB\n" + tag +
+         "#  Rank  1 Group  0 Pid 2 on b device  0 [0x07] NVIDIA A100-SXM4-40GB\n";
+}
+
 std::string error_of(auto&& f) {
   try {
     f();
@@ -72,10 +78,10 @@ TEST_CASE("an nccl-tests log becomes points: collective, layout, bytes, the fast
 TEST_CASE("an all-gather log's rows of 0 bytes (under one element a rank) are empty calls, skipped") {
   // all_gather_perf -b 4 on 16 ranks prints its first sizes as 0 bytes, 0 elements, then 256 B
   // (ALCF's Sophia logs, S106): those rows time a launch, not data.
-  const std::string log = "#  Rank  0 Group  0 Pid 1 on a device  0 [0x07] NVIDIA A100-SXM4-40GB\n"
-                          "#  Rank  1 Group  0 Pid 2 on b device  0 [0x07] NVIDIA A100-SXM4-40GB\n"
-                          "           0             0     float    none      -1     0.25    0.00    0.00      0     0.22    0.00    0.00      0\n"
-                          "         256             4     float    none      -1    37.29    0.01    0.01      0    36.23    0.01    0.01      0\n";
+  const std::string log =
+      two_hosts() +
+      "           0             0     float    none      -1     0.25    0.00    0.00      0     0.22    0.00    0.00      0\n"
+      "         256             4     float    none      -1    37.29    0.01    0.01      0    36.23    0.01    0.01      0\n";
   const auto pts = parse_nccl_tests(log, "all_gather_output.dat.1");
   REQUIRE(pts.size() == 1);
   CHECK(pts[0].bytes == 256);
@@ -93,8 +99,7 @@ TEST_CASE("a log with launcher tags and NCCL INFO lines parses as its rows") {
   // NCCL_DEBUG=INFO's ring lines end in numbers like a row's. Trimmed from S108's p5 log; srun --label
   // starts each line with the rank instead.
   const std::string tagged =
-      "[1,0]<stdout>:#  Rank  0 Group  0 Pid     25 on test-nccl-worker-0 device  0 [0x53] NVIDIA H100 80GB HBM3\n"
-      "[1,0]<stdout>:#  Rank  1 Group  0 Pid     26 on test-nccl-worker-1 device  0 [0x53] NVIDIA H100 80GB HBM3\n"
+      two_hosts("[1,0]<stdout>:") +
       "[1,0]<stdout>:test-nccl-worker-0:25:66 [0] NCCL INFO Channel 00/16 :    0   7   6   5   4   3   2   1   9  10  11  12  13\n"
       "[1,0]<stdout>:test-nccl-worker-0:25:66 [0] NCCL INFO NCCL version 2.22.3+cuda12.2\n"
       "[1,0]<stdout>:           8             2     float     sum      -1[1,0]<stdout>:    85.70    0.00    0.00      0[1,0]<stdout>:"
@@ -105,10 +110,9 @@ TEST_CASE("a log with launcher tags and NCCL INFO lines parses as its rows") {
   CHECK(pts[0].time_s == doctest::Approx(74.97e-6));
   CHECK(pts[0].nodes == 2);
   CHECK(pts[0].nccl_version == 22203);
-  const std::string labelled = "0: #  Rank  0 Group  0 Pid 1 on a device  0 [0x07] NVIDIA A100-SXM4-40GB\n"
-                               "0: #  Rank  1 Group  0 Pid 2 on b device  0 [0x07] NVIDIA A100-SXM4-40GB\n"
-                               "0:      1048576        262144     float     sum      -1    50.00   20.97   20.97      0    49.00   21.40"
-                               "   21.40      0\n";
+  const std::string labelled =
+      two_hosts("0: ") +
+      "0:      1048576        262144     float     sum      -1    50.00   20.97   20.97      0    49.00   21.40   21.40      0\n";
   const auto srun = parse_nccl_tests(labelled, "all_reduce_perf.out");
   REQUIRE(srun.size() == 1);
   CHECK(srun[0].time_s == doctest::Approx(49e-6));
