@@ -32,8 +32,8 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   // racks of GB200 with NVLS off at every size (S99), S42's H200 node rerun under NCCL 2.26.2 (S100), and a
   // quiet 8-GPU H100 node's ring all-gather, reduce-scatter and all-reduce and its NVLS all-reduce (S101), and
   // two DGX A100 nodes' all-gather and all-reduce over InfiniBand (S106), two p5s' all-reduce over EFA (S108)
-  // and two Perlmutter nodes' over Slingshot-11 (S109).
-  REQUIRE(groups.size() == 64);
+  // two Perlmutter nodes' over Slingshot-11 (S109), and CSCS's all-reduce on 2 to 512 Alps nodes (S110, nine).
+  REQUIRE(groups.size() == 73);
   auto named = [&](const std::string& name) -> const PublishedGroup& {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.name == name; });
     REQUIRE(it != groups.end());
@@ -136,7 +136,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
                                      g.name.rfind("nccl-gb300-nvl72-", 0) != 0 && g.collective != "alltoall" &&
                                      g.source_key != "S97" && g.source_key != "S100" &&
                                      g.source_key != "S101" && g.source_key != "S106" && g.source_key != "S108" &&
-                                     g.source_key != "S109"));
+                                     g.source_key != "S109" && g.source_key != "S110"));
       continue;
     }
     CAPTURE(g.name);
@@ -163,6 +163,11 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(p5.points.size() == 32);
   CHECK(published_base_cluster(p5) == "{preset: aws-p5, nodes: 2}");
   CHECK(p5.points[0].nccl_version == 22203);
+  // CSCS's Alps series (S110): 2 to 512 nodes of the alps-gh200 preset.
+  const auto& alps512 = named("nccl-gh200-512n-cscs-alps-boeschf-allreduce");
+  CHECK(alps512.points.size() == 30);
+  CHECK(alps512.points[0].ranks() == 2048);
+  CHECK(published_base_cluster(alps512) == "{preset: alps-gh200, nodes: 512}");
   // Perlmutter (S109): the machine named, so its preset.
   CHECK(published_base_cluster(named("nccl-a100-2n-nersc-perlmutter-allreduce")) == "{preset: perlmutter-a100, nodes: 2}");
   // OCI's two racks at every size (S99): NVLS off, so NCCL chooses among its rings and trees.

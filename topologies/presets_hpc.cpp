@@ -46,8 +46,9 @@ std::vector<Cluster> hpc_presets() {
                     "(docs/software/communication/nccl_env_vars: 'LL128 ... typically performs worse on "
                     "Slingshot'). Host CPU Grace (Arm): NCCL's getNetOverhead charges it 1 us, and the host launch "
                     "takes the Intel hosts' fitted values, assumed. Fabric: Slingshot's dragonfly is not modelled: "
-                    "one non-blocking switch, 0.35 us assumed. Checked, not fitted: CSCS's all-reduce table of 2 "
-                    "nodes x 4 GH200 (docs/calibration.md). {} {} {}",
+                    "one non-blocking switch, 0.35 us assumed (at 512 nodes a published all-reduce runs at half the "
+                    "bandwidth of 4-256, S110). Checked, not fitted: CSCS's all-reduce table of 2 nodes x 4 GH200 "
+                    "and its series on 2 to 512 nodes (docs/calibration.md). {} {} {}",
                     kNvlink4Src, transport_src(n), kLatencySrc, kCollSrc),
         HostCpu::Arm);
     c.nccl.protos = NcclPins::LL | NcclPins::Simple;
