@@ -82,7 +82,7 @@ int run(const CollectiveOptions& o) {
       out += fmt::format("# pinned: {}{}\n", pins, c.nccl.source.empty() ? "" : " (" + c.nccl.source + ")");
     if (std::any_of(plans.begin(), plans.end(), [](const auto& p) { return p.ll128_left_out; }))
       out += "# LL128 left out: all-gathers and reduce-scatters across nodes run Simple where NCCL's tuner rates "
-             "LL128 faster, as measured (docs/calibration.md)\n";
+             "LL128 faster, as measured on Hopper and Blackwell (docs/calibration.md)\n";
     if (std::any_of(plans.begin(), plans.end(), [](const auto& p) { return p.ll128_off; }))
       out += "# LL128 off: NCCL enables it by default only over NVLink and NICs beside the GPUs, not over "
              "sockets or PCIe (tuning.cc; NCCL_PROTO naming it, `nccl: {proto}` here, turns it on)\n";

@@ -27,6 +27,10 @@ TEST_CASE("tagcsim collective prints time, algbw and busbw the nccl-tests way, w
   // LL128 asked for: it runs, and nothing was left out.
   CHECK(run_tagcsim("collective --cluster dgx-h100-ib400 --op all_gather --bytes 16MiB --gpus 16 --protocol ll128")
             .output.find("LL128 left out") == std::string::npos);
+  // On A100 nodes NCCL's LL128 runs (S106): nothing left out, nothing to say.
+  const auto a100 = run_tagcsim("collective --cluster dgx-a100-ib200 --op all_gather --bytes 16MiB --gpus 16");
+  CHECK(a100.output.find("LL128 left out") == std::string::npos);
+  CHECK(a100.output.find(" ring  LL128 ") != std::string::npos);
   // A small all-reduce on one node: LL on a ring; a large one: NVLink SHARP.
   const auto ar = run_tagcsim("collective --cluster dgx-h100-ib400 --op all_reduce --bytes 8KiB,8GiB --gpus 8");
   CHECK(ar.code == 0);
