@@ -17,9 +17,9 @@
 namespace {
 
 std::string read_file(const std::string& relative) {
-  std::ifstream in(std::string(TAGCSIM_SOURCE_DIR) + "/" + relative);
-  REQUIRE_MESSAGE(in.good(), relative);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string path = std::string(TAGCSIM_SOURCE_DIR) + "/" + relative;
+  REQUIRE_MESSAGE(std::ifstream(path).good(), relative);
+  return read_text(path);
 }
 
 // Prose wraps wherever the editor put the line break; compare it as one line.

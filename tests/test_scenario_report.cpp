@@ -1,6 +1,7 @@
 // What a run of a scenario reports: the table, JSON and CSV (held to docs/output.md, key for key,
 // and byte-identical from run to run), the notes and caveats a reader needs to trust a row, the
 // plots, the kernel table, and the resolved YAML every shipped scenario must round-trip through.
+#include "command_testing.hpp"  // read_text
 #include "scenario_testing.hpp"
 #include "scenarios/plot.hpp"
 #include "scenarios/report.hpp"
@@ -15,7 +16,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -150,13 +150,6 @@ TEST_CASE("a note is printed once, with the sweep points it belongs to") {
 }
 
 namespace {
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The names in the first cell of the markdown table under `## heading`.
 std::vector<std::string> documented(const std::string& doc, const std::string& heading) {
   std::vector<std::string> out;
@@ -187,13 +180,13 @@ void json_keys(const YAML::Node& n, std::set<std::string>& keys) {
 }  // namespace
 
 TEST_CASE("docs/scenarios.md names every key the cluster and training blocks take") {
-  const std::string doc = read_file(std::string(TAGCSIM_SOURCE_DIR) + "/docs/scenarios.md");
+  const std::string doc = read_text(std::string(TAGCSIM_SOURCE_DIR) + "/docs/scenarios.md");
   for (const auto& key : topologies::cluster_keys()) CHECK_MESSAGE(doc.find("`" + key + "`") != std::string::npos, key);
   for (const auto& key : scenarios::training_keys()) CHECK_MESSAGE(doc.find("`" + key + "`") != std::string::npos, key);
 }
 
 TEST_CASE("docs/output.md explains every table column, JSON key and CSV column, and nothing else") {
-  const std::string doc = read_file(std::string(TAGCSIM_SOURCE_DIR) + "/docs/output.md");
+  const std::string doc = read_text(std::string(TAGCSIM_SOURCE_DIR) + "/docs/output.md");
   const auto s = parse("policies: [fsdp, tagc-batched]\n");
   const auto results = run(s);
   // The table's header line, split at runs of two spaces.
