@@ -20,15 +20,16 @@ constexpr double kHuber = 0.05;        // log-errors past 5% count linearly
 constexpr double kDetermined = 0.02;   // a parameter moves some point's time by 2% over its range
 constexpr double kLatencyBound = 1 << 20;  // points below this size are latency-bound whatever their rate
 
-// Latency-bound: below 1 MiB, or across nodes at under a quarter of the nodes' NIC line rate in bus
-// bandwidth: then latency is at least half the time at any network efficiency above one half
+// Latency-bound: below 1 MiB, or across nodes at under a quarter of the line rate of the NICs its GPUs
+// use in bus bandwidth: then latency is at least half the time at any network efficiency above one half
 // (GPUDirect-TCPX takes ~1 ms for every all-gather from 1 to 8 MiB, and its tables start at 1 MiB).
 bool latency_bound(const Sample& s) {
   const auto& p = s.point;
   if (p.bytes < kLatencyBound) return true;
   if (p.nodes < 2 || !p.op || p.time_s <= 0) return false;
   const double busbw = sim::bus_factor(*p.op, p.ranks()) * p.bytes / p.time_s;
-  return busbw < 0.25 * s.cluster.nics.count * s.cluster.nics.bandwidth;
+  const auto c = cluster_for(s.cluster, p);
+  return busbw < 0.25 * c.nics.count * c.nics.bandwidth * c.rails_of_gpus(0, p.gpus_per_node) / c.rails();
 }
 bool per_message(Param p) { return p == Param::TransportLatency || p == Param::TransportOverhead; }
 
@@ -47,8 +48,7 @@ sim::CollectivePlan plan_point(const topologies::Cluster& c, const Point& p) {
   if (p.algos) cc.nccl.algos = p.algos;
   if (p.protos) cc.nccl.protos = p.protos;
   if (p.nccl_version) cc.nccl.version = p.nccl_version;
-  return sim::plan_collective(cc, *p.op, p.bytes, sim::whole_cluster(cc),
-                              sim::PlanOptions{.gpus_per_process = p.gpus_per_process});
+  return sim::plan_collective(cc, *p.op, p.bytes, group_for(p), sim::PlanOptions{.gpus_per_process = p.gpus_per_process});
 }
 
 // The fit's working set: the samples' distinct base clusters (one per table, without their long source
@@ -131,8 +131,16 @@ double PointFit::predicted_busbw() const {
 topologies::Cluster cluster_for(const topologies::Cluster& c, const Point& p) {
   auto out = c;
   out.nodes = p.nodes;
-  out.gpus_per_node = p.gpus_per_node;
+  // A run on k of a node's GPUs keeps the whole node, so that each of its GPUs keeps the NIC it is
+  // wired to: NCCL sends a GPU's traffic through its own rail, and one GPU of an 8-NIC node gets one
+  // NIC's bandwidth, not the node's (S111: 49 GB/s a GPU on 400 Gb/s NICs, 1, 2 and 4 GPUs a node).
+  // A run on more GPUs than the base cluster's node grows the node.
+  out.gpus_per_node = std::max(c.gpus_per_node, p.gpus_per_node);
   return out;
+}
+
+sim::Group group_for(const Point& p) {
+  return sim::Group{.nodes = p.nodes, .gpus_per_node = p.gpus_per_node, .node_stride = 1, .count = 1, .first_gpu = 0};
 }
 
 std::vector<PointFit> evaluate(const std::vector<Sample>& samples) {

@@ -119,8 +119,11 @@ struct FitOptions {
 };
 inline constexpr double kPriorWeight = 0.01;
 
-// Evaluation cluster for a point: `c` resized to the point's nodes x GPUs per node.
+// Evaluation cluster for a point: `c` on the point's nodes, its node grown to the point's GPUs per node
+// where the point used more, kept where it used fewer.
 topologies::Cluster cluster_for(const topologies::Cluster& c, const Point& p);
+// The point's GPUs on that cluster: its GPUs per node on each of its nodes, from each node's first GPU.
+sim::Group group_for(const Point& p);
 // The model's prediction for each sample.
 std::vector<PointFit> evaluate(const std::vector<Sample>& samples);
 std::vector<PointFit> evaluate(const std::vector<Point>& points, const topologies::Cluster& c);

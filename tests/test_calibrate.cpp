@@ -31,7 +31,7 @@ std::vector<Point> synthetic(const topologies::Cluster& c, CollectiveOp op, int 
     p.gpus_per_node = gpn;
     p.bytes = s;
     const auto cc = cluster_for(c, p);
-    p.time_s = sim::plan_collective(cc, op, s, sim::whole_cluster(cc)).seconds();
+    p.time_s = sim::plan_collective(cc, op, s, group_for(p)).seconds();
     p.where = fmt::format("synthetic {}x{} {}", nodes, gpn, s);
     out.push_back(p);
   }
@@ -257,6 +257,32 @@ TEST_CASE("a transport's latency is fitted from points under a quarter of the li
   CHECK(held.status == ParamFit::Status::Held);
   CHECK(held.value == 0);
   CHECK(held.why.find("latency-bound (< 1 MiB, or < 25% of the line rate)") != std::string::npos);
+}
+
+TEST_CASE("a table on k of a node's GPUs is predicted on those GPUs' own NICs, not all of the node's") {
+  // 10 DGX H100 nodes (8 GPUs, 8 x 400 Gb/s), nccl-tests on 1 or 4 GPUs of each (S111's runs).
+  const auto dgx = topologies::preset("dgx-h100-ib400");
+  const double S = double(1 << 30), nic = 50e9 * dgx.nics.efficiency;
+  Point p;
+  p.op_name = "all_gather";
+  p.op = CollectiveOp::AllGather;
+  p.nodes = 10;
+  p.bytes = S;
+  p.time_s = 1;
+  p.gpus_per_node = 1;
+  CHECK(cluster_for(dgx, p).gpus_per_node == 8);  // the node keeps its GPUs and their NICs
+  const auto one = evaluate({p}, dgx).front();
+  CHECK(one.plan.group.gpus_per_node == 1);
+  CHECK(one.plan.rails == 1);
+  // A 10-rank ring sends 9/10 of S out of each node, all through GPU 0's NIC.
+  CHECK(one.plan.network_seconds == doctest::Approx(0.9 * S / nic));
+  p.gpus_per_node = 4;
+  const auto four = evaluate({p}, dgx).front();
+  CHECK(four.plan.rails == 4);
+  CHECK(four.plan.network_seconds == doctest::Approx(39.0 / 40 * S / (4 * nic)));
+  // All eight GPUs: the whole node's eight NICs, as before.
+  p.gpus_per_node = 8;
+  CHECK(evaluate({p}, dgx).front().plan.rails == 8);
 }
 
 TEST_CASE("one node: no transport parameter, launch latency held, --hold honoured") {

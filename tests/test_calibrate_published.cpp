@@ -32,8 +32,10 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   // racks of GB200 with NVLS off at every size (S99), S42's H200 node rerun under NCCL 2.26.2 (S100), and a
   // quiet 8-GPU H100 node's ring all-gather, reduce-scatter and all-reduce and its NVLS all-reduce (S101), and
   // two DGX A100 nodes' all-gather and all-reduce over InfiniBand (S106), two p5s' all-reduce over EFA (S108)
-  // two Perlmutter nodes' over Slingshot-11 (S109), and CSCS's all-reduce on 2 to 512 Alps nodes (S110, nine).
-  REQUIRE(groups.size() == 73);
+  // two Perlmutter nodes' over Slingshot-11 (S109), CSCS's all-reduce on 2 to 512 Alps nodes (S110, nine), and
+  // one H100 cluster's all-reduce, all-gather, reduce-scatter and all-to-all on one node (8 GPUs and 4) and
+  // across ten nodes with 1, 2, 4 and 8 GPUs a node (S111, 24).
+  REQUIRE(groups.size() == 97);
   auto named = [&](const std::string& name) -> const PublishedGroup& {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.name == name; });
     REQUIRE(it != groups.end());
@@ -136,7 +138,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
                                      g.name.rfind("nccl-gb300-nvl72-", 0) != 0 && g.collective != "alltoall" &&
                                      g.source_key != "S97" && g.source_key != "S100" &&
                                      g.source_key != "S101" && g.source_key != "S106" && g.source_key != "S108" &&
-                                     g.source_key != "S109" && g.source_key != "S110"));
+                                     g.source_key != "S109" && g.source_key != "S110" && g.source_key != "S111"));
       continue;
     }
     CAPTURE(g.name);

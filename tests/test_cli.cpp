@@ -123,7 +123,7 @@ TEST_CASE("cli: show lists presets and prints one with every value, its unit and
   };
   CHECK(all.output.find("held out (1)") != std::string::npos);
   CHECK(row("dgx-h100-ib400").find(" ib ") != std::string::npos);
-  CHECK(row("dgx-h100-ib400").find("% <=8 ") != std::string::npos);  // S50's 8 nodes, the widest table
+  CHECK(row("dgx-h100-ib400").find("% <=10 ") != std::string::npos);  // S111's 10 nodes, the widest table
   CHECK(row("aws-p5").find("% <=2 ") != std::string::npos);
   CHECK(row("eth-25g").find(" - ") != std::string::npos);  // no published table crosses TCP sockets
   CHECK(row("h100-sxm").find(" rows, ") != std::string::npos);

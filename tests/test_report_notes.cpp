@@ -180,19 +180,19 @@ TEST_CASE("a run across more nodes than the published tables of its fabric span 
                                here.seconds() * 1e3, (here.latency_seconds - there.latency_seconds) * 1e3)) !=
         std::string::npos);
   CHECK(table.find("cluster.nodes=2) the published nccl-tests tables") == std::string::npos);
-  // InfiniBand's tables reach 8 nodes (S50): a run of 8 is inside them.
-  CHECK(report_table("model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 8}\n").find("span at most") ==
+  // InfiniBand's tables reach 10 nodes (S111): a run of 10 is inside them.
+  CHECK(report_table("model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 10}\n").find("span at most") ==
         std::string::npos);
   // HYBRID_SHARD over 128 nodes: the shard group is a node, its replicas' all-reduces cross every
   // node (a ring, pinned): a block's shard of gradients, 218,120,192 / 8 parameters in fp32 = 104 MiB.
   const auto hsdp_table = report_table(
       "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 128, nccl: {algo: ring}}\n"
       "training: {sharding: hybrid_shard}\n");
-  CHECK_MESSAGE(hsdp_table.find("note: the published nccl-tests tables over ib span at most 8 nodes, and this run's "
+  CHECK_MESSAGE(hsdp_table.find("note: the published nccl-tests tables over ib span at most 10 nodes, and this run's "
                                 "all-reduces across its 128 replicas (hybrid_shard) cross 128 nodes: ") !=
                     std::string::npos,
                 hsdp_table);
-  CHECK(hsdp_table.find("past what an 8-node ring has, NCCL's and the transport's per-step costs extrapolated (one all-reduce of "
+  CHECK(hsdp_table.find("past what a 10-node ring has, NCCL's and the transport's per-step costs extrapolated (one all-reduce of "
                         "block.0's shard, 104.0 MiB: ") != std::string::npos);
   CHECK(hsdp_table.find("all-gathers and reduce-scatters cross") == std::string::npos);  // inside a node
 }
