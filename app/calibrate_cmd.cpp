@@ -11,7 +11,9 @@
 #include "common/input.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 
@@ -121,8 +123,12 @@ int run_nccl_tests(const Options& o) {
   how.command = "tagcsim calibrate nccl-tests";
   for (const auto& f : o.files) {
     auto p = load_nccl_tests_file(f, po);
+    // A log may hold several collectives' runs (nccl-tests binaries run one after another): name each.
+    std::vector<std::string> ops;
+    for (const auto& pt : p)
+      if (std::find(ops.begin(), ops.end(), pt.op_name) == ops.end()) ops.push_back(pt.op_name);
     how.data.push_back(fmt::format("{}: {} rows ({}, {} ranks on {} node(s), {} GPU(s) per process)", f, p.size(),
-                                   p.front().op_name, p.front().ranks(), p.front().nodes, p.front().gpus_per_process));
+                                   fmt::join(ops, " "), p.front().ranks(), p.front().nodes, p.front().gpus_per_process));
     for (auto& pt : p) samples.push_back({pt, base, f});
     how.command += " " + quote(f);
   }

@@ -199,6 +199,18 @@ TEST_CASE("calibrate nccl-tests --held-out: each log predicted by a fit to the o
         "tagcsim: error: --held-out: needs two or more logs, each predicted by a fit to the others\n");
 }
 
+TEST_CASE("calibrate nccl-tests names every collective a log holds, as nccl-tests binaries run one after another") {
+  // One log of two runs: the 2 x 2 all-gather, then the same rows as an all-reduce's.
+  std::string second = kTwoByTwoAllGatherLog;
+  second.replace(second.find("all_gather_perf"), 15, "all_reduce_perf");
+  const auto both = write_temp("both.log", std::string(kTwoByTwoAllGatherLog) + second);
+  const auto o = run_tagcsim("calibrate nccl-tests " + both + " --cluster dgx-h100-ib400");
+  REQUIRE(o.code == 0);
+  CHECK(o.output.find(both + ": 6 rows (all_gather all_reduce, 4 ranks on 2 node(s), 1 GPU(s) per process)") !=
+        std::string::npos);
+  std::remove(both.c_str());
+}
+
 TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without --gpus") {
   const auto o = run_tagcsim("collective --cluster aws-p4de --op all_reduce --bytes 1MiB");
   CHECK(o.code == 0);
