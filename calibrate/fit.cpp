@@ -28,8 +28,10 @@ bool latency_bound(const Sample& s) {
   if (p.bytes < kLatencyBound) return true;
   if (p.nodes < 2 || !p.op || p.time_s <= 0) return false;
   const double busbw = sim::bus_factor(*p.op, p.ranks()) * p.bytes / p.time_s;
-  const auto c = cluster_for(s.cluster, p);
-  return busbw < 0.25 * c.nics.count * c.nics.bandwidth * c.rails_of_gpus(0, p.gpus_per_node) / c.rails();
+  // The share of the node's rails its GPUs use (cluster_for keeps the node when they are fewer).
+  const auto& c = s.cluster;
+  const double share = p.gpus_per_node >= c.gpus_per_node ? 1.0 : double(c.rails_of_gpus(0, p.gpus_per_node)) / c.rails();
+  return busbw < 0.25 * c.nics.count * c.nics.bandwidth * share;
 }
 bool per_message(Param p) { return p == Param::TransportLatency || p == Param::TransportOverhead; }
 
