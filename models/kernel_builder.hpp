@@ -445,7 +445,7 @@ class Builder {
 
   void rotary(KernelPiece& p, const std::string& name, double width) {
     const double n = T_ * width;
-    if (impl_.compiled) {
+    if (impl_.compiled && impl_.rotary == Implementation::Rotary::CosSin) {
       mem(p.fwd, name, 2 * e_ * n);
       mem(p.bwd, name + " bwd", 2 * e_ * n);
       return;

@@ -2,6 +2,7 @@
 
 #include "common/yaml_writer.hpp"
 #include "models/model.hpp"
+#include "models/shapes.hpp"
 #include "topologies/cluster_yaml.hpp"
 
 #include <fmt/format.h>
@@ -104,7 +105,8 @@ std::string model_yaml(const models::TransformerConfig& m, const std::string& ke
   return out;
 }
 
-std::string training_yaml(const sim::Training& t, int global_batch, const std::string& key) {
+std::string training_yaml(const sim::Training& t, const models::TransformerConfig& m, int global_batch,
+                          const std::string& key) {
   std::string out;
   YamlMap root(out, 0);
   YamlMap k = root.open(key);
@@ -189,6 +191,12 @@ std::string training_yaml(const sim::Training& t, int global_batch, const std::s
           "what torch.compile covers of a mixture of experts' blocks");
   if (t.impl.unpadded_attention)
     k.put("unpadded_attention", "true", "flash-attn's varlen kernels, q/k/v unpadded and the output padded per layer");
+  if (models::detail::llama_layout(m) || models::detail::mla(m)) {
+    const bool complex = t.impl.rotary == models::Implementation::Rotary::Complex;
+    k.put("rotary", complex ? "complex" : "cos_sin",
+          complex ? "q and k turned as complex numbers in fp32: compiled, the multiply still runs eager"
+                  : "q and k turned by real cos/sin tables: compiled, one kernel");
+  }
   using CrossEntropy = models::Implementation::CrossEntropy;
   k.put("cross_entropy", t.impl.cross_entropy == CrossEntropy::Fused  ? "fused"
                          : t.impl.cross_entropy == CrossEntropy::Bf16 ? "bf16"
@@ -262,7 +270,7 @@ std::string resolved_yaml(const Scenario& s) {
   out += hides("model") ? as_written(doc, "model", "because the sweep changes its keys") : model_yaml(p.setup.model);
   out += hides("cluster") ? as_written(doc, "cluster", "because the sweep changes its preset")
                           : topologies::cluster_yaml(p.setup.cluster);
-  out += training_yaml(p.setup.training, p.global_batch);
+  out += training_yaml(p.setup.training, p.setup.model, p.global_batch);
   if (hides("compression") || hides("policies") || hides("policy")) {
     for (const char* k : {"policies", "policy", "compression"})
       if (doc[k]) out += as_written(doc, k, "because the sweep changes the compression settings");

@@ -21,7 +21,8 @@ std::string resolved_yaml(const Scenario& s);
 // The parts, as the lines of a YAML map under `key:` (indented by two spaces per level). The
 // cluster and its GPU are written by topologies/cluster_yaml.hpp.
 std::string model_yaml(const models::TransformerConfig& m, const std::string& key = "model");
-std::string training_yaml(const sim::Training& t, int global_batch, const std::string& key = "training");
+std::string training_yaml(const sim::Training& t, const models::TransformerConfig& m, int global_batch,
+                          const std::string& key = "training");
 std::string policies_yaml(const std::vector<sim::Policy>& policies, const std::string& key = "policies");
 
 }  // namespace tagcsim::scenarios

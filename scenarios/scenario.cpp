@@ -142,6 +142,11 @@ Point load_point(const Input& doc) {
     if (auto v = tr->find("router_fp32"))
       v->fail(fmt::format("model '{}' has no mixture of experts, so no router", p.setup.model.name));
   }
+  // torchtitan's Llama and DeepSeek-V3 models turn q and k as complex numbers (ComplexRoPE); its
+  // Qwen3 (q/k norms) and gpt-oss (attention sinks) models as real cos/sin (CosSinRoPE).
+  if (const auto tr = doc.find("training"); t.framework == sim::Framework::Torchtitan && !(tr && tr->has("rotary")))
+    t.impl.rotary = p.setup.model.qk_norm || p.setup.model.attention_sinks ? models::Implementation::Rotary::CosSin
+                                                                          : models::Implementation::Rotary::Complex;
   const auto& c = p.setup.cluster;
   if (auto tr = doc.find("training"); tr && tr->has("torchtitan_date")) {
     p.torchtitan_settings = apply_torchtitan_date(*tr, t, p.setup.model, sim::device_kernel_profile(c.gpu));

@@ -20,7 +20,7 @@ const std::vector<std::string> kTrainingKeys = {
     "selective_op_recomputes_attention", "selective_op_recomputes_all_to_all", "router_fp32",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
-    "attention",         "unpadded_attention", "document_length", "repeat_kv", "compile", "compile_loss", "compile_moe", "cross_entropy", "loss_chunks", "rms_norm", "logit_metrics", "float8",
+    "attention",         "unpadded_attention", "document_length", "repeat_kv", "compile", "compile_loss", "compile_moe", "rotary", "cross_entropy", "loss_chunks", "rms_norm", "logit_metrics", "float8",
     "float8_all_gather", "tensor_parallel", "tp_plan", "tp_qk_norm", "async_tp", "context_parallel", "expert_parallel",
     "expert_imbalance",  "pipeline_parallel",
     "pipeline_schedule", "pipeline_microbatches", "stages_per_rank"};
@@ -360,6 +360,9 @@ sim::Training load_training(const Input& in) {
               "cross_entropy: bf16 needs tp_plan: per_linear or no tensor parallelism");
   }
   // Eager RMSNorms: PyTorch's fused kernels (nn.RMSNorm from 2.9) or the op-by-op reference.
+  if (auto v = in.find("rotary"))
+    t.impl.rotary = v->as_choice({"complex", "cos_sin"}) == "complex" ? models::Implementation::Rotary::Complex
+                                                                      : models::Implementation::Rotary::CosSin;
   if (auto v = in.find("rms_norm")) t.impl.fused_rms_norm = v->as_choice({"reference", "fused"}) == "fused";
   // Metrics the training loop computes from the logits after each micro-batch (LLM Foundry's
   // ComposerModel: language cross-entropy and perplexity, evaluated by Composer every micro-batch).

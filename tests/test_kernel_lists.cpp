@@ -63,6 +63,54 @@ TEST_CASE("kernel lists: Qwen3's q and k norms run per head, eager op by op, com
   CHECK(find(compiled.backward, "q_norm weight grad").bytes == Approx(2.0 * 2 * 1024 * 4096));
 }
 
+TEST_CASE("kernel lists: a compiled block runs a complex rotary multiply eager between its casts and fuses cos/sin") {
+  const auto m = models::preset("llama3.1-8b");  // q 4096 wide, k 1024 (8 KV heads of 128)
+  models::TrainingShape shape;
+  shape.micro_batch = 1;
+  shape.seq_len = 1024;  // T = 1024 tokens
+  shape.impl.compiled = true;
+  shape.impl.rotary = models::Implementation::Rotary::Complex;
+  const auto complex = *models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels;
+  // Inductor leaves the complex multiply to aten: q cast to fp32 (2 + 4 bytes an element), multiplied
+  // as complex64 (4 read, 4 written), cast back (4 + 2): three kernels each way, as eager.
+  const double q = 1024.0 * 4096, k = 1024.0 * 1024;
+  CHECK(count(complex.forward, "rotary q") == 3);
+  CHECK(count(complex.backward, "rotary q bwd") == 3);
+  CHECK(find(complex.forward, "rotary q to fp32").bytes == Approx(6 * q));
+  CHECK(find(complex.forward, "rotary q complex mul").bytes == Approx(8 * q));
+  CHECK(find(complex.forward, "rotary q to bf16").bytes == Approx(6 * q));
+  CHECK(find(complex.backward, "rotary k bwd complex mul").bytes == Approx(8 * k));
+  shape.impl.rotary = models::Implementation::Rotary::CosSin;
+  const auto cos_sin = *models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels;
+  // Real cos and sin tables fuse into one kernel that reads and writes bf16 once.
+  CHECK(count(cos_sin.forward, "rotary q") == 1);
+  CHECK(find(cos_sin.forward, "rotary q").bytes == Approx(4 * q));
+  CHECK(find(cos_sin.backward, "rotary k bwd").bytes == Approx(4 * k));
+  // Eager, the two cost the same three kernels.
+  shape.impl.compiled = false;
+  const auto eager = *models::fsdp_units(m, models::WrapPolicy::Block, shape)[1].kernels;
+  CHECK(count(eager.forward, "rotary q") == 3);
+  CHECK(find(eager.forward, "rotary q complex mul").bytes == Approx(8 * q));
+}
+
+TEST_CASE("kernel lists: training.rotary defaults to what torchtitan runs per model and a scenario's key wins") {
+  const auto rotary = [](const std::string& model, const std::string& training) {
+    return scenarios::parse_scenario("model: " + model + "\ncluster: {preset: dgx-h100-ib400, nodes: 1}\ntraining:\n" +
+                                         training + "policies: [fsdp]\n",
+                                     "t.yaml")
+        .points.at(0)
+        .setup.training.impl.rotary;
+  };
+  using R = models::Implementation::Rotary;
+  CHECK(rotary("llama3.1-8b", "  framework: torchtitan\n") == R::Complex);    // ComplexRoPE
+  CHECK(rotary("qwen3-8b", "  framework: torchtitan\n") == R::CosSin);        // CosSinRoPE
+  CHECK(rotary("gpt-oss-20b", "  framework: torchtitan\n") == R::CosSin);
+  CHECK(rotary("llama3.1-8b", "  framework: pytorch\n") == R::CosSin);        // Hugging Face's rotate_half
+  CHECK(rotary("llama3.1-8b", "  framework: torchtitan\n  rotary: cos_sin\n") == R::CosSin);
+  CHECK(rotary("llama3.1-8b", "  rotary: complex\n") == R::Complex);
+  CHECK_THROWS_WITH(rotary("llama3.1-8b", "  rotary: real\n"), Contains("t.yaml:4"));
+}
+
 TEST_CASE("kernel lists: Qwen2.5's q, k and v biases each reduce their gradient, no other Linear does") {
   const auto m = models::preset("qwen2.5-7b");  // hidden 3584, 28 heads, 4 KV heads of 128
   models::TrainingShape shape;
