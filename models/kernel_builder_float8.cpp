@@ -23,9 +23,22 @@ namespace tagcsim::models::detail {
 void Builder::float8_casts(std::vector<Kernel>& to, const std::string& name, double i, double o, bool backward,
                            bool cast_input, Parallel tp) {
   const bool compiled = impl_.compiled;
-  auto amax = [&](const std::string& what, double elems) { mem(to, name + " fp8 amax " + what, e_ * elems); };
+  // Eager, torchao runs each step op by op (torchao/float8/float8_utils.py and float8_tensor.py
+  // @3eb18e7, Jan 2025): the amax is torch.max(torch.abs(x)), two kernels (2e and e an element),
+  // and four scalar kernels turn it into the scale (to float64, clamp, divide, to float32); the
+  // cast is x.to(float32) * scale, clamp, .to(float8), four kernels of (e + 4), 8, 8 and 5 bytes an
+  // element where a compiled block's one reads e and writes 1 a layout.
+  auto amax = [&](const std::string& what, double elems) {
+    if (!compiled) mem(to, name + " fp8 amax " + what + " abs", 2 * e_ * elems);
+    mem(to, name + " fp8 amax " + what, e_ * elems);
+    if (!compiled) mem(to, name + " fp8 scale " + what, 8, 4);
+  };
   auto cast = [&](const std::string& what, double elems, int layouts) {
-    mem(to, name + " fp8 cast " + what, (e_ + layouts) * elems);
+    if (compiled) return mem(to, name + " fp8 cast " + what, (e_ + layouts) * elems);
+    mem(to, name + " fp8 cast " + what + " to fp32", (e_ + 4) * elems);
+    mem(to, name + " fp8 cast " + what + " scale", 8 * elems);
+    mem(to, name + " fp8 cast " + what + " clamp", 8 * elems);
+    mem(to, name + " fp8 cast " + what, 5 * elems);
   };
   auto transpose = [&](const std::string& what, double elems) { mem(to, name + " fp8 " + what + " transpose", 2 * elems); };
   const bool column = tp.column, row = tp.row;
@@ -39,6 +52,10 @@ void Builder::float8_casts(std::vector<Kernel>& to, const std::string& name, dou
     if (!impl_.float8_all_gather) amax("weight", weight), cast("weight", weight, 1);
     return;
   }
+  // Eager, each hp_tensor_to_float8_dynamic call takes its own amax (float8_linear.py's backward:
+  // g for the dgrad and again for the wgrad), and _scaled_mm's first operand must be row-major, its
+  // second column-major (float8_ops.py, preprocess_addmm): the dgrad's W and the wgrad's g and x
+  // are each copied transposed.
   if (row) {
     amax("grad_output", Tsp_ * o), cast("grad_output", Tsp_ * o, 1), transpose("grad_output", g);
   } else {
@@ -46,7 +63,7 @@ void Builder::float8_casts(std::vector<Kernel>& to, const std::string& name, dou
     if (compiled) {
       cast("grad_output", g, 2);
     } else {
-      cast("grad_output", g, 1), cast("grad_output", g, 1);
+      cast("grad_output", g, 1), amax("grad_output", g), cast("grad_output", g, 1), transpose("grad_output", g);
     }
   }
   if (impl_.float8_all_gather) {
@@ -54,11 +71,12 @@ void Builder::float8_casts(std::vector<Kernel>& to, const std::string& name, dou
   } else {
     if (!compiled) amax("weight", weight);
     cast("weight", weight, 1);
+    if (!compiled) transpose("weight", weight);
   }
   if (column) {
     if (cast_input || !compiled) transpose("input", x);
   } else if (!compiled) {
-    amax("input", x), cast("input", x, 1);
+    amax("input", x), cast("input", x, 1), transpose("input", x);
   }
 }
 

@@ -136,7 +136,7 @@ TEST_CASE("cli: show lists presets and prints one with every value, its unit and
   CHECK(p4de.output.find("# cluster preset aws-p4de (also: p4de") != std::string::npos);
   CHECK(p4de.output.find("\n# collectives over efa, held out: 4 nccl-tests tables of 2 sources on 2 nodes, each source "
                          "held out of the fit: >= 1 MiB median ") != std::string::npos);
-  CHECK(run_tagcsim("show gpus h100").output.find("\n# training fit: 109 rows of 18 sources, each "
+  CHECK(run_tagcsim("show gpus h100").output.find("\n# training fit: 112 rows of 21 sources, each "
                                               "source held out of the fit: median ") != std::string::npos);
   CHECK(run_tagcsim("show gpus gb200").output.find("\n# training fit: 10 rows of 2 sources, each "
                                                "source held out of the fit: median ") != std::string::npos);

@@ -76,18 +76,30 @@ TEST_CASE("float8 Linears: float8 GEMMs, the casts torchao runs, fewer and share
     return std::pair{b, n};
   };
   const double T = 1024, h = 4096, f = 14336, e = 2;
-  {  // eager: every Linear casts its own input
+  {  // eager: every Linear casts its own input, op by op as torchao runs it
     const auto block = kernels(shape);
     for (const auto& k : block->forward)
       if (k.kind == models::KernelKind::Gemm) CHECK(k.fp8);
-    // mlp.down (in f, out h) forward: amax of x (e T f), cast of x (e + 1) T f, amax and cast of W.
+    // mlp.down (in f, out h) forward: amax of x, torch.max(torch.abs(x)): abs reads and writes e T f,
+    // max reads e T f; four scalar kernels make the scale.
+    CHECK(bytes(block->forward, "mlp.down fp8 amax input abs").first == Approx(2 * e * T * f));
     CHECK(bytes(block->forward, "mlp.down fp8 amax input").first == Approx(e * T * f));
-    CHECK(bytes(block->forward, "mlp.down fp8 cast input").first == Approx((e + 1) * T * f));
-    CHECK(bytes(block->forward, "mlp.down fp8 cast weight").first == Approx((e + 1) * h * f));
-    // Backward: the output gradient in two layouts, eagerly two casts of (e + 1) T h each.
-    CHECK(bytes(block->backward, "mlp.down fp8 cast grad_output") == std::pair{2 * (e + 1) * T * h, 2});
-    // And x again, column-major for wgrad.
-    CHECK(bytes(block->backward, "mlp.down fp8 cast input").first == Approx((e + 1) * T * f));
+    CHECK(bytes(block->forward, "mlp.down fp8 scale input").second == 4);
+    // The cast, x.to(float32) * scale, clamp, .to(float8): (e + 4), 8, 8 and 5 bytes an element.
+    CHECK(bytes(block->forward, "mlp.down fp8 cast input to fp32").first == Approx((e + 4) * T * f));
+    CHECK(bytes(block->forward, "mlp.down fp8 cast input scale").first == Approx(8 * T * f));
+    CHECK(bytes(block->forward, "mlp.down fp8 cast input clamp").first == Approx(8 * T * f));
+    CHECK(bytes(block->forward, "mlp.down fp8 cast input").first == Approx(5 * T * f));
+    CHECK(bytes(block->forward, "mlp.down fp8 cast weight").first == Approx(5 * h * f));
+    // Backward: the output gradient cast twice, each with its own amax (dgrad, then wgrad).
+    CHECK(bytes(block->backward, "mlp.down fp8 cast grad_output") == std::pair{2 * 5 * T * h, 2});
+    CHECK(bytes(block->backward, "mlp.down fp8 amax grad_output").second == 2);
+    // And x and W again; _scaled_mm wants its second operand column-major and its first row-major:
+    // W for dgrad, g and x for wgrad are each copied transposed (a byte read, a byte written).
+    CHECK(bytes(block->backward, "mlp.down fp8 cast input").first == Approx(5 * T * f));
+    CHECK(bytes(block->backward, "mlp.down fp8 weight transpose").first == Approx(2 * h * f));
+    CHECK(bytes(block->backward, "mlp.down fp8 grad_output transpose").first == Approx(2 * T * h));
+    CHECK(bytes(block->backward, "mlp.down fp8 input transpose").first == Approx(2 * T * f));
     CHECK(bytes(block->forward, "attn.k fp8 cast input").second == 1);
   }
   {  // compiled (torchao's roofline): x cast once into both layouts, W forward and again in backward

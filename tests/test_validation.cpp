@@ -43,10 +43,11 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // report's pretraining and midtraining rows 3; VectorLM's reference throughput 9; torchtitan#3914's and #3462's
   // GB200 rows 1 and 1; KempnerForge's weak-scaling and 175B runs 13; torchtitan#355's Llama 3 8B on 8 A100 2,
   // #822's and #808's on 8 H100 2 and 2; litgpt's TinyLlama under FSDP1 on 8 A100 40GB 1; ATorch's Llama 2 7B
-  // under FSDP1 with autocast on 8-64 A100 80GB 4; torchtitan#165's Llama 2 7B shape on 8 H100 6.
+  // under FSDP1 with autocast on 8-64 A100 80GB 4; torchtitan#165's Llama 2 7B shape on 8 H100 6; #812's,
+  // #833's and #996's Llama 3 8B on the same H100s 2, 1 and 1.
   REQUIRE(rows().size() ==
           56 + 78 + 61 + 18 + 52 + 14 + 2 + 10 + 9 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 1 + 8 + 5 + 84 + 4 + 3 + 6 + 33 + 6 + 10 + 3 +
-              9 + 1 + 1 + 13 + 2 + 2 + 2 + 1 + 4 + 6);
+              9 + 1 + 1 + 13 + 2 + 2 + 2 + 1 + 4 + 6 + 2 + 1 + 1);
   std::set<std::string> ids, sources;
   int counted = 0;
   for (const auto& r : rows()) {
@@ -64,13 +65,14 @@ TEST_CASE("every shipped FSDP row has a scenario and takes its measurement from 
   // torchtitan#2687's two, torchtitan#2389's two, lightning-thunder's eight, fms-fsdp's Feb 2024 five and three
   // H100 rows, the SageMaker blog's four, the GB200 blog's six, Modalities' 33, torchtitan#3105's six, the
   // torchtitan paper's ten, the OLMo 3 report's three, VectorLM's nine, torchtitan#3914's and #3462's one each, and
-  // torchtitan#355's, #822's and #808's two each, litgpt's one, ATorch's four and torchtitan#165's six are.
+  // torchtitan#355's, #822's and #808's two each, litgpt's one, ATorch's four, torchtitan#165's six and
+  // #812's, #833's and #996's four are.
   CHECK(counted == 210 + 6 + 7 + 2 + 10 - 2 + 3 + 2 + 1 + 8 + 1 + 2 + 2 + 8 + 5 + 84 + 4 + 3 + 6 + 33 + 6 + 10 + 3 + 9 + 1 + 1 +
-                       2 + 2 + 2 + 1 + 4 + 6);
+                       2 + 2 + 2 + 1 + 4 + 6 + 2 + 1 + 1);
   CHECK(sources == std::set<std::string>{"S31", "S32", "S35", "S36", "S37", "S38", "S39", "S47", "S59", "S60", "S61",
                                          "S62", "S63", "S66", "S67", "S68", "S70", "S72", "S73", "S74", "S75", "S76",
                                          "S77", "S78", "S79", "S80", "S84", "S85", "S86", "S87", "S88", "S89", "S90", "S91", "S92",
-                                         "S93", "S95", "S96", "S98", "S102", "S103", "S104", "S105", "S107", "S112"});
+                                         "S93", "S95", "S96", "S98", "S102", "S103", "S104", "S105", "S107", "S112", "S113", "S114", "S115"});
   // ATorch (S107): FSDP1 with no mixed-precision policy under bf16 autocast, tokens/s derived from its hardware
   // TFLOPs: 204.67e12 / 61,184,409,600 FLOP a token.
   {
