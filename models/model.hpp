@@ -195,11 +195,11 @@ struct Implementation {
   bool fused_rms_norm = false;
   // How the model's code turns q and k by their positions (training.rotary). Complex: viewed as
   // complex numbers in fp32 and multiplied by the complex frequencies (torchtitan's Llama 2/3 and
-  // DeepSeek-V3 models, ComplexRoPE; KempnerForge). Inductor does not generate code for complex
-  // operators (it warns so; torchtitan#15), so a compiled block runs the multiply as the eager
-  // kernel, between its casts to and from fp32: three kernels each way, as eager. CosSin: real cos
-  // and sin tables (Hugging Face's rotate_half, torchtitan's Qwen3 and gpt-oss, OLMo-core, fms),
-  // which a compiled block fuses into one kernel. Eager, both move the same bytes.
+  // DeepSeek-V3 models, ComplexRoPE). Inductor does not generate code for complex operators (it
+  // warns so; torchtitan#15), so a compiled block runs the multiply as the eager kernel, between its
+  // casts to and from fp32: three kernels each way, as eager. CosSin: real cos and sin tables
+  // (Hugging Face's rotate_half, torchtitan's Qwen3 and gpt-oss, OLMo-core, fms, KempnerForge since
+  // 8f6a737), which a compiled block fuses into one kernel. Eager, both move the same bytes.
   enum class Rotary { Complex, CosSin } rotary = Rotary::CosSin;
   int logit_metrics = 0;             // training metrics computed from the logits after each micro-batch (eager, no grad)
   double checkpoint_fraction = 1;    // of the blocks, under activation checkpointing (1: every block)

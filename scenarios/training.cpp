@@ -359,10 +359,10 @@ sim::Training load_training(const Input& in) {
       v->fail("torchtitan's TP plan takes the loss with DTensor's loss parallelism, which casts to fp32: "
               "cross_entropy: bf16 needs tp_plan: per_linear or no tensor parallelism");
   }
-  // Eager RMSNorms: PyTorch's fused kernels (nn.RMSNorm from 2.9) or the op-by-op reference.
   if (auto v = in.find("rotary"))
     t.impl.rotary = v->as_choice({"complex", "cos_sin"}) == "complex" ? models::Implementation::Rotary::Complex
                                                                       : models::Implementation::Rotary::CosSin;
+  // Eager RMSNorms: PyTorch's fused kernels (nn.RMSNorm from 2.9) or the op-by-op reference.
   if (auto v = in.find("rms_norm")) t.impl.fused_rms_norm = v->as_choice({"reference", "fused"}) == "fused";
   // Metrics the training loop computes from the logits after each micro-batch (LLM Foundry's
   // ComposerModel: language cross-entropy and perplexity, evaluated by Composer every micro-batch).
