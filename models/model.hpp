@@ -214,6 +214,13 @@ struct Implementation {
   // and efficient backends until b39377f (Dec 2025, "add all SDPA backends to op_sac_save_list",
   // torchtitan#2095).
   bool selective_op_recomputes_attention = false;
+  // Under selective_op, the policy's save list names aten.abs as well as aten.max ("for low
+  // precision training, it's useful to always save the result of max(abs(tensor))"), so eager
+  // float8 stores every abs its tensorwise scales take: a copy, as large as the tensor cast, of
+  // each float8 Linear's input and (without float8's all-gather) of its weight. torchtitan until
+  // torchtitan#820 (2025-02-06) removed abs from the list. Compiled, the partitioner keeps only
+  // what the backward reads, the max.
+  bool selective_op_saves_abs = false;
   // Under selective_op with expert parallelism, the all-to-alls are re-run too: the token counts'
   // exchange and the token rows out and back. torchtitan's save list keeps the outputs of
   // _c10d_functional.all_to_all_single (which the rows' autograd exchange dispatches to) since

@@ -74,21 +74,25 @@
 //   compile_loss (the loss compiled, as torchtitan does since bbb1b616e, Apr 2025): as fused.
 // torch.compile of the model alone does not change the loss's memory: torchtitan compiled each
 // block, not the loss, until then (train.py @9dec370: "compiling loss function causes CUDA errors").
-// A compiled block (not checkpointed) keeps what AOTAutograd's min-cut partitioner keeps: the
-// inputs the matmuls and the attention kernel need that cannot be recomputed from cheaper
-// tensors, element-wise chains (norms, rotary, activations, GQA's repeat) being recomputed in
-// backward: the block input and the residual after attention (e h each) with each norm's fp32
-// statistics (RMSNorm: rstd, 4 bytes a token; LayerNorm: mean and rstd, 8), the q, k, v matmul
-// outputs (q + 2 kv, q = heads x head_dim: h unless the model sets head_dim), the attention output
-// O (q) and log-sum-exp (4a bytes), and the MLP's
-// matmul outputs (SwiGLU: g and u, 2f; GELU: its input, f). The pieces keep their eager shares of
-// that total.
+// A compiled block (not checkpointed) keeps what AOTAutograd's min-cut partitioner keeps. It
+// recomputes element-wise chains in backward, but never a tensor that a backward op it cannot fuse
+// reads (ban_recompute_materialized_backward, on by default in torch/_functorch/config.py), and
+// never a matmul's output: so it keeps every input of a matmul (each weight gradient is a GEMM
+// reading it) and of the attention kernel. That is the block input and the residual after
+// attention (e h each) with each norm's fp32 statistics (RMSNorm: rstd, 4 bytes a token;
+// LayerNorm: mean and rstd, 8), the two norms' outputs (e h each), q, k and v as the attention
+// kernel reads them (q + 2 kv, GQA's K and V q wide when SDPA gets them repeated; q = heads x
+// head_dim: h unless the model sets head_dim), q and k before per-head norms (Qwen3), the attention
+// output O (q) and log-sum-exp (4a bytes), and the MLP's matmul inputs and outputs (SwiGLU: g, u
+// and their product, 3f; GELU: its input and output, 2f). Rotary, the activation function and the
+// casts are recomputed. The pieces keep their eager shares of that total.
 // The token (and position) embedding keeps nothing of its own: its output is block 0's input,
 // kept by block 0's norm or checkpoint.
 //
 // Memory a unit's backward allocates beyond what it kept (backward_transient_bytes): the loss
 // gradients above; under activation checkpointing the recomputed block, which lives while its
-// backward runs; and the gradients in flight inside a block's backward (autograd frees a node's
+// backward runs (compiled: what a compiled block keeps, all its fused recompute materializes); and
+// the gradients in flight inside a block's backward (autograd frees a node's
 // incoming gradient once the node has run): the block output's gradient (e h) and, at the
 // largest, the MLP's (GELU: the gradients of its output and input, 2e f; SwiGLU: of the
 // product's two factors and of g, 3e f) or the attention's (flash: dO, the kernel's fp32 dQ

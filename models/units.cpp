@@ -63,6 +63,52 @@ FsdpUnit finish(Piece p) {
   return u;
 }
 
+// What a compiled block's backward reads of its forward, over the micro-batch: what it keeps when
+// not checkpointed, and what its recompute materializes when it is.
+double compiled_block_reads(const Ctx& c, const TrainingShape& shape, const std::vector<Piece>& pieces) {
+  const TransformerConfig& lm = c.m;  // this block's: a mixture of experts' dense blocks are dense
+  const double h = lm.hidden, q = double(detail::q_dim(lm)), kv = double(kv_dim(lm)), f = double(lm.ffn);
+  const double stats = (lm.norm == Norm::RMSNorm ? 4.0 : 8.0) * c.tokens;
+  // The partitioner never recomputes a tensor that a backward op it cannot fuse reads
+  // (ban_recompute_materialized_backward, on by default): every matmul's input stays, since its
+  // weight gradient is a GEMM. So each norm's output (the q/k/v and gate/up projections' input,
+  // e h each, on top of the block input and the residual after attention, the stream's), and the
+  // MLP's last activation (SwiGLU: g, u and their product; GELU: its input and output).
+  // A mixture of experts' MLP keeps its router logits, the rows its experts run as their grouped
+  // GEMMs read them (the permuted tokens, g, u and the product), each token's experts' outputs
+  // and its shared experts' g, u and product.
+  const double k = lm.experts_per_token, rows = c.expert_rows / c.tokens;
+  const double mlp = detail::moe(lm)
+                         ? double(lm.experts) + rows * (h + 3 * f) + k * h + 3 * double(detail::shared_ffn(lm))
+                         : (lm.gated_mlp ? 3 * f : 2 * f);
+  // q, k, v and O as the attention kernel reads them (SDPA's K and V repeated for GQA: kv_seen),
+  // and q and k before their per-head norms (Qwen3); latent attention's K is q wide, its V and O
+  // heads x v_head_dim, and its up projection reads the normed latent (and q's, with q_lora_rank).
+  const double qk_norm_inputs = lm.qk_norm ? q + kv : 0;
+  const double attn = detail::mla(lm) ? 2 * q + 2 * double(detail::attn_out_dim(lm)) + lm.kv_lora_rank + lm.q_lora_rank
+                                      : (q + 2 * c.kv_seen) + q + qk_norm_inputs;
+  const double norm_outputs = 2 * h;
+  double kept = 2 * h * c.stream + (norm_outputs + attn + mlp) * c.elem + 2 * stats + 4.0 * lm.heads * c.tokens;
+  if (shape.impl.autocast_casts)  // and autocast's 16-bit weight copies, which the matmuls' dgrads read
+    for (const auto& p : pieces) kept += c.e * p.gemm / (2 * c.tokens);
+  return kept;
+}
+
+// Eager float8 under a per-op policy that saves aten.abs (selective_op_saves_abs): each float8
+// Linear's tensorwise scales take abs of its input, and of its weight where FSDP did not all-gather
+// it in float8, and the policy stores each abs, e bytes an element. The Linears are the counted
+// matmuls (the router's gate and the experts' grouped GEMMs stay in bf16).
+double float8_abs_saved(const Piece& p, const Ctx& c, bool float8_all_gather) {
+  double bytes = 0;
+  for (const auto& x : p.mms) {
+    if (!x.counted || !(x.out > 0)) continue;
+    const double out_features = x.out / c.elem;
+    const double input = x.flops / (2 * out_features), weight = x.flops / (2 * c.tokens);
+    bytes += c.e * (input + (float8_all_gather ? 0 : weight));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 TransformerConfig tensor_parallel_shard(const TransformerConfig& m, int t) {
@@ -184,6 +230,8 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
           if (!unread) saved += x.out;
         }
         saved += (keeps_attention ? p.kernel_out : 0) + p.op_saved;
+        if (shape.impl.selective_op_saves_abs && shape.impl.float8_linears && !shape.impl.compiled)
+          saved += float8_abs_saved(p, c, shape.impl.float8_all_gather);
         p.act = 0;
       }
       pieces.front().act = saved;
@@ -199,24 +247,13 @@ std::vector<FsdpUnit> fsdp_units(const TransformerConfig& model, WrapPolicy poli
     } else if (checkpointed(shape, i)) {
       for (auto& p : pieces) recomputed[i] += p.act, p.act = 0;
       pieces.front().act = m.hidden * c.stream / c.sp;  // the block input (its sequence shard), kept by the checkpoint
+      // Compiled, the recompute is fused into the backward's kernels: it materializes only what the
+      // backward's GEMMs and attention kernel read, the set a compiled block keeps without checkpointing.
+      if (shape.impl.compiled)
+        recomputed[i] = std::min(recomputed[i], compiled_block_reads(lc, shape, pieces) - pieces.front().act);
       rerun_block(pieces, early_stop_skips_last(shape, lc.m));
     } else if (shape.impl.compiled) {
-      const TransformerConfig& lm = lc.m;  // this block's: a mixture of experts' dense blocks are dense
-      const double h = lm.hidden, q = double(detail::q_dim(lm)), kv = double(kv_dim(lm)), f = double(lm.ffn);
-      const double stats = (lm.norm == Norm::RMSNorm ? 4.0 : 8.0) * c.tokens;
-      // The block input and the residual after attention are the stream's; a mixture of experts'
-      // MLP keeps its router logits, g and u of the rows its experts run, and each token's experts'
-      // outputs.
-      const double k = lm.experts_per_token, rows = c.expert_rows / c.tokens;
-      const double mlp = detail::moe(lm) ? double(lm.experts) + rows * 2 * f + k * h + 2 * double(detail::shared_ffn(lm))
-                                         : (lm.gated_mlp ? 2 * f : f);
-      // q, k, v and O as the attention kernel reads them; latent attention's K is q wide, its V and O
-      // heads x v_head_dim, and its up projection reads the normed latent (and q's, with q_lora_rank).
-      const double attn = detail::mla(lm) ? 2 * q + 2 * double(detail::attn_out_dim(lm)) + lm.kv_lora_rank + lm.q_lora_rank
-                                          : (q + 2 * kv) + q;
-      double kept = 2 * h * c.stream + (attn + mlp) * c.elem + 2 * stats + 4.0 * m.heads * c.tokens;
-      if (shape.impl.autocast_casts)  // and autocast's 16-bit weight copies, which the matmuls' dgrads read
-        for (const auto& p : pieces) kept += c.e * p.gemm / (2 * c.tokens);
+      const double kept = compiled_block_reads(lc, shape, pieces);
       double eager = 0;
       for (const auto& p : pieces) eager += p.act;
       if (eager > 0)

@@ -167,6 +167,9 @@ std::string training_yaml(const sim::Training& t, const models::TransformerConfi
   if (t.impl.selective_op_recomputes_attention)
     k.put("selective_op_recomputes_attention", "true",
           "the attention kernel's op is not in the policy's save list: it is re-run too");
+  if (t.impl.selective_op_saves_abs)
+    k.put("selective_op_saves_abs", "true",
+          "the policy's save list names aten.abs: eager float8 keeps each abs its scales take");
   if (t.impl.router_fp32)
     k.put("router_fp32", "true", "the MoE router's gate under fp32 autocast: fp32 GEMMs on CUDA cores");
   if (t.impl.selective_op_recomputes_all_to_all)

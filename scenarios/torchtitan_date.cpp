@@ -29,6 +29,7 @@ constexpr Change kNoEarlyStop{"2025-08-29", "torchtitan#1580"};     // checkpoin
 constexpr Change kQkNormSharded{"2025-10-14", "torchtitan#1870"};   // Qwen3's q/k norms no longer NoParallel
 constexpr Change kGqaShared{"2026-01-27", "torchtitan#2259"};       // K and V no longer repeated (enable_gqa)
 constexpr Change kAllSdpaSaved{"2025-12-01", "torchtitan#2095"};    // every SDPA backend in the per-op save list
+constexpr Change kAbsUnsaved{"2025-02-06", "torchtitan#820"};        // aten.abs out of the per-op save list
 constexpr Change kFlexDocuments{"2026-06-09", "torchtitan#3571"};   // FlexAttention over document masks, SDPA gone
 constexpr Change kChunkedLoss{"2026-04-27", "torchtitan#2937"};    // ChunkedCELoss, 8 slices, every model's config
 // How torch.compile covers a mixture of experts' blocks: child by child around FSDP's hooks on the
@@ -172,6 +173,14 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
       unset("selective_op_recomputes_attention") && !since(date, kAllSdpaSaved)) {
     t.impl.selective_op_recomputes_attention = true;
     set.push_back(fmt::format("per-op checkpointing re-runs cuDNN's attention (saved from {})", cite(kAllSdpaSaved)));
+  }
+  // Every run of the checkout gets it, as every run gets its optimizer, so that two runs of one
+  // checkout differ only in what their scenarios set; the heading names it where it moves memory.
+  if (unset("selective_op_saves_abs") && !since(date, kAbsUnsaved)) {
+    t.impl.selective_op_saves_abs = true;
+    if (t.impl.selective_op && t.impl.float8_linears)
+      set.push_back(fmt::format("per-op checkpointing saves float8's abs (out of the save list from {})",
+                                cite(kAbsUnsaved)));
   }
   if (t.impl.selective_op && t.expert_parallel > 1 && unset("selective_op_recomputes_all_to_all")) {
     // Qwen3's MoE (q/k norms, no shared expert: not DeepSeek's, GLM's or Llama 4's shape) kept its

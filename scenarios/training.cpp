@@ -17,7 +17,7 @@ const std::vector<std::string> kTrainingKeys = {
     "framework",         "torchtitan_date", "fsdp",          "api",          "sharding",          "hybrid_shard_gpus",
     "wrap",              "micro_batch",   "seq_len",      "grad_accumulation", "global_batch",
     "no_sync",           "param_dtype",   "reduce_dtype", "autocast", "master_dtype", "optimizer", "activation_checkpointing", "checkpoint_early_stop",
-    "selective_op_recomputes_attention", "selective_op_recomputes_all_to_all", "router_fp32",
+    "selective_op_recomputes_attention", "selective_op_recomputes_all_to_all", "selective_op_saves_abs", "router_fp32",
     "tf32",              "limit_all_gathers", "max_inflight_all_gathers", "backward_prefetch",
     "reshard_after_forward", "reduce_scatter_group", "host", "allocator_fragmentation",
     "attention",         "unpadded_attention", "document_length", "repeat_kv", "compile", "compile_loss", "compile_moe", "rotary", "cross_entropy", "loss_chunks", "rms_norm", "logit_metrics", "float8",
@@ -303,6 +303,9 @@ sim::Training load_training(const Input& in) {
     if (!t.impl.selective_op)
       v->fail("only with activation_checkpointing: selective_op (it says what that policy re-runs)");
   }
+  // What a torchtitan checkout's per-op policy saves: a property of the checkout, so accepted with
+  // any checkpointing (it moves memory only with selective_op and eager float8).
+  if (auto v = in.find("selective_op_saves_abs")) t.impl.selective_op_saves_abs = v->as_bool();
   if (auto v = in.find("attention")) {
     const auto names = models::attention_kernel_names();
     const auto s = v->as_string();

@@ -77,8 +77,8 @@ Memory estimate_memory(const StepSetup& setup, const Schedule& s, const Replay& 
     }
   }
   // Sums of allocations and frees of unequal sizes can leave a kind that holds nothing at the peak
-  // at -1e-17 of its own rounding: no kind holds fewer than zero bytes.
-  for (double& bytes : at_peak) bytes = std::max(0.0, bytes);
+  // at a rounding's +-1e-8 bytes: a tensor holds whole bytes, so less than one byte is none.
+  for (double& bytes : at_peak) bytes = bytes < 1.0 ? 0.0 : bytes;
   m.sharded_state_bytes = persistent + at_peak[int(MemoryKind::ShardedState)];
   m.gathered_params_bytes = at_peak[int(MemoryKind::Params)];
   m.gradient_bytes = at_peak[int(MemoryKind::Gradients)];

@@ -118,10 +118,13 @@ TEST_CASE("selective_op: every block keeps its input, its odd matmuls' outputs a
   }
 }
 
-TEST_CASE("a compiled block keeps the matmuls' and the attention kernel's inputs, not its element-wise chains") {
-  // Llama 2 70B (h 8192, kv 1024, f 28672, 64 heads, RMSNorm), 2 x 4096 tokens in bf16. Per token:
-  // block input and residual (2h), q, k, v (h + 2kv), O (h), g and u (2f) in 2 bytes; two fp32
-  // rstd (8 bytes) and 64 fp32 log-sum-exps (256 bytes).
+TEST_CASE("a compiled block keeps every input a GEMM or the attention kernel reads in backward") {
+  // AOTAutograd's partitioner never recomputes a tensor that a backward op it cannot fuse reads
+  // (ban_recompute_materialized_backward), and every matmul's weight gradient reads its input.
+  // Llama 2 70B (h 8192, kv 1024, f 28672, 64 heads, RMSNorm), 2 x 4096 tokens in bf16, SDPA handed
+  // GQA's K and V repeated to every head (the default call). Per token: block input and residual
+  // (2h), the two norms' outputs (2h), q and the repeated k and v (3h), O (h), g, u and their product
+  // (3f) in 2 bytes; two fp32 rstd (8 bytes) and 64 fp32 log-sum-exps (256 bytes).
   TrainingShape shape;
   shape.micro_batch = 2;
   shape.seq_len = 4096;
@@ -129,11 +132,39 @@ TEST_CASE("a compiled block keeps the matmuls' and the attention kernel's inputs
   const auto eager = fsdp_units(preset("llama2-70b"), WrapPolicy::Block, shape)[1];
   shape.impl.compiled = true;
   const auto compiled = fsdp_units(preset("llama2-70b"), WrapPolicy::Block, shape)[1];
-  CHECK(compiled.activation_bytes == doctest::Approx(T * (2 * (4 * h + 2 * kv + 2 * f) + 8 + 256)));  // 184,584 B
-  CHECK(compiled.activation_bytes < 0.5 * eager.activation_bytes);  // eager: 426,240 B a token
-  // A checkpointed block keeps its input either way.
+  CHECK(compiled.activation_bytes == doctest::Approx(T * (2 * (8 * h + 3 * f) + 8 + 256)));  // 303,368 B
+  CHECK(compiled.activation_bytes < 0.75 * eager.activation_bytes);  // eager: 426,240 B a token
+  // A kernel that reads GQA's K and V as they are keeps them kv wide.
+  shape.impl.repeat_kv = false;
+  CHECK(fsdp_units(preset("llama2-70b"), WrapPolicy::Block, shape)[1].activation_bytes ==
+        doctest::Approx(T * (2 * (6 * h + 2 * kv + 3 * f) + 8 + 256)));  // 274,696 B
+  shape.impl.repeat_kv = std::nullopt;
+  // A checkpointed block keeps its input either way. Its backward re-runs the forward, and what the
+  // re-run holds while the block's backward runs is, compiled, only what a compiled block keeps.
   shape.activation_checkpointing = true;
-  CHECK(fsdp_units(preset("llama2-70b"), WrapPolicy::Block, shape)[1].activation_bytes == doctest::Approx(T * h * 2));
+  const auto compiled_ac = fsdp_units(preset("llama2-70b"), WrapPolicy::Block, shape)[1];
+  CHECK(compiled_ac.activation_bytes == doctest::Approx(T * h * 2));
+  shape.impl.compiled = false;
+  const auto eager_ac = fsdp_units(preset("llama2-70b"), WrapPolicy::Block, shape)[1];
+  CHECK(eager_ac.activation_bytes == doctest::Approx(T * h * 2));
+  // (less the block input, which the checkpoint holds already)
+  CHECK(eager_ac.backward_transient_bytes - compiled_ac.backward_transient_bytes ==
+        doctest::Approx(eager.activation_bytes - (compiled.activation_bytes - T * h * 2)));
+}
+
+TEST_CASE("a compiled block with per-head q and k norms also keeps q and k before them") {
+  // The norms' backward reads their inputs, which are matmul outputs and never recomputed.
+  auto m = preset("llama2-7b");  // h 4096, MHA (kv = h), f 11008, 32 heads
+  TrainingShape shape;
+  shape.seq_len = 4096;
+  shape.impl.compiled = true;
+  const double T = 4096, h = 4096, f = 11008;
+  const double plain = fsdp_units(m, WrapPolicy::Block, shape)[1].activation_bytes;
+  CHECK(plain == doctest::Approx(T * (2 * (6 * h + 2 * h + 3 * f) + 8 + 4 * 32)));
+  m.qk_norm = true;
+  const double normed = fsdp_units(m, WrapPolicy::Block, shape)[1].activation_bytes;
+  // q and k before their norms: 2h in 2 bytes a token.
+  CHECK(normed - plain == doctest::Approx(T * 2 * 2 * h));
 }
 
 TEST_CASE("the loss keeps what its implementation saves") {

@@ -152,6 +152,35 @@ TEST_CASE("torchtitan_date: per-op checkpointing keeps the all-to-alls from Sept
   CHECK_FALSE(alone.setup.training.impl.selective_op_recomputes_all_to_all);
 }
 
+TEST_CASE("torchtitan_date: per-op checkpointing saves float8's abs until Feb 6 2025, and eager float8's memory shows it") {
+  const std::string sac = "  activation_checkpointing: selective_op\n  float8: true\n  seq_len: 8192\n";
+  const auto jan = point("  torchtitan_date: 2025-02-05\n" + sac);
+  CHECK(jan.setup.training.impl.selective_op_saves_abs);
+  CHECK(std::find(jan.torchtitan_settings.begin(), jan.torchtitan_settings.end(),
+                  "per-op checkpointing saves float8's abs (out of the save list from torchtitan#820, 2025-02-06)") !=
+        jan.torchtitan_settings.end());
+  const auto feb = point("  torchtitan_date: 2025-02-06\n" + sac);
+  CHECK_FALSE(feb.setup.training.impl.selective_op_saves_abs);
+  // Without float8 there is no abs to save: the checkout's list names it all the same, and the
+  // heading says nothing of it.
+  const auto bf16 = point("  torchtitan_date: 2025-02-05\n  activation_checkpointing: selective_op\n");
+  CHECK(bf16.setup.training.impl.selective_op_saves_abs);
+  CHECK(std::none_of(bf16.torchtitan_settings.begin(), bf16.torchtitan_settings.end(),
+                     [](const std::string& s) { return s.find("abs") != std::string::npos; }));
+  // Eager, the policy stores each abs: Llama 3.1 8B's Linears on 8,192 tokens, e = 2 bytes, their
+  // inputs (q, k, v: 3h; o: h; gate, up: 2h; down: f) and, without float8's all-gather, their
+  // weights (q and o h^2 each, k and v h kv each, gate, up and down h f each), on every block.
+  const double T = 8192, h = 4096, kv = 1024, f = 14336, L = 32;
+  const double abs_bytes = 2 * L * (T * (6 * h + f) + 2 * h * h + 2 * h * kv + 3 * h * f);
+  const auto act = [](const scenarios::Point& p) { return sim::simulate_fsdp(p.setup).memory.allocated_bytes(); };
+  CHECK(act(jan) - act(feb) == doctest::Approx(abs_bytes).epsilon(0.02));  // about 32 GiB
+  // Compiled, the partitioner keeps only what the backward reads: the max, not the abs.
+  const auto compiled = [&](const std::string& date) {
+    return point("  torchtitan_date: " + date + "\n  compile: true\n" + sac);
+  };
+  CHECK(act(compiled("2025-02-05")) == doctest::Approx(act(compiled("2025-02-06"))));
+}
+
 TEST_CASE("torchtitan_date: since June 9 2026 FlexAttention over documents, whose length the scenario must give") {
   CHECK_THROWS_WITH_AS(point("  torchtitan_date: 2026-07-01\n"),
                        Contains("t.yaml:5: training.torchtitan_date: torchtitan since torchtitan#3571, 2026-06-09 runs "
