@@ -13,6 +13,17 @@ using namespace tagcsim;
 using namespace tagcsim::scenarios;
 using namespace tagcsim::test;  // report_table
 
+namespace {
+
+// The note is printed at key=at, and no note opening the same way at key=not_at.
+void note_only_at(const std::string& table, const std::string& key, const std::string& at, const std::string& not_at,
+                  const std::string& note) {
+  CHECK_MESSAGE(table.find("note: (at " + key + "=" + at + ") " + note) != std::string::npos, note);
+  CHECK(table.find("(at " + key + "=" + not_at + ") " + note.substr(0, 10)) == std::string::npos);
+}
+
+}  // namespace
+
 TEST_CASE("an oversubscription that cannot act, all nodes under one leaf, is noted at the points it belongs to") {
   const auto s = parse_scenario("model: gpt2\ncluster: {preset: dgx-h100-ib400, nodes: 2, fabric: {oversubscription: 4}}\n"
                                 "training: {micro_batch: 1, seq_len: 1024}\nsweep:\n  cluster.nodes: [2, 64]\n", "t.yaml");
@@ -44,28 +55,26 @@ TEST_CASE("a sequence longer than the model's sliding window says how its attent
   const auto table = report_table(
       "model: mistral-7b-v0.1\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
       "training: {activation_checkpointing: true}\nsweep:\n  training.seq_len: [4096, 8192]\n");
-  CHECK(table.find("note: (at training.seq_len=8192) attention within the 4096-token sliding window is timed at the "
-                   "causal rate of a 4096-token sequence") != std::string::npos);
-  CHECK(table.find("training.seq_len=4096) attention") == std::string::npos);
+  note_only_at(table, "training.seq_len", "8192", "4096",
+               "attention within the 4096-token sliding window is timed at the causal rate of a 4096-token sequence");
 }
 
 TEST_CASE("async TP carries the size of its known over-prediction, synchronous TP does not") {
   const auto table = report_table(
       "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 2}\n"
       "training: {tensor_parallel: 8, compile: true, seq_len: 2048}\nsweep:\n  training.async_tp: [false, true]\n");
-  CHECK(table.find("note: (at training.async_tp=true) async TP's gain over synchronous TP is over-predicted: "
-                   "1.21-1.24x modelled where torchtitan's two bf16 pairs measured 1.09-1.10x") != std::string::npos);
-  CHECK(table.find("async_tp=false) async TP") == std::string::npos);
+  note_only_at(table, "training.async_tp", "true", "false",
+               "async TP's gain over synchronous TP is over-predicted: 1.21-1.24x modelled where torchtitan's two "
+               "bf16 pairs measured 1.09-1.10x");
 }
 
 TEST_CASE("float8 carries the size of its known under-prediction, bf16 does not") {
   const auto table = report_table(
       "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
       "training: {compile: true, seq_len: 4096}\nsweep:\n  training.float8: [false, true]\n");
-  CHECK(table.find("note: (at training.float8=true) float8's gain over bf16 is under-predicted on the whole: over 19 "
-                   "published pairs of 8 sources the predicted speedup is 5.7% below the measured one on average") !=
-        std::string::npos);
-  CHECK(table.find("float8=false) float8's gain") == std::string::npos);
+  note_only_at(table, "training.float8", "true", "false",
+               "float8's gain over bf16 is under-predicted on the whole: over 19 published pairs of 8 sources the "
+               "predicted speedup is 5.7% below the measured one on average");
   CHECK(table.find("float8 without torch.compile") == std::string::npos);  // compiled
 }
 
@@ -73,19 +82,17 @@ TEST_CASE("eager float8 carries the size of its one published miss, compiled flo
   const auto table = report_table(
       "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1}\n"
       "training: {float8: true, seq_len: 4096}\nsweep:\n  training.compile: [false, true]\n");
-  CHECK(table.find("note: (at training.compile=false) float8 without torch.compile: torchao's casts are timed op by "
-                   "op") != std::string::npos);
+  note_only_at(table, "training.compile", "false", "true",
+               "float8 without torch.compile: torchao's casts are timed op by op");
   CHECK(table.find("ran 23% faster than that") != std::string::npos);
-  CHECK(table.find("compile=true) float8 without torch.compile") == std::string::npos);
 }
 
 TEST_CASE("a one-GPU run hears of the one-GPU runs that outran their prediction, a node of eight does not") {
   const auto table = report_table(
       "model: llama3.1-8b\ncluster: {preset: dgx-h100-ib400, nodes: 1, nics: {count: 1}, intra_node: {kind: nvlink}}\n"
       "training: {seq_len: 4096, activation_checkpointing: true}\nsweep:\n  cluster.gpus_per_node: [1, 8]\n");
-  CHECK(table.find("note: (at cluster.gpus_per_node=1) one GPU: the published one-GPU runs without FSDP's machinery "
-                   "ran 9-10% faster than predicted") != std::string::npos);
-  CHECK(table.find("gpus_per_node=8) one GPU") == std::string::npos);
+  note_only_at(table, "cluster.gpus_per_node", "1", "8",
+               "one GPU: the published one-GPU runs without FSDP's machinery ran 9-10% faster than predicted");
 }
 
 TEST_CASE("an eager torchtitan run with reference norms hears of PyTorch's fused RMSNorm, compiled or fused does not") {
