@@ -174,6 +174,13 @@ TEST_CASE("torchtitan_date: per-op checkpointing saves float8's abs until Feb 6 
   const double abs_bytes = 2 * L * (T * (6 * h + f) + 2 * h * h + 2 * h * kv + 3 * h * f);
   const auto act = [](const scenarios::Point& p) { return sim::simulate_fsdp(p.setup).memory.allocated_bytes(); };
   CHECK(act(jan) - act(feb) == doctest::Approx(abs_bytes).epsilon(0.02));  // about 32 GiB
+  // With float8's all-gather the weights' scales are taken after the optimizer step, outside the
+  // blocks: only the inputs' abs stay.
+  const auto gathered = [&](const std::string& date) {
+    return point("  torchtitan_date: " + date + "\n  float8_all_gather: true\n" + sac);
+  };
+  CHECK(act(gathered("2025-02-05")) - act(gathered("2025-02-06")) ==
+        doctest::Approx(2 * L * T * (6 * h + f)).epsilon(0.02));
   // Compiled, the partitioner keeps only what the backward reads: the max, not the abs.
   const auto compiled = [&](const std::string& date) {
     return point("  torchtitan_date: " + date + "\n  compile: true\n" + sac);
