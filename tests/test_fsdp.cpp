@@ -32,6 +32,14 @@ scenarios::Scenario parse(const std::string& training_lines) {
 
 const Training& training(const scenarios::Scenario& s) { return s.points.at(0).setup.training; }
 
+// A key resolves to itself: the scenario's resolved YAML carries `line`, and read back it gives
+// the training block it came from.
+Training resolved_back(const scenarios::Scenario& s, const std::string& line) {
+  const std::string yaml = scenarios::resolved_yaml(s);
+  CHECK_MESSAGE(yaml.find(line) != std::string::npos, line);
+  return training(scenarios::parse_scenario(yaml, "resolved.yaml"));
+}
+
 int count(const Schedule& s, Category c) {
   int n = 0;
   for (const auto& t : s.tasks) n += t.category == c;
@@ -257,9 +265,7 @@ TEST_CASE("activation_checkpointing: selective_op loads, resolves to itself and 
   CHECK(t.activation_checkpointing);
   CHECK(t.impl.selective_op);
   CHECK(t.impl.checkpoint_fraction == 1);  // every block, each by operator
-  const std::string yaml = scenarios::resolved_yaml(op);
-  CHECK(yaml.find("activation_checkpointing: selective_op") != std::string::npos);
-  CHECK(scenarios::parse_scenario(yaml, "resolved.yaml").points.at(0).setup.training.impl.selective_op);
+  CHECK(resolved_back(op, "activation_checkpointing: selective_op").impl.selective_op);
   // Every block keeps part of its tensors instead of half the blocks keeping all of them: fewer
   // activations at the peak than checkpointing half the blocks, more than checkpointing all.
   const auto act = [](const scenarios::Scenario& s) { return scenarios::run(s).at(0).step.memory.activation_bytes; };
@@ -272,9 +278,7 @@ TEST_CASE("activation_checkpointing: selective_op loads, resolves to itself and 
 TEST_CASE("selective_op_recomputes_attention: loads with selective_op, resolves to itself, and not without it") {
   const auto on = parse("  activation_checkpointing: selective_op\n  selective_op_recomputes_attention: true\n");
   CHECK(on.points.at(0).setup.training.impl.selective_op_recomputes_attention);
-  const std::string yaml = scenarios::resolved_yaml(on);
-  CHECK(yaml.find("selective_op_recomputes_attention: true") != std::string::npos);
-  CHECK(scenarios::parse_scenario(yaml, "resolved.yaml").points.at(0).setup.training.impl.selective_op_recomputes_attention);
+  CHECK(resolved_back(on, "selective_op_recomputes_attention: true").impl.selective_op_recomputes_attention);
   // The re-run attention costs step time.
   const auto step = [](const scenarios::Scenario& s) { return scenarios::run(s).at(0).step.step_time_s; };
   CHECK(step(on) > step(parse("  activation_checkpointing: selective_op\n")));
@@ -286,9 +290,7 @@ TEST_CASE("selective_op_recomputes_attention: loads with selective_op, resolves 
 TEST_CASE("selective_op_saves_abs: loads, resolves to itself, and moves memory only with selective_op") {
   const auto on = parse("  activation_checkpointing: selective_op\n  float8: true\n  selective_op_saves_abs: true\n");
   CHECK(on.points.at(0).setup.training.impl.selective_op_saves_abs);
-  const std::string yaml = scenarios::resolved_yaml(on);
-  CHECK(yaml.find("selective_op_saves_abs: true") != std::string::npos);
-  CHECK(scenarios::parse_scenario(yaml, "resolved.yaml").points.at(0).setup.training.impl.selective_op_saves_abs);
+  CHECK(resolved_back(on, "selective_op_saves_abs: true").impl.selective_op_saves_abs);
   // Memory only: the stored abs copies cost no step time.
   const auto off = parse("  activation_checkpointing: selective_op\n  float8: true\n");
   const auto first = [](const scenarios::Scenario& s) { return scenarios::run(s).at(0).step; };
@@ -307,9 +309,7 @@ TEST_CASE("compile_loss: follows compile unless set, and resolves to itself") {
   const auto eager_loss = parse("  compile: true\n  compile_loss: false\n");
   CHECK(training(eager_loss).impl.compiled);
   CHECK(!training(eager_loss).impl.compiled_loss);
-  const std::string yaml = scenarios::resolved_yaml(eager_loss);
-  CHECK(yaml.find("compile_loss: false") != std::string::npos);
-  CHECK(!training(scenarios::parse_scenario(yaml, "resolved.yaml")).impl.compiled_loss);
+  CHECK(!resolved_back(eager_loss, "compile_loss: false").impl.compiled_loss);
   // Llama 3.1 8B's 128k vocabulary: the eager fp32 loss keeps 4 bytes a logit, the compiled one 2.
   const auto act = [](const scenarios::Scenario& s) { return scenarios::run(s).at(0).step.memory.peak_bytes(); };
   CHECK(act(eager_loss) > act(parse("  compile: true\n")));
@@ -320,9 +320,7 @@ TEST_CASE("checkpoint_early_stop: on by default, resolves to itself, and off re-
   CHECK(on.points.at(0).setup.training.impl.checkpoint_early_stop);  // PyTorch >= 2.1, non-reentrant
   const auto off = parse("  activation_checkpointing: true\n  checkpoint_early_stop: false\n");
   CHECK(!off.points.at(0).setup.training.impl.checkpoint_early_stop);
-  const std::string yaml = scenarios::resolved_yaml(off);
-  CHECK(yaml.find("checkpoint_early_stop: false") != std::string::npos);
-  CHECK(!scenarios::parse_scenario(yaml, "resolved.yaml").points.at(0).setup.training.impl.checkpoint_early_stop);
+  CHECK(!resolved_back(off, "checkpoint_early_stop: false").impl.checkpoint_early_stop);
   // The whole block again costs more compute than stopping at the down projection.
   const auto compute = [](const scenarios::Scenario& s) { return scenarios::run(s).at(0).step.breakdown.compute_s; };
   CHECK(compute(off) > compute(on));
@@ -386,9 +384,7 @@ TEST_CASE("autocast: fp32 parameters gathered, each Linear's weight cast to bf16
   const auto ckpt = parse("  param_dtype: fp32\n  autocast: bf16\n  activation_checkpointing: true\n");
   CHECK(casts(ckpt.points.at(0).setup.units.at(1).kernels->backward, "autocast weight cast", fwd_bytes) == 6);
   // The resolved scenario says it and loads back to the same.
-  const std::string yaml = scenarios::resolved_yaml(lightning);
-  CHECK(yaml.find("autocast: bf16") != std::string::npos);
-  CHECK(scenarios::parse_scenario(yaml, "resolved.yaml").points.at(0).setup.training.autocast == Dtype::BF16);
+  CHECK(resolved_back(lightning, "autocast: bf16").autocast == Dtype::BF16);
 }
 
 TEST_CASE("autocast: the residual stream and the norms in fp32, each Linear casting a norm's output itself") {
