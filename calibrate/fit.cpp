@@ -251,8 +251,10 @@ FitResult fit(const std::vector<Sample>& all, const FitOptions& opts) {
       continue;
     }
     const Range rg = range(ids[j].param);
+    // A ceiling shows only once it is reached: probe it from below, whatever else shows from above.
+    const double step = ceiling(ids[j].param) ? -rg.scale : rg.scale;
     auto moved = x;
-    moved[j] = x[j] + rg.scale <= rg.hi ? x[j] + rg.scale : x[j] - rg.scale;
+    moved[j] = x[j] + step <= rg.hi && x[j] + step >= rg.lo ? x[j] + step : x[j] - step;
     // A transport's per-message costs (latency, per-step overhead) show in latency-bound points. Larger
     // messages that run slow but not that slow (a tuner plugin's channel choice, a slow flow) would
     // otherwise pass for a long latency.

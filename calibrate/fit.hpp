@@ -33,9 +33,9 @@ enum class Param {
   NvlsChunkOverhead, SliceLatency,
   IntraEfficiency, NvlsEfficiency, Ll128Efficiency, IntraStepLatency,             // per NVLink generation
   TransportLatency, TransportOverhead, NicEfficiency,                             // per transport
-  NvlsTreeEfficiency,                                                             // per NVLink generation
+  NvlsTreeEfficiency, NetChannelRate,                                             // per NVLink generation
 };
-inline constexpr int kParams = 16;
+inline constexpr int kParams = 17;
 // The cluster-YAML key: "collectives.launch_latency", ..., "nics.efficiency".
 const char* param_key(Param p);
 // "collectives.ring_depth" or its last part ("ring_depth"); InputError naming `what` otherwise.

@@ -9,6 +9,7 @@ namespace tagcsim::calibrate {
 inline Param param(int j) { return static_cast<Param>(j); }
 bool is_latency(Param p);
 bool is_efficiency(Param p);
+bool ceiling(Param p);  // a rate the model caps at: it moves nothing until it binds
 
 // Typical range (the unit the fit moves in) and physical bounds.
 struct Range {

@@ -21,6 +21,8 @@ bool is_efficiency(Param p) {
          p == Param::Ll128Efficiency || p == Param::NicEfficiency;
 }
 
+bool ceiling(Param p) { return p == Param::NetChannelRate; }
+
 Range range(Param p) {
   switch (p) {
     case Param::LaunchLatency: return {10 * us, 0, 100 * us};
@@ -44,6 +46,8 @@ Range range(Param p) {
     case Param::IntraStepLatency: return {1 * us, 0, 5 * us};
     case Param::TransportLatency: return {10 * us, 0, 300 * us};
     case Param::TransportOverhead: return {1 * us, 0, 30 * us};
+    // A thread block feeding a proxy: from a few GB/s to well past any one NIC's share.
+    case Param::NetChannelRate: return {5e9, 5e9, 100e9};
   }
   return {1, 0, 1};
 }
@@ -81,6 +85,7 @@ const char* param_key(Param p) {
     case Param::TransportLatency: return "nics.transport.latency";
     case Param::TransportOverhead: return "nics.transport.overhead";
     case Param::NicEfficiency: return "nics.efficiency";
+    case Param::NetChannelRate: return "collectives.net_channel_rate";
   }
   return "?";
 }
@@ -121,6 +126,8 @@ std::vector<ParamId> params_of(const topologies::Cluster& c, const Point& p) {
     out.push_back({Param::TransportLatency, tr});
     out.push_back({Param::TransportOverhead, tr});
     out.push_back({Param::NicEfficiency, tr});
+    // What a channel carries across the network: its GPU's thread block and proxy, per generation.
+    out.push_back({Param::NetChannelRate, intra});
   }
   return out;
 }
@@ -144,6 +151,7 @@ double get(const topologies::Cluster& c, const ParamId& id) {
     case Param::TransportLatency: return c.nics.transport.latency;
     case Param::TransportOverhead: return c.nics.transport.overhead;
     case Param::NicEfficiency: return c.nics.efficiency;
+    case Param::NetChannelRate: return cl.net_channel_rate;
   }
   return 0;
 }
@@ -192,12 +200,16 @@ void set(topologies::Cluster& c, const ParamId& id, double v) {
     case Param::NicEfficiency:
       if (in_scope(c.nics.transport.name)) c.nics.efficiency = c.nics.transport.efficiency = v;
       break;
+    case Param::NetChannelRate:
+      if (in_scope(c.intra.name)) cl.net_channel_rate = v;
+      break;
   }
 }
 
 std::string format_param(Param p, double value) {
   if (is_efficiency(p)) return fmt::format("{:.4f}", value);
   if (is_latency(p)) return fmt::format("{:.4g} us", value * 1e6);
+  if (p == Param::NetChannelRate) return fmt::format("{:.2f} GB/s", value / 1e9);
   return fmt::format("{:.3f}", value);
 }
 
@@ -258,6 +270,9 @@ topologies::Cluster with_priors(topologies::Cluster c) {
   cl.ring_depth = cl.tree_depth = cl.nvls_depth = 0;
   cl.nvls_chunk_overhead = 0;
   cl.slice_latency = 0;
+  // NCCL's own rating of a channel across nodes: a DGX H100 pair's ring graph has 8 channels of
+  // 48 GB/s (search.cc, speedArrayInter), run on twice as many (connect.cc, ncclTopoPostset).
+  cl.net_channel_rate = 24e9;
   c.intra.ll128_efficiency = 1;  // LL128 as NCCL's tuner rates it
   c.intra.step_latency = 0;      // NCCL's per-hop table, the same for every NVLink generation
   if (c.intra.name == "nvlink3") c.intra.efficiency = 20.0 / 25;
@@ -286,7 +301,8 @@ std::string prior_sources() {
          "rate (topo.h: 20 of 25 GB/s NVLink3, 20.6 of 25 NVLink4, 40.1 of 50 NVLink5), no NVLink step latency beyond "
          "NCCL's table; NVLS efficiency 0.686 from the NCCL maintainers' "
          "480 GB/s bus bandwidth on 8 H100 (NVIDIA/nccl-tests#212), x 0.74 / 0.85 on NVLink5 (NCCL's nvlsEfficiency); NCCL's per-step network cost for the host CPU "
-         "(getNetOverhead: 1 us Intel, 2 us AMD); transports: IB/RoCE latency 0 as NCCL's verbs transport reports it, "
+         "(getNetOverhead: 1 us Intel, 2 us AMD); 24 GB/s a channel across nodes, NCCL's own rating (a DGX H100 "
+         "pair's ring graph: 8 channels of 48 GB/s, run on 16; search.cc, connect.cc); transports: IB/RoCE latency 0 as NCCL's verbs transport reports it, "
          "efficiency 0.97 (nccl-tests#267) / 0.96; EFA 20 us per network step and 3 us more per Simple step "
          "(aws-ofi-nccl's own cost model, src/tuner/nccl_ofi_model.cpp), efficiency 0.90 assumed; TCPX latency 0 as "
          "its plugin reports it, efficiency 0.80 assumed; TCPXO as TCPX, efficiency 0.85 assumed; Slingshot "

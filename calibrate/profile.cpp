@@ -182,7 +182,8 @@ std::string profile_yaml(const FitResult& fit, const Provenance& how) {
     if (p.id.scope.empty()) coll += (coll.empty() ? "" : ", ") + entry;
     else if (p.id.param == Param::IntraEfficiency || p.id.param == Param::NvlsEfficiency ||
              p.id.param == Param::NvlsTreeEfficiency || p.id.param == Param::Ll128Efficiency ||
-             p.id.param == Param::IntraStepLatency || p.id.param == Param::SliceLatency)
+             p.id.param == Param::IntraStepLatency || p.id.param == Param::SliceLatency ||
+             p.id.param == Param::NetChannelRate)
       intra_by[p.id.scope] += (intra_by[p.id.scope].empty() ? "" : ", ") + entry;
     else if (p.id.param == Param::HostLaunch || p.id.param == Param::HostLaunchPerChannel)
       host_by[p.id.scope] += (host_by[p.id.scope].empty() ? "" : ", ") + entry;

@@ -70,8 +70,11 @@ std::string heading(const Scenario& s, const Point& p) {
                            : "",
                        c.intra.efficiency);
   if (c.nodes > 1)
-    out += fmt::format("  between nodes: {} x {} = {} per node, efficiency {:g}; {}\n", c.nics.count,
+    out += fmt::format("  between nodes: {} x {} = {} per node, efficiency {:g}{}; {}\n", c.nics.count,
                        gbits(c.nics.bandwidth), gbits(c.nics.count * c.nics.bandwidth), c.nics.efficiency,
+                       c.collectives.net_channel_rate > 0
+                           ? ", NCCL channels of at most " + gbytes(c.collectives.net_channel_rate)
+                           : "",
                        fabric_text(c));
   else
     out += "  between nodes: none (one node)\n";

@@ -190,6 +190,8 @@ TEST_CASE("the fit recovers the model's own parameters from synthetic sweeps") {
   truth.nics.transport.latency = 12e-6;
   truth.nics.efficiency = truth.nics.transport.efficiency = 0.90;
   truth.collectives.tree_depth = 2.0;
+  // Channels that never bind (2 a NIC x 30 GB/s over 45): the NICs' efficiency shows.
+  truth.collectives.net_channel_rate = 30e9;
   // Sweeps that make each one the bottleneck somewhere: one node of 4 (ring) and 8 (NVLS) GPUs,
   // and 2 and 4 nodes (trees and rings over InfiniBand).
   std::vector<Point> pts;

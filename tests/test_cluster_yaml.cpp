@@ -269,7 +269,7 @@ TEST_CASE("load_device: preset name, preset with overrides, full map") {
 TEST_CASE("transports: a profile by name, by path or inline, and a missing field is an error at its file:line") {
   const Cluster c = load("cluster:\n  preset: dgx-h100-ib400\n  nics: {transport: roce}\n");
   CHECK(c.nics.transport.kind == "roce");
-  CHECK(c.nics.efficiency == Approx(0.9386));  // the transport profile's (fitted), as no efficiency was given
+  CHECK(c.nics.efficiency == Approx(0.9428));  // the transport profile's (fitted), as no efficiency was given
   const Cluster d = load("cluster:\n  preset: dgx-h100-ib400\n  nics: {transport: roce, efficiency: 0.9}\n");
   CHECK(d.nics.efficiency == Approx(0.9));
   const Cluster e = load("cluster:\n  preset: dgx-h100-ib400\n  nics:\n    transport: {name: mine, kind: ib, latency: 3 us, "
@@ -423,8 +423,25 @@ TEST_CASE("cluster_yaml: every preset written back loads as the same cluster, ke
     CHECK(again.fabric.rail_optimized == c.fabric.rail_optimized);
     CHECK(again.collectives.host_launch_per_channel == c.collectives.host_launch_per_channel);
     CHECK(again.collectives.nvls_depth == c.collectives.nvls_depth);
+    CHECK(again.collectives.net_channel_rate == doctest::Approx(c.collectives.net_channel_rate));
     CHECK(again.nccl.algos == c.nccl.algos);
   }
+  // No channel ceiling (a cluster built from scratch) writes 0 and reads back as none.
+  auto none = preset("dgx-h100-ib400");
+  none.collectives.net_channel_rate = 0;
+  CHECK(load(cluster_yaml(none)).collectives.net_channel_rate == 0);
+}
+
+TEST_CASE("collectives.net_channel_rate is a bandwidth per channel or 0 for none and a bare or negative number names its line") {
+  CHECK(load("cluster:\n  preset: dgx-h100-ib400\n").collectives.net_channel_rate == doctest::Approx(20.06e9));
+  CHECK(load("cluster:\n  preset: dgx-a100-ib200\n").collectives.net_channel_rate == doctest::Approx(24e9));
+  CHECK(load("cluster:\n  preset: dgx-h100-ib400\n  collectives: {net_channel_rate: 30 GB/s}\n").collectives.net_channel_rate ==
+        doctest::Approx(30e9));
+  CHECK(load("cluster:\n  preset: dgx-h100-ib400\n  collectives: {net_channel_rate: 0}\n").collectives.net_channel_rate == 0);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  collectives: {net_channel_rate: 30}\n"),
+                       doctest::Contains(":3: cluster.collectives.net_channel_rate: expected a bandwidth with a unit"), InputError);
+  CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-h100-ib400\n  collectives: {net_channel_rate: -3 GB/s}\n"),
+                       doctest::Contains(":3: cluster.collectives.net_channel_rate: expected a positive bandwidth"), InputError);
 }
 
 TEST_CASE("gpu.profile: a path is taken beside the file that names it when the profile is there") {

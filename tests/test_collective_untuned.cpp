@@ -98,7 +98,7 @@ TEST_CASE("bad input: an LL128 efficiency of 0 or above 1, an NVLS tree efficien
                        doctest::Contains("expected a fraction in (0, 1]"), InputError);
   CHECK_THROWS_WITH_AS(load("cluster:\n  preset: dgx-a100-ib200\n  collectives: {slice_latency: -2 us}\n"),
                        doctest::Contains("u.yaml:3"), InputError);
-  CHECK(load("cluster:\n  preset: dgx-a100-ib200\n").intra.ll128_efficiency == Approx(0.6786));
+  CHECK(load("cluster:\n  preset: dgx-a100-ib200\n").intra.ll128_efficiency == Approx(0.6741));
 }
 
 TEST_CASE("Hopper's all-gathers and reduce-scatters across nodes run Simple where the tuner would pick LL128 (measured)") {

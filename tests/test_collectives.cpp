@@ -288,8 +288,11 @@ TEST_CASE("dgx-b300: a ConnectX-8 of 800 Gb/s per GPU carries two nodes' all-gat
   const auto slow = plan_collective(b200, CollectiveOp::AllGather, S, whole_cluster(b200));
   CHECK(b300.nics.bandwidth == doctest::Approx(100e9));
   CHECK(fast.rails == 8);
-  // 16 ranks: each node sends 15/16 S through 8 NICs of 100 GB/s at InfiniBand's fitted 0.8373.
-  CHECK(fast.network_seconds == doctest::Approx(15.0 / 16 * S / (8 * 100e9 * 0.8373)));  // 12.02 ms
+  // 16 ranks: each node sends 15/16 S over its 32 channels of 22.99 GB/s (735.7 GB/s, under what its
+  // 8 NICs of 100 GB/s take at InfiniBand's fitted 0.9626: the channels bind, as on a B200 node's 16).
+  CHECK(fast.channels == 32);
+  CHECK(slow.channels == 16);
+  CHECK(fast.network_seconds == doctest::Approx(15.0 / 16 * S / (32 * 22.99e9)));  // 10.95 ms
   CHECK(fast.network_seconds == doctest::Approx(slow.network_seconds / 2));
   // The same NVLink5: its term is the B200's, and still below the network's.
   CHECK(fast.nvlink_seconds == doctest::Approx(slow.nvlink_seconds));

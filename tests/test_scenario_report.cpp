@@ -133,6 +133,8 @@ TEST_CASE("a row whose gradient error is 1 or more is marked, and its speedup is
   CHECK(json.find("\"gradient_is_noise\": false") != std::string::npos);
   // The header states per-node totals.
   CHECK(table.find("between nodes: 8 x 400 Gb/s = 3200 Gb/s per node, efficiency") != std::string::npos);
+  // And what a full node's channels carry of it (topologies/presets.cpp, net_channel_rate_of).
+  CHECK(table.find("efficiency 0.9626, NCCL channels of at most 20.06 GB/s;") != std::string::npos);
 }
 
 TEST_CASE("a note is printed once, with the sweep points it belongs to") {

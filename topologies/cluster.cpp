@@ -119,7 +119,7 @@ void check_cluster(const Cluster& c, const Blame& fail) {
   if (f.switch_latency < 0) fail({"fabric.switch_latency"}, "expected a non-negative time");
   const auto& cl = c.collectives;
   if (cl.step_latency_intra < 0 || cl.step_latency_inter < 0 || cl.launch_latency < 0 || cl.latency_scale < 0 ||
-      cl.host_launch < 0 || cl.host_launch_per_channel < 0 || cl.ring_depth < 0 || cl.tree_depth < 0 || cl.nvls_depth < 0 || cl.nvls_chunk_overhead < 0 || cl.slice_latency < 0)
+      cl.host_launch < 0 || cl.host_launch_per_channel < 0 || cl.ring_depth < 0 || cl.tree_depth < 0 || cl.nvls_depth < 0 || cl.nvls_chunk_overhead < 0 || cl.slice_latency < 0 || cl.net_channel_rate < 0)
     fail({"collectives"}, "expected non-negative latencies, scales and depths");
   if (c.nics.transport.latency < 0) fail({"nics.transport"}, "expected a non-negative transport latency");
   // One node never touches the fabric, so any fabric description is fine for it.
@@ -429,7 +429,7 @@ Cluster load_cluster(const Input& in) {
   if (auto m = in.find("collectives")) {
     m->expect_keys({"step_latency_intra", "step_latency_inter", "launch_latency", "latency_scale", "host_launch",
                     "host_launch_per_channel", "ring_depth", "tree_depth", "nvls_depth", "nvls_chunk_overhead",
-                    "slice_latency"});
+                    "slice_latency", "net_channel_rate"});
     auto& cl = c.collectives;
     r.opt(*m, "step_latency_intra", "collectives.step_latency_intra",
           [&](const Input& v) { cl.step_latency_intra = v.as_seconds(); });
@@ -450,6 +450,8 @@ Cluster load_cluster(const Input& in) {
           [&](const Input& v) { cl.nvls_chunk_overhead = v.as_seconds(); });
     r.opt(*m, "slice_latency", "collectives.slice_latency",
           [&](const Input& v) { cl.slice_latency = v.as_seconds(); });
+    r.opt(*m, "net_channel_rate", "collectives.net_channel_rate",
+          [&](const Input& v) { cl.net_channel_rate = v.is_scalar() && v.as_string() == "0" ? 0.0 : v.as_bandwidth(); });
   }
   r.opt(in, "nccl", "nccl", [&](const Input& v) { c.nccl = load_nccl_pins(v); });
   r.opt(in, "stragglers", "stragglers", [&](const Input& v) { c.stragglers = load_stragglers(v); });

@@ -155,6 +155,10 @@ struct CollectiveParams {
   // s per Simple slice on every ring step: the receiver's flag that its buffer is free, polled by
   // the sender before each slice (two slices per chunk, a chunk per step of each loop).
   double slice_latency = 0;
+  // bytes/s one channel carries across the network: a channel is one thread block feeding one
+  // proxy, so a node's traffic leaves no faster than its channels carry it, whatever its NICs
+  // could take (two channels a NIC on a full H100 node: docs/calibration.md). 0: no ceiling.
+  double net_channel_rate = 0;
 };
 
 // NCCL_ALGO / NCCL_PROTO / channel pins (`nccl:` in a cluster). Masks of allowed choices, 0 = any.

@@ -99,6 +99,9 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
   cl.put("nvls_depth", yaml_number(cp.nvls_depth));
   cl.put("nvls_chunk_overhead", yaml_seconds(cp.nvls_chunk_overhead), "per NVLS chunk of every channel");
   cl.put("slice_latency", yaml_seconds(cp.slice_latency), "per Simple slice of every ring step");
+  cl.put("net_channel_rate",
+         cp.net_channel_rate > 0 ? yaml_quantity(cp.net_channel_rate, Quantity::Bandwidth, {"GB/s", "Gb/s"}) : "0",
+         "one channel across the network (0: no ceiling)");
   if (c.nccl.algos || c.nccl.protos || c.nccl.channels || c.nccl.version) {
     YamlMap pins = k.open("nccl", "pinned like NCCL_ALGO / NCCL_PROTO");
     auto list = [](const std::vector<std::string>& words) { return fmt::format("[{}]", fmt::join(words, ", ")); };

@@ -16,16 +16,16 @@ namespace detail {
 // Intra-node fabrics. `efficiency` is NCCL's ring bus bandwidth / line rate, `nvls_efficiency` the
 // NVLS rate / line rate (see kNvlink*Src); both fitted by `tagcsim calibrate` (docs/calibration.md).
 IntraNode nvlink3() {
-  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.8068};
-  i.ll128_efficiency = 0.6786;
-  i.step_latency = 0.05175 * us;  // fitted: intra_node.step_latency@nvlink3
+  IntraNode i{"nvswitch", 300 * GB, 0.5 * us, 0.8025};
+  i.ll128_efficiency = 0.6741;
+  i.step_latency = 0.09055 * us;  // fitted: intra_node.step_latency@nvlink3
   i.name = "nvlink3";
   return i;
 }
 IntraNode nvlink4() {
-  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8150};
-  i.nvls_efficiency = 0.6774;
-  i.nvls_tree_efficiency = 0.6202;
+  IntraNode i{"nvswitch", 450 * GB, 0.5 * us, 0.8055};
+  i.nvls_efficiency = 0.6771;
+  i.nvls_tree_efficiency = 0.6197;
   i.name = "nvlink4";
   return i;
 }
@@ -47,7 +47,7 @@ IntraNode nvlink5() {
   IntraNode i{"nvswitch", 900 * GB, 0.5 * us, 0.8020};
   i.nvls_efficiency = std::round(nvlink4().nvls_efficiency * 0.74 / 0.85 * 1e4) / 1e4;  // to the fits' four digits
   i.nvls_tree_efficiency = std::round(nvlink4().nvls_tree_efficiency * 0.74 / 0.85 * 1e4) / 1e4;
-  i.step_latency = 0.5568 * us;  // fitted: intra_node.step_latency@nvlink5
+  i.step_latency = 0.5835 * us;  // fitted: intra_node.step_latency@nvlink5
   i.name = "nvlink5";
   return i;
 }
@@ -69,35 +69,35 @@ IntraNode pcie4() {
 
 extern const char* const kNvlink3Src =
     "NVLink3 via NVSwitch: 600 GB/s bidirectional per GPU = 300 GB/s per direction (A100 datasheet). "
-    "Ring efficiency 0.8068: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
+    "Ring efficiency 0.8025: prior 0.80, NCCL's own 20 of 25 GB/s per NVLink3 link (src/graph/topo.h "
     "SM80_NVLINK_BW), fitted to the two 8x A100 all_reduce sweeps (nccl-a100-1n-mleng-allreduce, 234.89 GB/s "
     "bus bandwidth at 16 GiB; nccl-a100-1n-azure-ndv4-allreduce, 231.58 at 8 GiB) and the p4de tables. "
-    "LL128 efficiency 0.6786 (LL128 rings deliver 0.67 of what NCCL's tuner rates them, at 4-16 MiB in "
-    "the A100 sweeps: ml-engineering, Azure ND A100 v4, OCI), prior 1; 0.05 us per step beyond NCCL's per-hop "
+    "LL128 efficiency 0.6741 (LL128 rings deliver 0.67 of what NCCL's tuner rates them, at 4-16 MiB in "
+    "the A100 sweeps: ml-engineering, Azure ND A100 v4, OCI), prior 1; 0.09 us per step beyond NCCL's per-hop "
     "latency table (calibrate/profiles/nccl-model.yaml).";
 extern const char* const kNvlink4Src =
     "NVLink4 via NVSwitch: 900 GB/s bidirectional per GPU = 450 GB/s per direction (H100 datasheet). "
-    "Ring efficiency 0.8150: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
+    "Ring efficiency 0.8055: prior 0.824, NCCL's 20.6 of 25 GB/s per NVLink4 link (topo.h "
     "SM90_NVLINK_BW), fitted (the NVLS-off all_reduce of 4-8 H200, 363-366 GB/s, nccl-h200-*-mleng, and one "
     "8x H100 node's all_reduce, all_gather and reduce_scatter rings of 32 MiB-16 GiB, S111). "
-    "NVLink SHARP efficiency 0.6774: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
+    "NVLink SHARP efficiency 0.6771: an NVLS all-reduce moves S (k+1)/k per GPU; prior 0.686 from the "
     "NCCL maintainers' 480 GB/s bus bandwidth on 8 GPUs (algbw 274 GB/s x 9/8 / 450; NVIDIA/nccl-tests#212), "
     "fitted to the one-node H100/H200 NVLS tables (DGX H100, Azure ND H100 v5 / ND H200 v5, AWS p5). "
-    "Inside an NVLS tree 0.6202, fitted to the two-node H100 tables (Dell, gj-aion, Nebius, AWS p5 EFA; "
+    "Inside an NVLS tree 0.6197, fitted to the two-node H100 tables (Dell, gj-aion, Nebius, AWS p5 EFA; "
     "prior: the one-node value, as NCCL's tuner rates both): a node with a parent splits each channel's "
     "warps four ways, not three (NCCL's all_reduce.h) (calibrate/profiles/nccl-model.yaml).";
 constexpr const char* kNvlink4H800Src =
     "NVLink4 via NVSwitch with 8 links a GPU (H800): 400 GB/s bidirectional = 200 GB/s per direction "
     "(philisun.com, 'NVIDIA H800 vs H100'); NVLink4's fitted ring and NVLS efficiencies (the same links, "
     "fewer of them). Checked, not fitted: an 8x H800 NVLS all-reduce measured at 215 GB/s of bus "
-    "bandwidth (NVIDIA/nccl#1374), where the model gives 14/9 x 200 x 0.6774 = 211 GB/s.";
+    "bandwidth (NVIDIA/nccl#1374), where the model gives 14/9 x 200 x 0.6771 = 211 GB/s.";
 constexpr const char* kNvlink5Src =
     "NVLink5 via NVSwitch: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction (HGX B200 datasheet; 18 "
     "links). Ring efficiency 0.8020: prior 0.802, NCCL's own 40.1 of 50 GB/s per NVLink5 link (topo.h "
     "SM100_NVLINK_BW), fitted (the B200 tables: GCP A4, Lambda). NVLink SHARP efficiency 0.590 (0.540 in an "
     "NVLS tree) = NVLink4's fitted values x 0.74 / 0.85, the ratio NCCL's own tuner gives Blackwell's NVLS to Hopper's "
     "(src/graph/tuning.cc nvlsEfficiency, 2.28); no table determines it (two-node B200 runs are bound by "
-    "their NICs). Step latency 0.56 us per step inside the node beyond NCCL's per-hop table (which NCCL "
+    "their NICs). Step latency 0.58 us per step inside the node beyond NCCL's per-hop table (which NCCL "
     "keeps the same for every generation), fitted: both B200 tables with small sizes (Lambda's tree "
     "all-reduce, GKE's ring all-gather) run ~7 us over the H100 clusters' time at 8 B-256 KiB "
     "(calibrate/profiles/nccl-model.yaml).";
@@ -114,11 +114,11 @@ extern const char* const kLatencySrc =
 extern const char* const kCollSrc =
     "NCCL costs: NCCL's published latency table (tuning.cc, the newest release's unless `nccl: {version}` "
     "pins one) at scale 1, no launch latency beyond it, NCCL's per-step network cost for the host CPU "
-    "(getNetOverhead); host launch per GPU 5.08 us + 0.300 us per channel on AMD hosts, 3.50 us + 0.020 us "
+    "(getNetOverhead); host launch per GPU 5.07 us + 0.300 us per channel on AMD hosts, 3.30 us + 0.033 us "
     "on Intel hosts (fitted to the single-process -g 8 tables: A100 on AMD, H100/H200 on Intel), ring step "
-    "delay 0.055 chunk, tree (LL128 and Simple; LL forwards each line as it lands) and NVLS pipeline fill "
-    "1.67 and 16 chunks (16 is the bound: NVLS yields to rings in the middle sizes), per Simple slice of a "
-    "single-node ring step 4.95 us on NVLink3, 0.51 us on NVLink4, 0 on NVLink5 (the flag a sender waits for; NCCL's "
+    "delay 0 (at its bound), tree (LL128 and Simple; LL forwards each line as it lands) and NVLS pipeline fill "
+    "1.73 and 16 chunks (16 is the bound: NVLS yields to rings in the middle sizes), per Simple slice of a "
+    "single-node ring step 5.06 us on NVLink3, 0.40 us on NVLink4, 0 on NVLink5 (the flag a sender waits for; NCCL's "
     "tuner leaves it out), fitted to every fitted nccl-tests table from data-independent priors "
     "(calibrate/profiles/nccl-model.yaml).";
 
@@ -128,10 +128,10 @@ CollectiveParams nccl_costs(HostCpu cpu) {
   CollectiveParams p;
   p.latency_scale = 1.0;
   p.launch_latency = 0.0 * us;
-  p.host_launch = (cpu == HostCpu::Amd ? 5.079 : 3.495) * us;
-  p.host_launch_per_channel = (cpu == HostCpu::Amd ? 0.2999 : 0.02017) * us;
-  p.ring_depth = 0.055;
-  p.tree_depth = 1.670;
+  p.host_launch = (cpu == HostCpu::Amd ? 5.074 : 3.295) * us;
+  p.host_launch_per_channel = (cpu == HostCpu::Amd ? 0.3004 : 0.0327) * us;
+  p.ring_depth = 0;
+  p.tree_depth = 1.725;
   p.nvls_depth = 16.000;
   p.nvls_chunk_overhead = 0 * us;
   p.slice_latency = 0;  // per NVLink generation: slice_latency_of
@@ -139,11 +139,19 @@ CollectiveParams nccl_costs(HostCpu cpu) {
 }
 
 // A single-node Simple ring's flag per slice, fitted per NVLink generation: the A100 rings of both
-// `-g 8` tables pay 5.0 us, one H100 node's all-gather and reduce-scatter rings 0.5 us (S111; the
+// `-g 8` tables pay 5.1 us, one H100 node's all-gather and reduce-scatter rings 0.4 us (S111; the
 // NVLink4 all-reduce tables run NVLS, which has none), and no table has one NVLink5 node (0;
 // CoreWeave's GB200 rack, not fitted, agrees: docs/calibration.md).
 double slice_latency_of(const IntraNode& intra) {
-  return intra.name == "nvlink3" ? 4.954 * us : intra.name == "nvlink4" ? 0.5105 * us : 0.0;
+  return intra.name == "nvlink3" ? 5.058 * us : intra.name == "nvlink4" ? 0.401 * us : 0.0;
+}
+
+// What one channel carries across the network, fitted per NVLink generation (a GPU generation's
+// thread blocks and proxies): full H100 nodes run 2 channels a 400 Gb/s NIC at 20.06 GB/s each (the
+// 4- and 8-node InfiniBand tables), B200 nodes' 16-channel rings at most 22.99; no A100 table
+// reaches NCCL's own rating of a channel, 24 GB/s, which stays (docs/calibration.md).
+double net_channel_rate_of(const IntraNode& intra) {
+  return (intra.name == "nvlink4" ? 20.06 : intra.name == "nvlink5" ? 22.99 : 24.0) * 1e9;
 }
 
 Nics nics(int count, double gbps, double latency, const std::string& transport) {
@@ -169,6 +177,7 @@ Cluster make(std::string name, int nodes, int gpn, const std::string& gpu, Intra
   c.fabric = fabric;
   c.collectives = nccl_costs(cpu);
   c.collectives.slice_latency = slice_latency_of(c.intra);
+  c.collectives.net_channel_rate = net_channel_rate_of(c.intra);
   c.source = std::move(source);
   return c;
 }
