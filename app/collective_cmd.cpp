@@ -86,6 +86,16 @@ int run(const CollectiveOptions& o) {
     if (std::any_of(plans.begin(), plans.end(), [](const auto& p) { return p.ll128_off; }))
       out += "# LL128 off: NCCL enables it by default only over NVLink and NICs beside the GPUs, not over "
              "sockets or PCIe (tuning.cc; NCCL_PROTO naming it, `nccl: {proto}` here, turns it on)\n";
+    // The largest size whose channels, not its NICs, bind across nodes: say what caps it.
+    for (auto p = plans.rbegin(); p != plans.rend(); ++p)
+      if (p->channel_bound_rate > 0) {
+        out += fmt::format("# NCCL's channels bind across nodes, not the NICs: {} channels x {:g} GB/s = {:.0f} GB/s a "
+                           "node where its NICs take {:.0f} (collectives.net_channel_rate, fitted per GPU generation; "
+                           "more channels, `nccl: {{channels: N}}` as NCCL_MIN_CTAS, raise it; docs/calibration.md)\n",
+                           p->channels, c.collectives.net_channel_rate / 1e9, p->channel_bound_rate / 1e9,
+                           p->rails * c.rail_bandwidth() / 1e9);
+        break;
+      }
     if (const auto caveat = topologies::transport_caveat(c.nics.transport.kind); c.nodes > 1 && !caveat.empty())
       out += "# note: " + caveat + "\n";
     const std::string key = topologies::connection_key(c);

@@ -24,6 +24,11 @@ double offered_net_rate(const Ctx& x, int nc) {
   const double per_channel = x.c.collectives.net_channel_rate;
   return per_channel > 0 ? std::min(x.net_rate, x.lanes * nc * per_channel) : x.net_rate;
 }
+// What the plan says of it: the channels' rate where they, not the NICs, bind.
+double channel_bound(const Ctx& x, int nc) {
+  const double offered = offered_net_rate(x, nc);
+  return x.n > 1 && offered < x.net_rate ? offered : 0.0;
+}
 
 double channel_rate(const Ctx& x, double full, int nc) {
   return std::min(full, nc * std::max(full / x.nch, kChannelRate));
@@ -100,6 +105,7 @@ Candidate ring(const Ctx& x, int p) {
   plan.node_egress_bytes = x.n > 1 ? x.lanes * per_link / f : 0;
   plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / channel_rate(x, x.nvl_rate * f, nc) : 0;
   plan.network_seconds = x.n > 1 ? plan.node_egress_bytes * f / channel_rate(x, offered_net_rate(x, nc) * f, nc) : 0;
+  plan.channel_bound_rate = channel_bound(x, nc);
   // Protocol ceilings on the ring's bus bandwidth (per GPU), NCCL's llMaxBw and LL128 per channel.
   double cap = std::numeric_limits<double>::infinity();
   if (p == kLL) cap = x.ll_max;
@@ -193,6 +199,7 @@ Candidate tree(const Ctx& x, int p) {
   plan.node_egress_bytes = egress / kRingFraction[p];
   plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / channel_rate(x, x.nvl_rate * f, nc) : 0;
   plan.network_seconds = x.n > 1 ? egress / channel_rate(x, offered_net_rate(x, nc) * f, nc) : 0;
+  plan.channel_bound_rate = channel_bound(x, nc);
   // NCCL's ceilings, in tuning.cc's order: every protocol's bus bandwidth at perChMaxTreeBw a channel,
   // then the protocol's share of that, and LL's at llMaxBw and LL128's at perChMaxTreeLL128Bw after
   // their share, not before; the medium-size correction last.
@@ -250,6 +257,7 @@ Candidate nvls(const Ctx& x, bool across_nodes) {
   if (across_nodes) {
     plan.node_egress_bytes = x.lanes * tree_node_egress(x.n) * x.S;
     plan.network_seconds = plan.node_egress_bytes / offered_net_rate(x, x.nvls_ch);
+    plan.channel_bound_rate = channel_bound(x, x.nvls_ch);
   }
   double lat = x.scale * (x.table->base[cand.a][kSimple] + x.table->nvlink[cand.a][kSimple]) * us;
   if (across_nodes) lat += 2 * log2i(x.n) * inter_hop(x, kNvlsTree, kSimple);

@@ -31,6 +31,11 @@ TEST_CASE("tagcsim collective prints time, algbw and busbw the nccl-tests way, w
   const auto a100 = run_tagcsim("collective --cluster dgx-a100-ib200 --op all_gather --bytes 16MiB --gpus 16");
   CHECK(a100.output.find("LL128 left out") == std::string::npos);
   CHECK(a100.output.find(" ring  LL128 ") != std::string::npos);
+  // Two full H100 nodes: 16 channels x 20.06 GB/s offer 321 GB/s where the 8 NICs take 8 x 50 x 0.9626;
+  // the report says which binds. An A100 node's HDR200 NICs fill first: no such line.
+  CHECK(o.output.find("# NCCL's channels bind across nodes, not the NICs: 16 channels x 20.06 GB/s = 321 GB/s a node "
+                      "where its NICs take 385") != std::string::npos);
+  CHECK(a100.output.find("channels bind") == std::string::npos);
   // A small all-reduce on one node: LL on a ring; a large one: NVLink SHARP.
   const auto ar = run_tagcsim("collective --cluster dgx-h100-ib400 --op all_reduce --bytes 8KiB,8GiB --gpus 8");
   CHECK(ar.code == 0);
