@@ -19,15 +19,13 @@ int log2i(double x) { return x >= 1 ? int(std::floor(std::log2(x))) : 0; }
 // delivers `full` bytes/s with every channel running reach min(full, nc x per-channel rate).
 constexpr double kChannelRate = 10e9;
 // A node's network traffic leaves through its groups' channels, each one thread block feeding one
-// proxy at most `net_channel_rate`: `nc` channels a group cap what its NICs are offered.
-double offered_net_rate(const Ctx& x, int nc) {
+// proxy at most `net_channel_rate`: `nc` channels a group cap what its NICs are offered. The plan
+// records the channels' rate where they, not the NICs, bind.
+double offered_net_rate(const Ctx& x, int nc, CollectivePlan& plan) {
   const double per_channel = x.c.collectives.net_channel_rate;
-  return per_channel > 0 ? std::min(x.net_rate, x.lanes * nc * per_channel) : x.net_rate;
-}
-// What the plan says of it: the channels' rate where they, not the NICs, bind.
-double channel_bound(const Ctx& x, int nc) {
-  const double offered = offered_net_rate(x, nc);
-  return x.n > 1 && offered < x.net_rate ? offered : 0.0;
+  const double offered = per_channel > 0 ? std::min(x.net_rate, x.lanes * nc * per_channel) : x.net_rate;
+  plan.channel_bound_rate = x.n > 1 && offered < x.net_rate ? offered : 0.0;
+  return offered;
 }
 
 double channel_rate(const Ctx& x, double full, int nc) {
@@ -104,8 +102,8 @@ Candidate ring(const Ctx& x, int p) {
   plan.nvlink_bytes = per_link * nvl_share;
   plan.node_egress_bytes = x.n > 1 ? x.lanes * per_link / f : 0;
   plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / channel_rate(x, x.nvl_rate * f, nc) : 0;
-  plan.network_seconds = x.n > 1 ? plan.node_egress_bytes * f / channel_rate(x, offered_net_rate(x, nc) * f, nc) : 0;
-  plan.channel_bound_rate = channel_bound(x, nc);
+  plan.network_seconds =
+      x.n > 1 ? plan.node_egress_bytes * f / channel_rate(x, offered_net_rate(x, nc, plan) * f, nc) : 0;
   // Protocol ceilings on the ring's bus bandwidth (per GPU), NCCL's llMaxBw and LL128 per channel.
   double cap = std::numeric_limits<double>::infinity();
   if (p == kLL) cap = x.ll_max;
@@ -198,8 +196,7 @@ Candidate tree(const Ctx& x, int p) {
   const double egress = x.lanes * tree_node_egress(x.n) * x.S;
   plan.node_egress_bytes = egress / kRingFraction[p];
   plan.nvlink_seconds = plan.nvlink_bytes > 0 ? plan.nvlink_bytes / channel_rate(x, x.nvl_rate * f, nc) : 0;
-  plan.network_seconds = x.n > 1 ? egress / channel_rate(x, offered_net_rate(x, nc) * f, nc) : 0;
-  plan.channel_bound_rate = channel_bound(x, nc);
+  plan.network_seconds = x.n > 1 ? egress / channel_rate(x, offered_net_rate(x, nc, plan) * f, nc) : 0;
   // NCCL's ceilings, in tuning.cc's order: every protocol's bus bandwidth at perChMaxTreeBw a channel,
   // then the protocol's share of that, and LL's at llMaxBw and LL128's at perChMaxTreeLL128Bw after
   // their share, not before; the medium-size correction last.
@@ -256,8 +253,7 @@ Candidate nvls(const Ctx& x, bool across_nodes) {
                         chunks * x.c.collectives.nvls_chunk_overhead;
   if (across_nodes) {
     plan.node_egress_bytes = x.lanes * tree_node_egress(x.n) * x.S;
-    plan.network_seconds = plan.node_egress_bytes / offered_net_rate(x, x.nvls_ch);
-    plan.channel_bound_rate = channel_bound(x, x.nvls_ch);
+    plan.network_seconds = plan.node_egress_bytes / offered_net_rate(x, x.nvls_ch, plan);
   }
   double lat = x.scale * (x.table->base[cand.a][kSimple] + x.table->nvlink[cand.a][kSimple]) * us;
   if (across_nodes) lat += 2 * log2i(x.n) * inter_hop(x, kNvlsTree, kSimple);
