@@ -3,6 +3,7 @@
 // table and size band, and per connection, which `tagcsim run` quotes (--write-held-out).
 #include "app/calibrate_cli.hpp"
 #include "calibrate/profile.hpp"
+#include "calibrate/replicates.hpp"
 #include "common/input.hpp"
 #include "sim/collective.hpp"
 #include "topologies/cluster.hpp"
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -107,6 +109,47 @@ std::map<std::string, ConnectionHeldOut> held_out_by_connection(const std::vecto
         across ? pool.most_nodes : 0};
   }
   return out;
+}
+
+// Where two tables measured the same thing: how far they disagree, what that leaves any model (a
+// prediction can be no closer to both than their floor), and what the model misses there. The
+// held-out errors where the fits ran, the presets' otherwise.
+void print_replicates(const std::vector<TableResult>& results, bool held) {
+  std::vector<ReplicateInput> all, fitted;
+  for (const auto& t : results) {
+    if (t.cluster.empty() || is_all_to_all(*t.group)) continue;
+    std::map<std::string, double> shipped_s;
+    for (const auto& f : t.preset) shipped_s[f.point.where] = f.predicted_s;
+    for (const auto& f : held && !t.held_out.empty() ? t.held_out : t.preset) {
+      const ReplicateInput r{t.cluster, f, shipped_s[f.point.where]};
+      all.push_back(r);
+      if (t.group->not_fitted.empty()) fitted.push_back(r);
+    }
+  }
+  const auto groups = find_replicates(all);
+  const std::string model = held ? "held out" : "preset";
+  fmt::print("\n# Where two tables measured the same thing: the same cluster, collective, GPUs (and GPUs a process)\n"
+             "# and size, and the same time from the shipped presets (within 0.5%: NCCL pins or releases that\n"
+             "# change nothing the model runs do not part them). spread = slower / faster time - 1, median and\n"
+             "# max over the sizes both measured; then the model's median |error| ({}) on each table there\n",
+             model);
+  auto release = [](int v) { return v ? fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100) : std::string("-"); };
+  for (const auto& p : replicate_pairs(groups, 0, std::numeric_limits<double>::infinity()))
+    fmt::print("  {} ({}, NCCL {}) vs {} ({}, NCCL {}): {} size{}, spread {:.1f}% / {:.1f}%; model {:.1f}% / {:.1f}%\n",
+               p.table_a, p.source_a, release(p.release_a), p.table_b, p.source_b, release(p.release_b), p.sizes,
+               p.sizes == 1 ? "" : "s", p.median_spread * 100, p.max_spread * 100, p.median_model_a * 100,
+               p.median_model_b * 100);
+  fmt::print("# What the disagreement leaves any model: the least p90 |error| a model exact on every point one table\n"
+             "# measured, and at the floor (hi - lo) / (hi + lo) on every point two did, could have\n");
+  for (const auto* set : {&all, &fitted})
+    for (const auto& b : {size_bands()[4], size_bands()[0]}) {
+      const auto s = summarize_replicates(*set, set == &all ? groups : find_replicates(fitted), b.lo, b.hi);
+      if (s.groups == 0) continue;
+      fmt::print("  {:<13} {:<7} {} points at {} shared inputs: tables differ by median {:.1f}%, p90 {:.1f}%; {} points "
+                 "past 15% by that alone; the model ({}) median {:.1f}%, p90 {:.1f}% there; least p90 over all: {:.1f}%\n",
+                 set == &all ? "all tables" : "fitted tables", b.name, s.points, s.groups, s.spread_median * 100,
+                 s.spread_p90 * 100, s.past_15, model, s.model_median * 100, s.model_p90 * 100, s.floor_p90 * 100);
+    }
 }
 
 }  // namespace
@@ -238,6 +281,7 @@ int run_validate(const Options& o) {
     }
     fmt::print("{}\n", line);
   }
+  print_replicates(results, o.loo != "none");
   if (o.loo != "none") {
     const auto by_connection = held_out_by_connection(results, o.loo);
     fmt::print("\n# Held out, by how the table's GPUs are connected (what `tagcsim run` quotes)\n");

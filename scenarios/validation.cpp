@@ -395,6 +395,7 @@ ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions&
     }
   }
   run.pairs = what_if_pairs(run);
+  run.replicates = replicate_rows(run);
   return run;
 }
 

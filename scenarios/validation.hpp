@@ -104,12 +104,23 @@ struct WhatIfPair {
   double measured = 1, predicted = 1;
   double error() const { return predicted / measured - 1; }
 };
+// One run published twice: two counted rows of two sources whose resolved scenarios are the same
+// (torchtitan's benchmark file and its paper give one run's throughput twice). They bound what any
+// prediction can do: none is closer to both than (hi - lo) / (hi + lo).
+struct ReplicateRows {
+  std::string id_a, id_b, source_a, source_b;
+  double measured_a = 0, measured_b = 0;    // tokens/s/GPU
+  double predicted_a = 0, predicted_b = 0;  // held out where both rows were
+  double spread() const { return std::max(measured_a, measured_b) / std::min(measured_a, measured_b) - 1; }
+  double floor() const { return std::abs(measured_a - measured_b) / (measured_a + measured_b); }
+};
 struct ValidationRun {
   std::vector<ValidationRow> rows;
   std::vector<RowResult> results;
   FamilyFits fitted;                            // when refit
   std::map<std::string, FamilyFits> fold_fits;  // by held-out source
   std::vector<WhatIfPair> pairs;                // what_if_pairs of the rows, once they are predicted
+  std::vector<ReplicateRows> replicates;        // replicate_rows of the rows, once they are predicted
 };
 ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions& o);
 
@@ -117,6 +128,10 @@ ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions&
 std::string format_validation(const ValidationRun& run);
 
 std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run);
+// Counted rows of different sources with the same resolved scenario, in row order.
+std::vector<ReplicateRows> replicate_rows(const ValidationRun& run);
+// The replicates and what they leave any model (markdown; empty without any).
+std::string format_replicate_rows(const std::vector<ReplicateRows>& replicates);
 // The setting of pairs that lengthen the sequence and shrink the micro-batch to keep its tokens.
 inline constexpr const char* kSeqLenSameTokens = "training.seq_len at the same tokens a micro-batch";
 // The pairs and a summary per setting (markdown; empty without pairs).

@@ -98,14 +98,21 @@ bool value_less(const std::string& a, const std::string& b) {
   return a < b;
 }
 
+// A row pairs when it is counted and has a scenario to compare (a report built by hand may not).
+bool pairable(const ValidationRow& row) { return row.counted && !row.scenario.empty(); }
+
+std::vector<Settings> settings_of(const ValidationRun& run) {
+  std::vector<Settings> settings(run.rows.size());
+  for (std::size_t i = 0; i < run.rows.size(); ++i)
+    if (pairable(run.rows[i])) settings[i] = settings_of(run.rows[i]);
+  return settings;
+}
+
 }  // namespace
 
 std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run) {
-  std::vector<Settings> settings(run.rows.size());
-  // A row pairs when it is counted and has a scenario to compare (a report built by hand may not).
-  auto pairable = [&](std::size_t i) { return run.rows[i].counted && !run.rows[i].scenario.empty(); };
-  for (std::size_t i = 0; i < run.rows.size(); ++i)
-    if (pairable(i)) settings[i] = settings_of(run.rows[i]);
+  const auto settings = settings_of(run);
+  auto pairable = [&](std::size_t i) { return scenarios::pairable(run.rows[i]); };
   // Rows that differ in one key, grouped by source, key and everything else they share.
   std::map<std::tuple<std::string, std::string, Settings>, std::vector<std::size_t>> runs;
   for (std::size_t a = 0; a < run.rows.size(); ++a)
@@ -148,6 +155,44 @@ std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run) {
   std::stable_sort(out.begin(), out.end(), [](const WhatIfPair& x, const WhatIfPair& y) {
     return std::tie(x.setting, x.source) < std::tie(y.setting, y.source);
   });
+  return out;
+}
+
+std::vector<ReplicateRows> replicate_rows(const ValidationRun& run) {
+  const auto settings = settings_of(run);
+  std::vector<ReplicateRows> out;
+  for (std::size_t a = 0; a < run.rows.size(); ++a)
+    for (std::size_t b = a + 1; b < run.rows.size(); ++b) {
+      const auto &ra = run.rows[a], &rb = run.rows[b];
+      if (!pairable(ra) || !pairable(rb) || ra.source == rb.source || settings[a] != settings[b]) continue;
+      const auto &pa = run.results[a], &pb = run.results[b];
+      const bool held = pa.has_held_out && pb.has_held_out;
+      out.push_back({ra.id, rb.id, ra.source, rb.source, ra.measured_tps, rb.measured_tps,
+                     held ? pa.held_out.tps : pa.shipped.tps, held ? pb.held_out.tps : pb.shipped.tps});
+    }
+  return out;
+}
+
+std::string format_replicate_rows(const std::vector<ReplicateRows>& replicates) {
+  if (replicates.empty()) return "";
+  std::string out =
+      "\nOne run published twice: two counted rows of two sources with the same resolved scenario, their measured "
+      "tokens/s/GPU, how far apart (slower / faster - 1), the least error one prediction can have on both "
+      "((hi - lo) / (hi + lo)), and the model's errors (held out where the run left sources out):\n\n"
+      "| rows | sources | measured | spread | floor | model |\n|---|---|---|---|---|---|\n";
+  std::vector<double> spreads, floors;
+  for (const auto& r : replicates) {
+    out += fmt::format("| {} / {} | {} / {} | {:.0f} / {:.0f} | {:.1f}% | {:.1f}% | {:+.1f}% / {:+.1f}% |\n", r.id_a,
+                       r.id_b, r.source_a, r.source_b, r.measured_a, r.measured_b, 100 * r.spread(), 100 * r.floor(),
+                       100 * (r.predicted_a / r.measured_a - 1), 100 * (r.predicted_b / r.measured_b - 1));
+    spreads.push_back(r.spread());
+    floors.push_back(r.floor());
+  }
+  out += fmt::format("\n{} run{} published twice: the two differ by {:.1f}% in the median, {:.1f}% at most; no one "
+                     "prediction comes closer than {:.1f}% to both in the median, {:.1f}% at most.\n",
+                     replicates.size(), replicates.size() == 1 ? "" : "s", 100 * median(spreads),
+                     100 * *std::max_element(spreads.begin(), spreads.end()), 100 * median(floors),
+                     100 * *std::max_element(floors.begin(), floors.end()));
   return out;
 }
 

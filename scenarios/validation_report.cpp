@@ -264,6 +264,7 @@ std::string format_validation(const ValidationRun& run) {
     }
   }
   out += format_what_if_pairs(run.pairs);
+  out += format_replicate_rows(run.replicates);
   // The families, then the devices with a fit of their own (the others take their family's).
   std::set<std::string> families, devices;
   for (const auto& r : run.rows) {

@@ -124,3 +124,35 @@ TEST_CASE("a swept setting that published pairs changed carries how their speedu
         std::string::npos);
   CHECK(table.find("note: cluster.nodes: ") != std::string::npos);
 }
+
+TEST_CASE("one run published twice: rows of two sources with the same resolved scenario and their floor") {
+  scenarios::ValidationRun run;
+  auto add = [&](scenarios::ValidationRow r, double predicted) {
+    run.rows.push_back(std::move(r));
+    scenarios::RowResult res;
+    res.shipped.tps = predicted;
+    run.results.push_back(res);
+  };
+  add(pair_row("repo", "micro_batch: 2", 1, 800, "S32"), 840);
+  add(pair_row("paper", "micro_batch: 2", 1, 1000, "S91"), 840);
+  // The same source twice is not a replicate; nor is another setting, nor a row not counted.
+  add(pair_row("repo-again", "micro_batch: 2", 1, 900, "S32"), 840);
+  add(pair_row("paper-mb4", "micro_batch: 4", 1, 1000, "S91"), 900);
+  auto uncounted = pair_row("uncounted", "micro_batch: 2", 1, 10, "S90");
+  uncounted.counted = false;
+  add(uncounted, 840);
+  const auto reps = scenarios::replicate_rows(run);
+  REQUIRE(reps.size() == 2);  // repo / paper and paper / repo-again
+  CHECK(reps[0].id_a == "repo");
+  CHECK(reps[0].id_b == "paper");
+  CHECK(reps[1].id_a == "paper");
+  CHECK(reps[1].id_b == "repo-again");
+  CHECK(reps[0].spread() == Approx(0.25));  // 1000 / 800 - 1
+  // 840 misses both by (1000 - 800) / (1000 + 800) = 1/9, as 888.9 would: the least any one prediction can.
+  CHECK(reps[0].floor() == Approx(1.0 / 9));
+  CHECK(reps[0].predicted_b == Approx(840));
+  const auto text = scenarios::format_replicate_rows(reps);
+  CHECK(text.find("| repo / paper | S32 / S91 | 800 / 1000 | 25.0% | 11.1% | +5.0% / -16.0% |") != std::string::npos);
+  CHECK(text.find("2 runs published twice: the two differ by 18.1% in the median, 25.0% at most") != std::string::npos);
+  CHECK(scenarios::format_replicate_rows({}).empty());
+}
