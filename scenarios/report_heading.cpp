@@ -138,6 +138,8 @@ std::string heading(const Scenario& s, const Point& p) {
     out += fmt::format("  context parallel over {} GPUs of a node: each holds 1/{} of every sequence (load-balanced "
                        "chunks), its attention gathering the whole sequence's K and V\n",
                        t.context_parallel, t.context_parallel);
+  if (!p.pytorch_settings.empty())
+    out += fmt::format("  PyTorch {}: {}\n", p.pytorch_version, fmt::join(p.pytorch_settings, "; "));
   if (!p.torchtitan_settings.empty())
     out += fmt::format("  torchtitan as of {}: {}\n", p.torchtitan_date, fmt::join(p.torchtitan_settings, "; "));
   if (t.impl.documents(seq))

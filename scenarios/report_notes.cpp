@@ -245,6 +245,15 @@ std::vector<std::string> notes_of(const Scenario& s, const std::vector<Result>& 
           "documents from June 2026): give "
           "training.torchtitan_date, the date of the run's checkout, to take the ones it had (docs/scenarios.md)",
           &p);
+  // SDPA picks its kernel by the PyTorch build: on Hopper and Blackwell cuDNN's (1.3-2x
+  // FlashAttention-2's rate) in 2.5.0 and from 2.11. An unstated build is timed with the flash kernel.
+  for (const auto& p : s.points)
+    if (const auto* gpu = sim::device_kernel_profile(p.setup.cluster.gpu);
+        p.sdpa_kernel_assumed && gpu && (gpu->family == "hopper" || gpu->family == "blackwell"))
+      add("attention is timed as SDPA's flash kernel (FlashAttention-2), PyTorch's default on Hopper and Blackwell "
+          "but in 2.5.0 and from 2.11, which run cuDNN's: give training.pytorch (the run's torch.__version__) to "
+          "take its build's kernel (docs/scenarios.md)",
+          &p);
   // torchtitan builds its norms from nn.RMSNorm, which PyTorch runs fused from 2.9 on: an eager run
   // timed with the op-by-op reference may be that run on an older PyTorch, or a slower prediction.
   // A checkout dated before 2.8's branch cut (July 2025) had no fused backward on any nightly.

@@ -1,4 +1,5 @@
 #include "scenarios/scenario.hpp"
+#include "scenarios/pytorch_version.hpp"
 #include "scenarios/torchtitan_date.hpp"
 
 #include "models/model.hpp"
@@ -148,9 +149,23 @@ Point load_point(const Input& doc) {
     t.impl.rotary = p.setup.model.qk_norm || p.setup.model.attention_sinks ? models::Implementation::Rotary::CosSin
                                                                           : models::Implementation::Rotary::Complex;
   const auto& c = p.setup.cluster;
+  if (auto tr = doc.find("training"); tr && tr->has("pytorch")) {
+    p.pytorch_settings = apply_pytorch_version(*tr, t, p.setup.model, sim::device_kernel_profile(c.gpu));
+    p.pytorch_version = (*tr)["pytorch"].as_string();
+  }
   if (auto tr = doc.find("training"); tr && tr->has("torchtitan_date")) {
     p.torchtitan_settings = apply_torchtitan_date(*tr, t, p.setup.model, sim::device_kernel_profile(c.gpu));
     p.torchtitan_date = (*tr)["torchtitan_date"].as_string();
+  }
+  {
+    const auto tr = doc.find("training");
+    // Not whether training.attention names flash2: --resolved writes every kernel out, and its run
+    // must say what the scenario's said.
+    const bool chosen = tr && tr->has("pytorch");
+    const bool dated = std::any_of(p.torchtitan_settings.begin(), p.torchtitan_settings.end(),
+                                   [](const std::string& s) { return s.rfind("attention", 0) == 0; });
+    p.sdpa_kernel_assumed = !chosen && !dated && t.impl.attention == models::AttentionKernel::Flash2 &&
+                            (t.framework == sim::Framework::PyTorch || t.framework == sim::Framework::Torchtitan);
   }
   if (auto tr = doc.find("training")) {
     if (auto g = tr->find("hybrid_shard_gpus")) {

@@ -33,9 +33,15 @@ struct Point {
   std::vector<std::string> warnings;
   int global_batch = 0;  // training.global_batch as given (sequences per step), 0 when not given
   Budget budget;         // the scenario's `budget:` (a whole run's tokens and a GPU-hour's price), if any
+  // training.pytorch, and what it set (scenarios/pytorch_version.hpp), for the report's heading.
+  std::string pytorch_version;
+  std::vector<std::string> pytorch_settings;
   // training.torchtitan_date, and what it set (scenarios/torchtitan_date.hpp), for the report's heading.
   std::string torchtitan_date;
   std::vector<std::string> torchtitan_settings;
+  // SDPA's flash kernel, where the PyTorch build would decide it (no training.pytorch, no torchtitan
+  // date that chose a kernel): the report asks for the build.
+  bool sdpa_kernel_assumed = false;
 };
 
 struct Scenario {

@@ -94,7 +94,8 @@ std::vector<std::string> apply_torchtitan_date(const Input& training, sim::Train
     t.impl.router_fp32 = true;
     set.push_back(fmt::format("router_fp32 (the gate under fp32 autocast from {})", cite(kRouterFp32)));
   }
-  if (m.norm == models::Norm::RMSNorm && unset("rms_norm") && since(date, kPytorch29)) {
+  // A stated PyTorch (training.pytorch) has decided it already; the date only guesses the nightly.
+  if (m.norm == models::Norm::RMSNorm && unset("rms_norm") && unset("pytorch") && since(date, kPytorch29)) {
     t.impl.fused_rms_norm = true;
     set.push_back(fmt::format("rms_norm fused (PyTorch nightly after {})", cite(kPytorch29)));
   }

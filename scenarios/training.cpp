@@ -14,7 +14,7 @@ namespace tagcsim::scenarios {
 namespace {
 
 const std::vector<std::string> kTrainingKeys = {
-    "framework",         "torchtitan_date", "fsdp",          "api",          "sharding",          "hybrid_shard_gpus",
+    "framework",         "pytorch",       "torchtitan_date", "fsdp",          "api",          "sharding",          "hybrid_shard_gpus",
     "wrap",              "micro_batch",   "seq_len",      "grad_accumulation", "global_batch",
     "no_sync",           "param_dtype",   "reduce_dtype", "autocast", "master_dtype", "optimizer", "activation_checkpointing", "checkpoint_early_stop",
     "selective_op_recomputes_attention", "selective_op_recomputes_all_to_all", "selective_op_saves_abs", "router_fp32",
