@@ -32,16 +32,19 @@ scenarios::ValidationRow pair_row(const std::string& id, const std::string& trai
   return r;
 }
 
+// Appends a row to `run` with its shipped prediction.
+void add_row(scenarios::ValidationRun& run, scenarios::ValidationRow r, double predicted) {
+  run.rows.push_back(std::move(r));
+  scenarios::RowResult res;
+  res.shipped.tps = predicted;
+  run.results.push_back(res);
+}
+
 }  // namespace
 
 TEST_CASE("what-if pairs: rows of one source that differ in one setting, scored as speedups") {
   scenarios::ValidationRun run;
-  auto add = [&](scenarios::ValidationRow r, double predicted) {
-    run.rows.push_back(std::move(r));
-    scenarios::RowResult res;
-    res.shipped.tps = predicted;
-    run.results.push_back(res);
-  };
+  auto add = [&](scenarios::ValidationRow r, double predicted) { add_row(run, std::move(r), predicted); };
   add(pair_row("sync", "tensor_parallel: 8, async_tp: false", 1, 100), 110);
   add(pair_row("async", "tensor_parallel: 8, async_tp: true", 1, 120), 150);
   // float8 with its all-gather option is one setting; against the async row it is two.
@@ -127,12 +130,7 @@ TEST_CASE("a swept setting that published pairs changed carries how their speedu
 
 TEST_CASE("one run published twice: rows of two sources with the same resolved scenario and their floor") {
   scenarios::ValidationRun run;
-  auto add = [&](scenarios::ValidationRow r, double predicted) {
-    run.rows.push_back(std::move(r));
-    scenarios::RowResult res;
-    res.shipped.tps = predicted;
-    run.results.push_back(res);
-  };
+  auto add = [&](scenarios::ValidationRow r, double predicted) { add_row(run, std::move(r), predicted); };
   add(pair_row("repo", "micro_batch: 2", 1, 800, "S32"), 840);
   add(pair_row("paper", "micro_batch: 2", 1, 1000, "S91"), 840);
   // The same source twice is not a replicate; nor is another setting, nor a row not counted.
