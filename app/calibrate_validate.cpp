@@ -141,9 +141,10 @@ void print_replicates(const std::vector<TableResult>& results, bool held) {
                p.median_model_b * 100);
   fmt::print("# What the disagreement leaves any model: the least p90 |error| a model exact on every point one table\n"
              "# measured, and at the floor (hi - lo) / (hi + lo) on every point two did, could have\n");
+  const auto fitted_groups = find_replicates(fitted);
   for (const auto* set : {&all, &fitted})
     for (const auto& b : {size_bands()[4], size_bands()[0]}) {
-      const auto s = summarize_replicates(*set, set == &all ? groups : find_replicates(fitted), b.lo, b.hi);
+      const auto s = summarize_replicates(*set, set == &all ? groups : fitted_groups, b.lo, b.hi);
       if (s.groups == 0) continue;
       fmt::print("  {:<13} {:<7} {} points at {} shared inputs: tables differ by median {:.1f}%, p90 {:.1f}%; {} points "
                  "past 15% by that alone; the model ({}) median {:.1f}%, p90 {:.1f}% there; least p90 over all: {:.1f}%\n",

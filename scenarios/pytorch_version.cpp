@@ -23,14 +23,6 @@ constexpr int kCudnnAgainMinor = 11;
 // nn.RMSNorm runs one fused kernel each way from 2.9 (pytorch#153666).
 constexpr int kFusedRmsNormMinor = 9;
 
-std::string attention_kernel_note(const std::string& why, const sim::KernelProfile* gpu, bool& cudnn) {
-  cudnn = gpu && gpu->has_attention(models::AttentionKernel::Cudnn);
-  if (cudnn) return fmt::format("attention cudnn ({})", why);
-  return fmt::format("attention flash2 standing in for cuDNN's ({}; kernel profile '{}' has no cuDNN attention "
-                     "measurement)",
-                     why, gpu ? gpu->name : "none");
-}
-
 }  // namespace
 
 PytorchVersion parse_pytorch_version(const Input& where) {
@@ -83,9 +75,13 @@ std::vector<std::string> apply_pytorch_version(const Input& training, sim::Train
     else if (released(kCudnnAgainMinor))
       why = "SDPA asks cuDNN first on Hopper and Blackwell from 2.11, whose cuDNN is 9.15 or newer (sdp_utils.cpp)";
     if (!why.empty()) {
-      bool cudnn = false;
-      set.push_back(attention_kernel_note(why, gpu, cudnn));
+      // A profile without cuDNN curves keeps FlashAttention-2's, and says what it stands in for.
+      const bool cudnn = gpu->has_attention(models::AttentionKernel::Cudnn);
       if (cudnn) t.impl.attention = models::AttentionKernel::Cudnn;
+      set.push_back(cudnn ? fmt::format("attention cudnn ({})", why)
+                          : fmt::format("attention flash2 standing in for cuDNN's ({}; kernel profile '{}' has no "
+                                        "cuDNN attention measurement)",
+                                        why, gpu->name));
     } else {
       t.impl.attention = models::AttentionKernel::Flash2;
       set.push_back(fmt::format("attention flash2 (SDPA's flash kernel first: cuDNN's in 2.5.0, the nightlies from {} "

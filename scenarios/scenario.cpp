@@ -153,20 +153,17 @@ Point load_point(const Input& doc) {
     p.pytorch_settings = apply_pytorch_version(*tr, t, p.setup.model, sim::device_kernel_profile(c.gpu));
     p.pytorch_version = (*tr)["pytorch"].as_string();
   }
+  const auto attention_before_date = t.impl.attention;
   if (auto tr = doc.find("training"); tr && tr->has("torchtitan_date")) {
     p.torchtitan_settings = apply_torchtitan_date(*tr, t, p.setup.model, sim::device_kernel_profile(c.gpu));
     p.torchtitan_date = (*tr)["torchtitan_date"].as_string();
   }
-  {
-    const auto tr = doc.find("training");
-    // Not whether training.attention names flash2: --resolved writes every kernel out, and its run
-    // must say what the scenario's said.
-    const bool chosen = tr && tr->has("pytorch");
-    const bool dated = std::any_of(p.torchtitan_settings.begin(), p.torchtitan_settings.end(),
-                                   [](const std::string& s) { return s.rfind("attention", 0) == 0; });
-    p.sdpa_kernel_assumed = !chosen && !dated && t.impl.attention == models::AttentionKernel::Flash2 &&
+  // Not whether training.attention names flash2: --resolved writes every kernel out, and its run
+  // must say what the scenario's said. A torchtitan date that chose a kernel has decided it too.
+  if (const auto tr = doc.find("training"); !(tr && tr->has("pytorch")))
+    p.sdpa_kernel_assumed = t.impl.attention == models::AttentionKernel::Flash2 &&
+                            attention_before_date == models::AttentionKernel::Flash2 &&
                             (t.framework == sim::Framework::PyTorch || t.framework == sim::Framework::Torchtitan);
-  }
   if (auto tr = doc.find("training")) {
     if (auto g = tr->find("hybrid_shard_gpus")) {
       const int G = t.hybrid_shard_gpus;
