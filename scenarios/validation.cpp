@@ -394,8 +394,7 @@ ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions&
       }
     }
   }
-  run.pairs = what_if_pairs(run);
-  run.replicates = replicate_rows(run);
+  compare_rows(run);
   return run;
 }
 

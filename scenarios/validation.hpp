@@ -130,6 +130,8 @@ std::string format_validation(const ValidationRun& run);
 std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run);
 // Counted rows of different sources with the same resolved scenario, in row order.
 std::vector<ReplicateRows> replicate_rows(const ValidationRun& run);
+// Sets run.pairs and run.replicates, resolving each row's scenario once for both.
+void compare_rows(ValidationRun& run);
 // The replicates and what they leave any model (markdown; empty without any).
 std::string format_replicate_rows(const std::vector<ReplicateRows>& replicates);
 // The setting of pairs that lengthen the sequence and shrink the micro-batch to keep its tokens.

@@ -108,10 +108,7 @@ std::vector<Settings> settings_of(const ValidationRun& run) {
   return settings;
 }
 
-}  // namespace
-
-std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run) {
-  const auto settings = settings_of(run);
+std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run, const std::vector<Settings>& settings) {
   auto pairable = [&](std::size_t i) { return scenarios::pairable(run.rows[i]); };
   // Rows that differ in one key, grouped by source, key and everything else they share.
   std::map<std::tuple<std::string, std::string, Settings>, std::vector<std::size_t>> runs;
@@ -158,8 +155,7 @@ std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run) {
   return out;
 }
 
-std::vector<ReplicateRows> replicate_rows(const ValidationRun& run) {
-  const auto settings = settings_of(run);
+std::vector<ReplicateRows> replicate_rows(const ValidationRun& run, const std::vector<Settings>& settings) {
   std::vector<ReplicateRows> out;
   for (std::size_t a = 0; a < run.rows.size(); ++a)
     for (std::size_t b = a + 1; b < run.rows.size(); ++b) {
@@ -171,6 +167,18 @@ std::vector<ReplicateRows> replicate_rows(const ValidationRun& run) {
                      held ? pa.held_out.tps : pa.shipped.tps, held ? pb.held_out.tps : pb.shipped.tps});
     }
   return out;
+}
+
+}  // namespace
+
+std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run) { return what_if_pairs(run, settings_of(run)); }
+std::vector<ReplicateRows> replicate_rows(const ValidationRun& run) { return replicate_rows(run, settings_of(run)); }
+
+void compare_rows(ValidationRun& run) {
+  // Each row's scenario resolved once for both: it is most of their cost.
+  const auto settings = settings_of(run);
+  run.pairs = what_if_pairs(run, settings);
+  run.replicates = replicate_rows(run, settings);
 }
 
 std::string format_replicate_rows(const std::vector<ReplicateRows>& replicates) {
