@@ -31,6 +31,7 @@ struct TableResult {
   std::string cluster;
   std::string unit;                 // what leaving it out leaves out
   std::string connection;           // how its GPUs are connected (topologies::connection_key)
+  std::string machine;              // what the model runs it on, for finding replicates (replicate_machine)
   std::vector<PointFit> preset;     // the presets as shipped (fitted on every table: in-sample)
   std::vector<PointFit> held_out;   // fitted without its unit, from the priors
 };
@@ -117,21 +118,22 @@ std::map<std::string, ConnectionHeldOut> held_out_by_connection(const std::vecto
 void print_replicates(const std::vector<TableResult>& results, bool held) {
   std::vector<ReplicateInput> all, fitted;
   for (const auto& t : results) {
-    if (t.cluster.empty() || is_all_to_all(*t.group)) continue;
+    if (t.machine.empty() || is_all_to_all(*t.group)) continue;
     std::map<std::string, double> shipped_s;
     for (const auto& f : t.preset) shipped_s[f.point.where] = f.predicted_s;
     for (const auto& f : held && !t.held_out.empty() ? t.held_out : t.preset) {
-      const ReplicateInput r{t.cluster, f, shipped_s[f.point.where]};
+      const ReplicateInput r{t.machine, f, shipped_s[f.point.where]};
       all.push_back(r);
       if (t.group->not_fitted.empty()) fitted.push_back(r);
     }
   }
   const auto groups = find_replicates(all);
   const std::string model = held ? "held out" : "preset";
-  fmt::print("\n# Where two tables measured the same thing: the same cluster, collective, GPUs (and GPUs a process)\n"
-             "# and size, and the same time from the shipped presets (within 0.5%: NCCL pins or releases that\n"
-             "# change nothing the model runs do not part them). spread = slower / faster time - 1, median and\n"
-             "# max over the sizes both measured; then the model's median |error| ({}) on each table there\n",
+  fmt::print("\n# Where two tables measured the same thing: the same cluster (on one node, the same node: GPU,\n"
+             "# NVLink and host), collective, GPUs (and GPUs a process) and size, and the same time from the\n"
+             "# shipped presets (within 0.5%: NCCL pins or releases that change nothing the model runs do not\n"
+             "# part them). spread = slower / faster time - 1, median and max over the sizes both measured;\n"
+             "# then the model's median |error| ({}) on each table there\n",
              model);
   auto release = [](int v) { return v ? fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100) : std::string("-"); };
   for (const auto& p : replicate_pairs(groups, 0, std::numeric_limits<double>::infinity()))
@@ -188,6 +190,7 @@ int run_validate(const Options& o) {
     if (!t.cluster.empty()) {
       auto s = samples_of(g, "", false);
       if (!s.empty()) t.connection = topologies::connection_key(s.front().cluster);
+      if (!s.empty()) t.machine = replicate_machine(s.front().cluster, t.cluster);
       t.preset = evaluate(s);
       auto sp = samples_of(g, "", true);
       auto& u = by_unit[t.unit];

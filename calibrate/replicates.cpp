@@ -24,6 +24,12 @@ bool in_band(const ReplicateInput& r, double lo, double hi) { return r.fit.point
 
 }  // namespace
 
+std::string replicate_machine(const topologies::Cluster& c, const std::string& base_cluster) {
+  if (c.nodes > 1) return base_cluster;
+  return fmt::format("one node: {} x {} on {}, {} host", c.gpus_per_node, c.gpu.name, c.intra.name,
+                     topologies::to_string(c.host_cpu));
+}
+
 std::vector<ReplicateGroup> find_replicates(const std::vector<ReplicateInput>& points) {
   // Each call's points, then those the shipped model times alike, first come first.
   std::vector<std::string> order;

@@ -1,5 +1,5 @@
 // Replicates: where two published tables measured the same thing. Two nccl-tests points are the same
-// measurement when the model cannot tell them apart: the same cluster (preset and nodes), collective,
+// measurement when the model cannot tell them apart: the same machine (replicate_machine), collective,
 // GPUs a node, GPUs a process (-g) and size, and the same predicted time from the shipped presets
 // (within 0.5%), so that NCCL pins or releases that change nothing the model runs do not part them.
 // Tables that disagree there bound what any one prediction can do: no time is closer than
@@ -16,7 +16,7 @@ namespace tagcsim::calibrate {
 
 // One measured point with the model's error on it (held out where it was) and the cluster it ran on.
 struct ReplicateInput {
-  std::string system;  // the table's base cluster, as cluster YAML ("{preset: aws-p5, nodes: 2}")
+  std::string system;  // the machine: its base cluster as YAML ("{preset: aws-p5, nodes: 2}"), or one node's GPUs, NVLink and host
   PointFit fit;        // the error reported; fit.table and fit.point.source say where it came from
   double shipped_s = 0;  // the shipped presets' time for it: what decides that two points are the same
 };
@@ -30,6 +30,12 @@ struct ReplicateGroup {
   // reached at the harmonic mean of lo and hi.
   double floor() const { return (hi_s - lo_s) / (hi_s + lo_s); }
 };
+
+// The machine a table ran on, as the model sees it. Across nodes, its base cluster (`base_cluster`,
+// the YAML its preset and nodes make): the preset carries the fabric. On one node there is no
+// fabric, so two presets of the same node (a DGX A100 and Azure's ND A100 v4: 8 A100 on NVLink3,
+// AMD hosts) are one machine, named by its GPUs, NVLink and host CPU.
+std::string replicate_machine(const topologies::Cluster& c, const std::string& base_cluster);
 
 // Groups the points of distinct tables that the model cannot tell apart, in the order their first
 // point comes; a point no other table measured is no group. Only used points count.

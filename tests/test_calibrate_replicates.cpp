@@ -2,6 +2,8 @@
 // disagreement leaves any model (calibrate/replicates.hpp). Times in microseconds, chosen by hand.
 #include "calibrate/replicates.hpp"
 
+#include "topologies/cluster.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
@@ -62,6 +64,21 @@ TEST_CASE("points the model tells apart are no group: another size or system or 
   auto skipped = point("b", "S2", 64 * MiB, 150, 0, 110);
   skipped.fit.used = false;
   CHECK(find_replicates({point("a", "S1", 64 * MiB, 100, 0, 110), skipped}).empty());
+}
+
+TEST_CASE("on one node the machine is the node: a DGX A100 and an ND A100 v4 are one, a DGX H100 another") {
+  auto one_node = [](const std::string& name) {
+    auto c = tagcsim::topologies::preset(name);
+    c.nodes = 1;
+    return replicate_machine(c, "{preset: " + name + ", nodes: 1}");
+  };
+  CHECK(one_node("dgx-a100-ib200") == "one node: 8 x A100-SXM4-80GB on nvlink3, amd host");
+  CHECK(one_node("azure-nd-a100-v4") == one_node("dgx-a100-ib200"));
+  CHECK(one_node("dgx-h100-ib400") != one_node("dgx-a100-ib200"));
+  // Across nodes the fabric is part of the machine: its base cluster, as given.
+  auto two = tagcsim::topologies::preset("azure-nd-a100-v4");
+  two.nodes = 2;
+  CHECK(replicate_machine(two, "{preset: azure-nd-a100-v4, nodes: 2}") == "{preset: azure-nd-a100-v4, nodes: 2}");
 }
 
 TEST_CASE("a table pair sums its shared sizes in a band: median and max spread and the model's median error") {
