@@ -96,6 +96,11 @@ TEST_CASE("a table marked not_fitted is validated, predicted by the fit to the o
   CHECK(v.output.find("held out (source S64 left out)") != std::string::npos);
   // Without S02 nothing is left to fit: S02 gets no held-out prediction.
   CHECK(v.output.find("held out (source S02 left out)") == std::string::npos);
+  // The fitted tables' summary is S02's 15 points of 1 MiB and up alone; all points add CoreWeave's.
+  CHECK(v.output.find("# The 1 fitted table's points (what the shipped presets were fitted to), per size band\n"
+                      "  < 1 MiB         preset n=17 ") != std::string::npos);
+  CHECK(v.output.find("  >= 1 MiB        preset n=15 ") != std::string::npos);
+  CHECK(v.output.find("  >= 1 MiB        preset n=32 ") != std::string::npos);
 }
 
 TEST_CASE("calibrate validate runs on the shipped tables without --data, its held-out folds in parallel") {
