@@ -189,8 +189,10 @@ int run_validate(const Options& o) {
     t.unit = unit_of(g, o.loo == "none" ? "table" : o.loo);
     if (!t.cluster.empty()) {
       auto s = samples_of(g, "", false);
-      if (!s.empty()) t.connection = topologies::connection_key(s.front().cluster);
-      if (!s.empty()) t.machine = replicate_machine(s.front().cluster, t.cluster);
+      if (!s.empty()) {
+        t.connection = topologies::connection_key(s.front().cluster);
+        t.machine = replicate_machine(s.front().cluster, t.cluster);
+      }
       t.preset = evaluate(s);
       auto sp = samples_of(g, "", true);
       auto& u = by_unit[t.unit];
@@ -263,9 +265,10 @@ int run_validate(const Options& o) {
   fmt::print("{:<46} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "table", "pts", "<1MiB", "1-64MiB", ">=64MiB", "<1MiB",
              "1-64MiB", ">=64MiB");
   // All-to-alls are summed apart: never fitted, and not what FSDP's collectives are quoted from.
-  // The fitted tables' points apart too: what the shipped presets were fitted to, and so what the
-  // held-out figures of the README and docs/calibration.md quote.
+  // The fitted tables' points apart too (an all-to-all is never fitted: published.cpp marks it so):
+  // what the shipped presets were fitted to, and so what the README and docs/calibration.md quote.
   std::vector<PointFit> all_preset, all_held, a2a_preset, a2a_held, fitted_preset, fitted_held;
+  int fitted_tables = 0;
   for (const auto& t : results) {
     if (t.cluster.empty()) continue;
     print_summary_row(t.group->name, t.preset, t.held_out);
@@ -273,7 +276,8 @@ int run_validate(const Options& o) {
     auto& held = is_all_to_all(*t.group) ? a2a_held : all_held;
     preset.insert(preset.end(), t.preset.begin(), t.preset.end());
     held.insert(held.end(), t.held_out.begin(), t.held_out.end());
-    if (!t.group->not_fitted.empty() || is_all_to_all(*t.group)) continue;
+    if (!t.group->not_fitted.empty()) continue;
+    ++fitted_tables;
     fitted_preset.insert(fitted_preset.end(), t.preset.begin(), t.preset.end());
     fitted_held.insert(fitted_held.end(), t.held_out.begin(), t.held_out.end());
   }
@@ -294,11 +298,8 @@ int run_validate(const Options& o) {
   };
   fmt::print("\n# All points, per size band: median / p90 / max |error|\n");
   print_bands(all_preset, all_held);
-  std::set<std::string> fitted_tables;
-  for (const auto& t : results)
-    if (!t.cluster.empty() && t.group->not_fitted.empty() && !is_all_to_all(*t.group)) fitted_tables.insert(t.group->name);
   fmt::print("\n# The {} fitted table{} points (what the shipped presets were fitted to), per size band\n",
-             fitted_tables.size(), fitted_tables.size() == 1 ? "'s" : "s'");
+             fitted_tables, fitted_tables == 1 ? "'s" : "s'");
   print_bands(fitted_preset, fitted_held);
   print_replicates(results, o.loo != "none");
   if (o.loo != "none") {
