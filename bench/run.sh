@@ -24,6 +24,7 @@ bench "qwen3-235b MoE 4,096 GPUs"      run bench/qwen3-235b-moe-4k.yaml
 bench "qwen3-235b MoE EP 8, 16,384 GPUs" run bench/qwen3-235b-ep-16k.yaml
 bench "quickstart (3 policies)"        run scenarios/quickstart.yaml
 bench "tagc-paper sweep (7 x 4)"       run scenarios/tagc-paper.yaml
+bench "validate (every published row)" validate
 if [ -f bench/tune-llama2-70b-1k.yaml ]; then
   bench "tune llama2-70b 1,024 GPUs"   tune bench/tune-llama2-70b-1k.yaml --max-grad-error 0.05
 fi

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,11 +12,25 @@
 #include <stdexcept>
 
 namespace tagcsim {
+namespace {
+
+// fork() copies the page tables of every resident page, and each page the parent writes after it
+// faults once: memory freed but still held by malloc (a large YAML file's nodes, once read) is paid
+// for at every child. glibc's malloc hands it back on request; this does when there is much of it.
+void trim_freed_memory() {
+#if defined(__GLIBC__)
+  constexpr std::size_t kTrimAbove = 16u << 20;  // bytes free in malloc's heap
+  if (::mallinfo2().fordblks > kTrimAbove) ::malloc_trim(0);
+#endif
+}
+
+}  // namespace
 
 ChildProcess start_child(const std::function<std::string()>& work, const char* what) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("{}: pipe() failed", what));
   std::fflush(nullptr);  // or the child would print the parent's buffered output again
+  trim_freed_memory();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(fmt::format("{}: fork() failed", what));
   if (pid == 0) {
