@@ -119,18 +119,16 @@ struct ValidationRun {
   std::vector<RowResult> results;
   FamilyFits fitted;                            // when refit
   std::map<std::string, FamilyFits> fold_fits;  // by held-out source
-  std::vector<WhatIfPair> pairs;                // what_if_pairs of the rows, once they are predicted
-  std::vector<ReplicateRows> replicates;        // replicate_rows of the rows, once they are predicted
+  std::vector<WhatIfPair> pairs;                // compare_rows' pairs, once the rows are predicted
+  std::vector<ReplicateRows> replicates;        // compare_rows' replicates, likewise
 };
 ValidationRun validate(std::vector<ValidationRow> rows, const ValidationOptions& o);
 
 // The table and summary `tagcsim validate` prints (markdown, so docs/validation.md can hold it).
 std::string format_validation(const ValidationRun& run);
 
-std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run);
-// Counted rows of different sources with the same resolved scenario, in row order.
-std::vector<ReplicateRows> replicate_rows(const ValidationRun& run);
-// Sets run.pairs and run.replicates, resolving each row's scenario once for both.
+// Sets run.pairs (rows of one source that differ in one setting) and run.replicates (counted rows of
+// different sources with the same resolved scenario, in row order), resolving each row's scenario once.
 void compare_rows(ValidationRun& run);
 // The replicates and what they leave any model (markdown; empty without any).
 std::string format_replicate_rows(const std::vector<ReplicateRows>& replicates);

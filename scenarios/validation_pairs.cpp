@@ -171,9 +171,6 @@ std::vector<ReplicateRows> replicate_rows(const ValidationRun& run, const std::v
 
 }  // namespace
 
-std::vector<WhatIfPair> what_if_pairs(const ValidationRun& run) { return what_if_pairs(run, settings_of(run)); }
-std::vector<ReplicateRows> replicate_rows(const ValidationRun& run) { return replicate_rows(run, settings_of(run)); }
-
 void compare_rows(ValidationRun& run) {
   // Each row's scenario resolved once for both: it is most of their cost.
   const auto settings = settings_of(run);

@@ -62,7 +62,8 @@ TEST_CASE("what-if pairs: rows of one source that differ in one setting, scored 
   uncounted.counted = false;
   add(uncounted, 10);
 
-  const auto pairs = scenarios::what_if_pairs(run);
+  scenarios::compare_rows(run);
+  const auto& pairs = run.pairs;
   REQUIRE(pairs.size() == 5);
   auto find = [&](const std::string& from, const std::string& to) -> const scenarios::WhatIfPair& {
     for (const auto& p : pairs)
@@ -139,7 +140,8 @@ TEST_CASE("one run published twice: rows of two sources with the same resolved s
   auto uncounted = pair_row("uncounted", "micro_batch: 2", 1, 10, "S90");
   uncounted.counted = false;
   add(uncounted, 840);
-  const auto reps = scenarios::replicate_rows(run);
+  scenarios::compare_rows(run);
+  const auto& reps = run.replicates;
   REQUIRE(reps.size() == 2);  // repo / paper and paper / repo-again
   CHECK(reps[0].id_a == "repo");
   CHECK(reps[0].id_b == "paper");
