@@ -55,16 +55,18 @@ void print_or_write(const std::string& out, const std::string& text) {
   if (!f || !(f << text)) throw InputError(fmt::format("--out: cannot write '{}'", out));
 }
 
-// --kernels: the shipped profiles' GEMMs, each without its source; --kernels-against: another
+// --kernels: the shipped profiles' GEMMs and attention, each without its source; --kernels-against: another
 // profile's measured kernels, by the shipped profile serving its GPU.
 int run_kernels(const ValidateOptions& o) {
   std::vector<scenarios::KernelCheck> checks;
   std::string title;
   if (o.kernels_against.empty()) {
-    title = "GEMMs of the shipped kernel profiles, each predicted by its profile without the points of its source";
+    title = "GEMMs and attention of the shipped kernel profiles, each predicted by its profile without the points of "
+            "its source";
     for (const auto& name : sim::shipped_kernel_profiles()) {
-      const auto c = scenarios::gemm_leave_one_source_out(sim::kernel_profile(name));
-      checks.insert(checks.end(), c.begin(), c.end());
+      const auto& profile = sim::kernel_profile(name);
+      for (const auto& c : {scenarios::gemm_leave_one_source_out(profile), scenarios::attention_leave_one_source_out(profile)})
+        checks.insert(checks.end(), c.begin(), c.end());
     }
   } else {
     const auto& measured = sim::kernel_profile(o.kernels_against);
@@ -146,7 +148,8 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--jobs,-j", o->jobs, "With --loso: folds fitted at once, each in its own process (default: one per hardware thread; the output is the same)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--kernels", o->kernels,
-                "Instead: each GEMM of the shipped kernel profiles predicted by its profile without its source");
+                "Instead: each GEMM and attention point of the shipped kernel profiles predicted by its profile without its "
+                "source");
   cmd->add_option("--kernels-against", o->kernels_against,
                   "Instead: a measured kernel profile (calibrate box's) predicted by the shipped profile of its GPU");
   cmd->add_option("--root", o->root, "Source tree holding validation/data and scenarios/validation");

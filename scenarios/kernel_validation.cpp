@@ -51,6 +51,23 @@ double attention_rate(const KernelProfile& p, const KernelProfile::AttentionCurv
   return 3.5 / (1 / rate(false) + 2.5 / rate(true));  // fwd+bwd: the backward does 2.5x the forward's FLOPs
 }
 
+std::string attention_shape(const KernelProfile::AttentionCurve& c, double seq) {
+  return fmt::format("{} {} {} hd{:g} seq {:g}", models::to_string(c.kernel), c.direction,
+                     c.causal ? "causal" : "non-causal", c.head_dim, seq);
+}
+
+// Whether a point's source text names `source` (a derived point, "model: <id> x <id> / <id>", names
+// every measurement it came from).
+bool names(const std::string& text, const std::string& source) {
+  for (auto at = text.find(source); at != std::string::npos; at = text.find(source, at + 1)) {
+    const auto end = at + source.size();
+    if (end == text.size() || !std::isalnum(static_cast<unsigned char>(text[end]))) return true;
+  }
+  return false;
+}
+
+bool derived(const std::string& source) { return source.rfind("model:", 0) == 0; }
+
 }  // namespace
 
 std::string gemm_point_source(const std::string& s) {
@@ -62,6 +79,39 @@ std::string gemm_point_source(const std::string& s) {
     return std::isdigit(ch) || ch == 'x';
   });
   return shape ? s.substr(0, dash) : s;
+}
+
+std::string attention_point_source(const std::string& s) {
+  if (s.rfind("measured:", 0) == 0) return gemm_point_source(s);
+  std::size_t end = 0;
+  for (int dashes = 0; dashes < 3; ++dashes) {
+    end = s.find('-', end + (dashes > 0));
+    if (end == std::string::npos) return s;
+  }
+  return s.substr(0, end);
+}
+
+std::vector<KernelCheck> attention_leave_one_source_out(const KernelProfile& profile) {
+  const KernelProfile p = raw(profile);
+  std::vector<KernelCheck> out;
+  for (const auto& c : p.attention.curves)
+    for (const auto& pt : c.points) {
+      if (derived(pt.source)) continue;
+      const std::string source = attention_point_source(pt.source);
+      KernelProfile without = p;
+      auto& curves = without.attention.curves;
+      for (auto& o : curves)
+        o.points.erase(std::remove_if(o.points.begin(), o.points.end(),
+                                      [&](const auto& q) { return names(q.source, source); }),
+                       o.points.end());
+      curves.erase(std::remove_if(curves.begin(), curves.end(), [](const auto& o) { return o.points.empty(); }),
+                   curves.end());
+      KernelCheck check{.profile = p.name, .kind = "attention", .shape = attention_shape(c, pt.seq),
+                        .source = pt.source, .measured_seconds = 1 / pt.tflops};
+      if (without.has_attention(c.kernel)) check.predicted_seconds = 1 / attention_rate(without, c, pt.seq);
+      out.push_back(check);
+    }
+  return out;
 }
 
 std::vector<KernelCheck> gemm_leave_one_source_out(const KernelProfile& profile) {
@@ -102,9 +152,7 @@ std::vector<KernelCheck> predict_measured(const KernelProfile& shipped_profile, 
   for (const auto& c : measured.attention.curves)
     for (const auto& pt : c.points) {
       if (!own(pt.source)) continue;
-      KernelCheck check{.profile = p.name, .kind = "attention",
-                        .shape = fmt::format("{} {} {} hd{:g} seq {:g}", models::to_string(c.kernel), c.direction,
-                                             c.causal ? "causal" : "non-causal", c.head_dim, pt.seq),
+      KernelCheck check{.profile = p.name, .kind = "attention", .shape = attention_shape(c, pt.seq),
                         .source = pt.source, .measured_seconds = 1 / pt.tflops};
       if (p.has_attention(c.kernel)) check.predicted_seconds = 1 / attention_rate(p, c, pt.seq);
       out.push_back(check);
@@ -131,16 +179,24 @@ std::string format_kernel_checks(const std::string& title, const std::vector<Ker
   out += fmt::format("\n# Summary: |error| per profile and kind\n{:<18} {:<10} {:>5} {:>8} {:>8} {:>8} {:>12}\n",
                      "profile", "kind", "n", "median", "p90", "max", "unpredicted");
   std::vector<double> all;
+  std::map<std::string, std::vector<double>> by_family;  // "gemm" (bf16 and fp8), "attention"
   for (const auto& [key, errors] : by) {
     all.insert(all.end(), errors.begin(), errors.end());
+    auto& family = by_family[key.second.substr(0, key.second.find(' '))];
+    family.insert(family.end(), errors.begin(), errors.end());
     out += fmt::format("{:<18} {:<10} {:>5} {:>7.1f}% {:>7.1f}% {:>7.1f}% {:>12}\n", key.first, key.second,
                        errors.size(), 100 * median(errors), 100 * nearest_rank(errors, 0.9),
                        100 * nearest_rank(errors, 1.0), unpredicted[key]);
   }
   for (const auto& [key, n] : unpredicted)
     if (!by.count(key)) out += fmt::format("{:<18} {:<10} {:>5} {:>8} {:>8} {:>8} {:>12}\n", key.first, key.second, 0, "-", "-", "-", n);
-  out += fmt::format("{:<18} {:<10} {:>5} {:>7.1f}% {:>7.1f}% {:>7.1f}%\n", "all", "", all.size(),
-                     100 * median(all), 100 * nearest_rank(all, 0.9), 100 * nearest_rank(all, 1.0));
+  const auto total = [&](const std::string& kind, const std::vector<double>& errors) {
+    out += fmt::format("{:<18} {:<10} {:>5} {:>7.1f}% {:>7.1f}% {:>7.1f}%\n", "all", kind, errors.size(),
+                       100 * median(errors), 100 * nearest_rank(errors, 0.9), 100 * nearest_rank(errors, 1.0));
+  };
+  if (by_family.size() > 1)
+    for (const auto& [family, errors] : by_family) total(family, errors);
+  total("", all);
   return out;
 }
 

@@ -1,8 +1,9 @@
 // How well a device profile times kernels it was not built from (`tagcsim validate --kernels`):
-// every measured GEMM of a shipped profile predicted from the same profile without that point's
-// source, and every GEMM and attention point of another profile (one `tagcsim calibrate box`
-// measured) predicted by the shipped profile that serves its GPU. The fitted training scales are
-// left out: this checks the profile's interpolation, not the fit to FSDP throughput.
+// every measured GEMM and attention point of a shipped profile predicted from the same profile
+// without that point's source, and every GEMM and attention point of another profile (one
+// `tagcsim calibrate box` measured) predicted by the shipped profile that serves its GPU. The
+// fitted training scales are left out: this checks the profile's interpolation, not the fit to
+// FSDP throughput.
 #pragma once
 
 #include "sim/kernel_profile.hpp"
@@ -30,6 +31,16 @@ std::string gemm_point_source(const std::string& point_source);
 
 // Each GEMM point of `p` (16-bit and float8), predicted from `p` without the points of its source.
 std::vector<KernelCheck> gemm_leave_one_source_out(const sim::KernelProfile& p);
+
+// The source an attention point belongs to: its GPU and reference ("attn-h100-k02-fa2-fwdbwd-
+// causal-hd64-s512" -> "attn-h100-k02"), or the box run that measured it.
+std::string attention_point_source(const std::string& point_source);
+
+// Each measured attention point of `p`, predicted from `p` without the points of its source (and
+// without the derived points, "model: ...", that name it): another source's curves of the same
+// kernel, another direction combined with them, another head dim or causality. A kernel no other
+// source measured is left unpredicted. The profile's backward/forward rate ratio stays as shipped.
+std::vector<KernelCheck> attention_leave_one_source_out(const sim::KernelProfile& p);
 
 // Each GEMM and attention point `measured` measured itself (its source begins "measured:", as
 // `tagcsim calibrate box` writes it), predicted by `shipped` as it is. Attention curves of a kernel

@@ -168,6 +168,36 @@ TEST_CASE("attention: past its last point a causal curve keeps closing its gap t
         Approx(alone.attention_tflops(models::AttentionKernel::Flash2, false, 16384, 128, true)));
 }
 
+TEST_CASE("attention: a kernel measured one way only takes the causal ratio of those measured both ways") {
+  // cuDNN's forward measured non-causal only, 200 TFLOP/s. FlashAttention-2's forward both ways,
+  // 60 causal against 100 non-causal: a causal cuDNN call runs at 0.6 x 200 = 120, where it ran at
+  // the non-causal 200 before. Math's ratio (0.25 here: it computes every score) is never borrowed.
+  auto text = toy_profile("", "{seq: 1024, tflops: 60, source: a}");
+  text = replace(text, "direction: fwd+bwd, causal: true", "direction: fwd, causal: true");
+  const std::string curve = "    - {kernel: KERNEL, direction: fwd, causal: CAUSAL, head_dim: 128, points: [{seq: 1024, tflops: RATE, source: s}]}\n";
+  const auto add = [&](std::string kernel, std::string causal, std::string rate) {
+    return replace(replace(replace(curve, "KERNEL", kernel), "CAUSAL", causal), "RATE", rate);
+  };
+  text = replace(text, "memory:\n", add("flash2", "false", "100") + add("cudnn", "false", "200") +
+                                        add("math", "true", "10") + add("math", "false", "40") + "memory:\n");
+  const auto p = sim::parse_kernel_profile(text, "toy.yaml");
+  using K = models::AttentionKernel;
+  CHECK(p.attention_tflops(K::Cudnn, false, 4096, 128, true) == Approx(120));
+  CHECK(p.attention_tflops(K::Cudnn, false, 4096, 128, false) == Approx(200));
+  CHECK(p.attention_tflops(K::Flash2, false, 4096, 128, true) == Approx(60));  // measured: as it is
+  // A kernel's own directions come first: cuDNN's backward measured both ways, 90 and 100, sets its
+  // forward's ratio (0.9), not FlashAttention-2's.
+  const auto own = sim::parse_kernel_profile(
+      replace(text, "memory:\n",
+              replace(add("cudnn", "true", "90"), "fwd", "bwd") + replace(add("cudnn", "false", "100"), "fwd", "bwd") +
+                  "memory:\n"),
+      "toy.yaml");
+  CHECK(own.attention_tflops(K::Cudnn, false, 4096, 128, true) == Approx(0.9 * 200));
+  // With no tiled kernel measured both ways, the other causality stands in as measured.
+  const auto alone = sim::parse_kernel_profile(replace(text, add("flash2", "false", "100"), ""), "toy.yaml");
+  CHECK(alone.attention_tflops(K::Cudnn, false, 4096, 128, true) == Approx(200));
+}
+
 TEST_CASE("a GPU that is not the one measured runs the profile's kernels scaled to its peak and HBM") {
   // An H100 described with twice the bf16 peak and 2.4 TB/s of HBM (a what-if, or a variant of
   // the chip): GEMMs and attention take 989.4 / 1978.8 of the measured time, a memory-bound

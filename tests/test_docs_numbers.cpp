@@ -120,6 +120,31 @@ TEST_CASE("the README's FSDP numbers are docs/validation.md's generated held-out
         std::string::npos);
 }
 
+TEST_CASE("the README's kernel rows quote tagcsim validate --kernels's summary") {
+  const std::string readme = read_file("README.md");
+  const auto run = run_command(std::string(TAGCSIM_BINARY) + " validate --kernels");
+  REQUIRE(run.code == 0);
+  // "<profile> <kind> n median% p90% max% unpredicted" -> "n", "median% / p90%" as the README rounds them.
+  const auto summary = [&](const std::string& profile, const std::string& kind) {
+    const std::regex line("\\n" + profile + " +" + kind + " +(\\d+) +([0-9.]+)% +([0-9.]+)%");
+    std::smatch m;
+    REQUIRE_MESSAGE(std::regex_search(run.output, m, line), profile << " " << kind);
+    return std::make_pair(m[1].str(), m[2].str() + "% / " + m[3].str() + "%");
+  };
+  const auto [h100_n, h100] = summary("device-h100-sxm", "attention");
+  const auto [b200_n, b200] = summary("device-b200", "attention");
+  const std::string row = "| " + h100_n + " points of the H100 profile's three sources, " + b200_n +
+                          " of the B200's two (`tagcsim validate --kernels`) | " + h100 + ", " + b200 + " |";
+  CHECK_MESSAGE(readme.find(row) != std::string::npos, "README.md: not found: " << row);
+  // The GEMM row rounds the p90 to a whole percent.
+  const std::regex gemm("\\nall +gemm +(\\d+) +([0-9.]+)% +([0-9.]+)%");
+  std::smatch m;
+  REQUIRE(std::regex_search(run.output, m, gemm));
+  const std::string gemm_row = "| GEMM kernels | " + m[1].str() + " points of the shipped kernel profiles (`tagcsim validate --kernels`) | " +
+                               m[2].str() + "% / " + std::to_string(std::lround(std::stod(m[3].str()))) + "% |";
+  CHECK_MESSAGE(readme.find(gemm_row) != std::string::npos, "README.md: not found: " << gemm_row);
+}
+
 TEST_CASE("docs/comparison.md's accuracy rows quote the held-out summary and lines the tool writes") {
   const std::string comparison = read_file("docs/comparison.md");
   const std::string validation = read_file("docs/validation.md");
