@@ -183,11 +183,32 @@ H100_ATTN = (attention_curves("attn-h100-k02", {"K02"}, {"fa2": "flash2", "pytor
              H100_TRITON)
 # B200: FlashAttention-2 (2.7.4, built for SM80: no Blackwell path) from K28 (head dim 64, forward, backward
 # and both) and K29 (head dim 128, forward), and eager attention from K28. FlashAttention-4 (K27) has no
-# kernel kind here yet; no causal FlashAttention-2 curve was published, so the non-causal ones stand in.
+# kernel kind here yet.
 B200_ATTN = (attention_curves("attn-b200-fa2issue1589", {"K28"}, {"fa2": "flash2", "torchnaive": "math"}) +
              attention_curves("attn-b200-tritonbench171", {"K29"}, {"fa2": "flash2"}))
 for c in B200_ATTN:  # K29 starts at 128 tokens, where launches, not the kernel, set the time (as the other GPUs' 512)
     c["points"] = [p for p in c["points"] if p["seq"] >= 512]
+# No causal FlashAttention-2 curve was published for B200. A causal tiled kernel skips the blocks above
+# the diagonal and masks those on it; the share that costs shrinks with the sequence, and the kernels
+# measured both ways agree on it (docs/compute-model.md). So each non-causal curve, times the H100's
+# FlashAttention-2 causal / non-causal ratio at its sequence and head dim, is its causal curve: the
+# same SM80 code runs on both GPUs (flash-attn 2 has no Hopper or Blackwell path). The forward takes
+# K03's forward ratio, the backward and the sum K02's forward + backward one (the backward is 2.5 of
+# its 3.5 FLOPs; no causal backward was measured on H100).
+def causal_from_h100(curve):
+    ratio = "attn-h100-k03-fa2-fwd" if curve["direction"] == "fwd" else "attn-h100-k02-fa2-fwdbwd"
+    pts = []
+    for p in curve["points"]:
+        c, n = (f"{ratio}-{k}-hd{curve['head_dim']}-s{p['seq']}" for k in ("causal", "noncausal"))
+        if c in entries and n in entries:
+            pts.append({"seq": p["seq"], "tflops": round(p["tflops"] * tflops(c) / tflops(n), 1),
+                        "source": f"model: {p['source']} x {c} / {n}"})
+    return dict(curve, causal=True, points=pts,
+                note="the non-causal curve times the H100's FlashAttention-2 causal / non-causal ratio (no causal "
+                     "B200 measurement)")
+
+
+B200_ATTN += [causal_from_h100(c) for c in B200_ATTN if c["kernel"] == "flash2" and not c["causal"]]
 # PyTorch's SDPA runs cuDNN's kernel on Blackwell where it is asked first (torchtitan does); no B200 cuDNN curve is
 # published as text, so FlashAttention-4's forward (K27) stands in for it, its backward at the profile's bwd/fwd ratio.
 B200_ATTN += attention_curves("attn-b200-fa4c2642", {"K27"}, {"fa4": "cudnn"}, notes={"cudnn": (

@@ -310,6 +310,12 @@ TEST_CASE("the B200 profile times cuDNN's attention at FlashAttention-4's publis
   CHECK(p.attention_tflops(K::Cudnn, true, 8192, 128, true) == Approx(0.856 * 1604.1));
   CHECK(p.attention.bwd_fwd_rate_ratio == Approx(0.856));
   CHECK(p.attention_tflops(K::Flash2, false, 8192, 128, false) == Approx(361.591));
+  // No causal FlashAttention-2 was measured on B200: its causal curve is the non-causal one at the
+  // H100's ratio (the same SM80 code; K03's forward at head dim 128, 8k tokens: 333 against 370).
+  const auto& h100 = sim::kernel_profile("device-h100-sxm");
+  CHECK(p.attention_tflops(K::Flash2, false, 8192, 128, true) == Approx(325.4));
+  CHECK(325.4 == Approx(361.591 * h100.attention_tflops(K::Flash2, false, 8192, 128, true) /
+                        h100.attention_tflops(K::Flash2, false, 8192, 128, false)).epsilon(1e-3));
   // 4.4x FlashAttention-2's forward at 8k, where torchtitan#1196's cuDNN of May 2025 measured about 2x.
   CHECK(p.attention_tflops(K::Cudnn, false, 8192, 128, true) / p.attention_tflops(K::Flash2, false, 8192, 128, false) ==
         Approx(4.436).epsilon(0.001));
