@@ -83,29 +83,31 @@ std::string gemm_point_source(const std::string& s) {
 
 std::string attention_point_source(const std::string& s) {
   if (s.rfind("measured:", 0) == 0) return gemm_point_source(s);
-  std::size_t end = 0;
-  for (int dashes = 0; dashes < 3; ++dashes) {
-    end = s.find('-', end + (dashes > 0));
-    if (end == std::string::npos) return s;
-  }
-  return s.substr(0, end);
+  std::size_t dash = s.find('-');  // the id up to its third dash: "attn", the GPU, the reference
+  for (int more = 2; more > 0 && dash != std::string::npos; --more) dash = s.find('-', dash + 1);
+  return dash == std::string::npos ? s : s.substr(0, dash);
 }
 
 std::vector<KernelCheck> attention_leave_one_source_out(const KernelProfile& profile) {
   const KernelProfile p = raw(profile);
+  std::map<std::string, KernelProfile> held_out;  // by source: the profile without its points
+  const auto without_source = [&](const std::string& source) -> const KernelProfile& {
+    if (auto it = held_out.find(source); it != held_out.end()) return it->second;
+    KernelProfile without = p;
+    auto& curves = without.attention.curves;
+    for (auto& o : curves)
+      o.points.erase(std::remove_if(o.points.begin(), o.points.end(),
+                                    [&](const auto& q) { return names(q.source, source); }),
+                     o.points.end());
+    curves.erase(std::remove_if(curves.begin(), curves.end(), [](const auto& o) { return o.points.empty(); }),
+                 curves.end());
+    return held_out.emplace(source, std::move(without)).first->second;
+  };
   std::vector<KernelCheck> out;
   for (const auto& c : p.attention.curves)
     for (const auto& pt : c.points) {
       if (derived(pt.source)) continue;
-      const std::string source = attention_point_source(pt.source);
-      KernelProfile without = p;
-      auto& curves = without.attention.curves;
-      for (auto& o : curves)
-        o.points.erase(std::remove_if(o.points.begin(), o.points.end(),
-                                      [&](const auto& q) { return names(q.source, source); }),
-                       o.points.end());
-      curves.erase(std::remove_if(curves.begin(), curves.end(), [](const auto& o) { return o.points.empty(); }),
-                   curves.end());
+      const KernelProfile& without = without_source(attention_point_source(pt.source));
       KernelCheck check{.profile = p.name, .kind = "attention", .shape = attention_shape(c, pt.seq),
                         .source = pt.source, .measured_seconds = 1 / pt.tflops};
       if (without.has_attention(c.kernel)) check.predicted_seconds = 1 / attention_rate(without, c, pt.seq);

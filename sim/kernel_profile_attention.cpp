@@ -108,7 +108,10 @@ std::optional<double> causal_ratio(const KernelProfile& prof, models::AttentionK
   using models::AttentionKernel;
   double log_sum = 0;
   int n = 0;
+  std::vector<AttentionKernel> seen;
   const auto add = [&](AttentionKernel k) {
+    if (std::find(seen.begin(), seen.end(), k) != seen.end()) return;
+    seen.push_back(k);
     for (const char* direction : {"fwd", "bwd", "fwd+bwd"}) {
       const auto causal = measured_rate(prof, k, direction, true, seq, hd);
       const auto open = measured_rate(prof, k, direction, false, seq, hd);
@@ -117,9 +120,8 @@ std::optional<double> causal_ratio(const KernelProfile& prof, models::AttentionK
   };
   add(kernel);
   if (n == 0 && kernel != AttentionKernel::Math)
-    for (const auto k : {AttentionKernel::Flash2, AttentionKernel::Flash3, AttentionKernel::FlashTriton,
-                         AttentionKernel::Cudnn, AttentionKernel::Flex})
-      if (k != kernel) add(k);
+    for (const auto& c : prof.attention.curves)
+      if (c.kernel != AttentionKernel::Math) add(c.kernel);
   if (n == 0) return std::nullopt;
   return std::exp(log_sum / n);
 }
