@@ -200,6 +200,26 @@ TEST_CASE("docs/output.md's quickstart header and kernel list are what tagcsim p
   check_example(example_block(doc, "block.0 (32 units"), kernels.output, "docs/output.md, --kernels");
 }
 
+TEST_CASE("the README's mixture-of-experts row quotes the held-out range docs/validation.md lists") {
+  // The rows kept out of the fit as mixtures of experts (their reason says so), held out: the
+  // README gives the range rounded to whole percents, and DeepSeek-V3 16B's row to a tenth.
+  double lo = 1e9, hi = -1e9;
+  std::string deepseek;
+  std::istringstream doc(read_file("docs/validation.md"));
+  for (std::string line; std::getline(doc, line);) {
+    const auto c = cells(line);
+    if (c.size() != 14 || c[0].find("A mixture of experts") == std::string::npos || c[9] == "-") continue;
+    lo = std::min(lo, percent(c[9])), hi = std::max(hi, percent(c[9]));
+    if (c[0].rfind("fsdp-tt1789-deepseek-v3-16b", 0) == 0) deepseek = c[9];
+  }
+  REQUIRE(hi > lo);
+  REQUIRE_FALSE(deepseek.empty());
+  const auto whole = [](double v) { return (v > 0 ? "+" : "") + std::to_string(std::lround(v)) + "%"; };
+  const std::string row = "| " + whole(lo) + " to " + whole(hi) + " | counted, never fitted; DeepSeek-V3 16B with expert "
+                          "parallelism " + deepseek + " |";
+  CHECK_MESSAGE(read_file("README.md").find(row) != std::string::npos, "README.md: not found: " << row);
+}
+
 TEST_CASE("docs/validation.md's rows are what tagcsim validate predicts with the shipped fit") {
   // The page is written by `tagcsim validate --fit --loso --doc`, whose fit is the shipped one
   // before rounding to four figures: each prediction agrees to 0.1% (or its last digit), each MFU to 0.002.
