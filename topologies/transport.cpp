@@ -320,8 +320,9 @@ std::string transport_caveat(const std::string& kind) {
   // Why the model misses there (docs/calibration.md); how much, the generated held-out line says
   // (collective_held_out), so no figure here goes stale when the fit changes.
   if (kind == "tcpxo")
-    return "GPUDirect-TCPXO runs Google's NCCL tuner plugin, whose per-size choices are not public: the published "
-           "a3-mega tables are missed most at 1-64 MiB, least from 64 MiB up (per table: docs/calibration.md)";
+    return "GPUDirect-TCPXO runs Google's NCCL tuner plugin, which overrides NCCL's choice (its rules of April 2025 run "
+           "a 2-node all-reduce as a tree at every size; the model takes NCCL's own): the published a3-mega tables are "
+           "missed most at 1-64 MiB, least from 64 MiB up (per table: docs/calibration.md)";
   if (kind == "tcpx")
     return "the two published GPUDirect-TCPX (a3-high) runs differ by about 40% in bandwidth at large sizes, so each, "
            "held out, is missed by the other's fit there (per table: docs/calibration.md)";
