@@ -80,6 +80,15 @@ int run(const CollectiveOptions& o) {
                                    : "");
     if (const auto pins = topologies::describe(c.nccl); !pins.empty())
       out += fmt::format("# pinned: {}{}\n", pins, c.nccl.source.empty() ? "" : " (" + c.nccl.source + ")");
+    // Which sizes the tuner plugin's rules chose, by the line of each rule.
+    std::string chosen;
+    for (const auto& p : plans)
+      if (p.tuner_rule >= 0)
+        chosen += fmt::format("{}{:.0f} B (line {})", chosen.empty() ? "" : ", ", p.bytes,
+                              c.nccl.tuner_rules[p.tuner_rule].line);
+    if (!c.nccl.tuner_rules.empty())
+      out += fmt::format("# tuner config {}: {}\n", c.nccl.tuner_config,
+                         chosen.empty() ? "no rule matched; NCCL's own choice" : "its rules chose " + chosen);
     if (std::any_of(plans.begin(), plans.end(), [](const auto& p) { return p.ll128_left_out; }))
       out += "# LL128 left out: all-gathers and reduce-scatters across nodes run Simple where NCCL's tuner rates "
              "LL128 faster, as measured on Hopper and Blackwell (docs/calibration.md)\n";
@@ -130,10 +139,15 @@ int run(const CollectiveOptions& o) {
     else
       out += fmt::format("{}\n  {{\"bytes\": {:.0f}, \"algorithm\": \"{}\", \"protocol\": \"{}\", \"channels\": {}, "
                          "\"time_s\": {:.9g}, \"algbw_GBps\": {:.6g}, \"busbw_GBps\": {:.6g}, \"network_s\": {:.9g}, "
-                         "\"nvlink_s\": {:.9g}, \"latency_s\": {:.9g}, \"tuner_s\": {:.9g}}}",
+                         "\"nvlink_s\": {:.9g}, \"latency_s\": {:.9g}, \"tuner_s\": {:.9g}{}}}",
                          i ? "," : "", sizes[i], sim::to_string(plan.algorithm), sim::to_string(plan.protocol),
                          plan.channels, t, plan.algbw(t) / 1e9, plan.busbw(t) / 1e9, plan.network_seconds,
-                         plan.nvlink_seconds, plan.latency_seconds, plan.tuner_seconds);
+                         plan.nvlink_seconds, plan.latency_seconds, plan.tuner_seconds,
+                         c.nccl.tuner_rules.empty()
+                             ? ""
+                             : fmt::format(", \"tuner_rule_line\": {}",
+                                           plan.tuner_rule >= 0 ? std::to_string(c.nccl.tuner_rules[plan.tuner_rule].line)
+                                                                : std::string("null")));
   }
   if (o.format == "json") out += "\n]}\n";
   fmt::print("{}", out);

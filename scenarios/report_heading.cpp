@@ -79,6 +79,10 @@ std::string heading(const Scenario& s, const Point& p) {
   else
     out += "  between nodes: none (one node)\n";
   if (const auto d = collective_model_description(c); !d.empty()) out += "  collectives: " + d + "\n";
+  if (!c.nccl.tuner_rules.empty())
+    out += fmt::format("  NCCL tuner plugin: the {} rules of {}, applied before NCCL's own choice (the first that "
+                       "matches a collective picks its algorithm, protocol and channels)\n",
+                       c.nccl.tuner_rules.size(), c.nccl.tuner_config);
   const int seq = st.seq_len();
   const auto& t = st.training;
   out += fmt::format("  {} ({}), {}, shard group {} GPUs, micro-batch {} x {} tokens, {} micro-batch(es) = {} sequences "

@@ -46,6 +46,36 @@ Algorithm algorithm_of(int a) {
                                                                     : Algorithm::Pat;
 }
 Protocol protocol_of(int p) { return p == kLL ? Protocol::LL : p == kLL128 ? Protocol::LL128 : Protocol::Simple; }
+int algo_of_pin(unsigned bit) {
+  using P = topologies::NcclPins;
+  return bit == P::Ring ? kRing : bit == P::Tree ? kTree : bit == P::Nvls ? kNvls : bit == P::NvlsTree ? kNvlsTree : kPat;
+}
+int proto_of_pin(unsigned bit) {
+  using P = topologies::NcclPins;
+  return bit == P::LL ? kLL : bit == P::LL128 ? kLL128 : kSimple;
+}
+
+// The first of a tuner plugin's rules that matches the collective (its type, NCCL's nBytes: the full
+// buffer, the communicator's nodes and ranks) and that `allowed` lets run; -1 when none does. All-to-all
+// is point to point: NCCL asks no tuner about it.
+template <class Allowed>
+int matching_tuner_rule(const std::vector<topologies::NcclTunerRule>& rules, CollectiveOp op, double bytes, int nodes,
+                        int ranks, Allowed allowed) {
+  const char* word = op == CollectiveOp::AllReduce       ? "allreduce"
+                     : op == CollectiveOp::AllGather     ? "allgather"
+                     : op == CollectiveOp::ReduceScatter ? "reducescatter"
+                     : op == CollectiveOp::Broadcast     ? "broadcast"
+                     : op == CollectiveOp::Reduce        ? "reduce"
+                                                         : nullptr;
+  if (!word) return -1;
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const auto& r = rules[i];
+    if (r.never || r.op != word || bytes < r.min_bytes || bytes > r.max_bytes) continue;
+    if ((r.nodes != -1 && r.nodes != nodes) || (r.ranks != -1 && r.ranks != ranks)) continue;
+    if (allowed(r.algo, r.proto)) return int(i);
+  }
+  return -1;
+}
 
 }  // namespace
 
@@ -91,6 +121,7 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
         .nvlink = c.intra.kind != "pcie",
         .gen = gen,
         .nch = communicator_channels(c, n, k, rails),
+        .fixed_channels = false,
         .nvls_ch = c.gpu.sm >= 100 ? (n > 1 ? 32 : 24) : 16,
         .scale = cl.latency_scale,
         // NCCL's per-hop latencies already hold a link and a switch; the fabric adds the switches
@@ -136,6 +167,7 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
   const bool ll128_left_out = gather_or_scatter && n > 1 && c.gpu.sm >= 90 && (protos & proto_bit(kLL128)) &&
                               (protos & ~proto_bit(kLL128));
   if (ll128_left_out) protos &= ~proto_bit(kLL128);
+  const unsigned nccl_protos = protos | (ll128_left_out ? proto_bit(kLL128) : 0u);  // what NCCL lets a tuner pick
   const bool allreduce = op == CollectiveOp::AllReduce;
   const bool has_nvls = x.nvls_rate > 0 && x.nvlink && k > 1;
   auto runs = [&](int a) {
@@ -159,6 +191,24 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
   bool any = false;
   for (int a = 0; a < 5; ++a) any = any || ((algos & algo_bit(a)) && runs(a));
   if (!any) algos = algo_bit(kRing);
+
+  // A tuner plugin's rules come before NCCL's choice: the first that matches this collective and may
+  // run here (its algorithm and protocol allowed, as NCCL marks the others IGNORE) picks both, and its
+  // channels replace NCCL's count. An explicit choice of the caller's wins over them.
+  int tuner_rule = -1;
+  if (options.algorithm == Algorithm::Auto && options.protocol == Protocol::Auto)
+    tuner_rule = matching_tuner_rule(c.nccl.tuner_rules, op, bytes, n, R, [&](unsigned algo_pin, unsigned proto_pin) {
+      const int a = algo_of_pin(algo_pin), pr = proto_of_pin(proto_pin);
+      const bool simple_only = a == kNvls || a == kNvlsTree || a == kPat;
+      return (algos & algo_bit(a)) && (nccl_protos & proto_bit(pr)) && runs(a) && (!simple_only || pr == kSimple);
+    });
+  if (tuner_rule >= 0) {
+    const auto& rule = c.nccl.tuner_rules[tuner_rule];
+    algos = algo_bit(algo_of_pin(rule.algo));
+    // An all-gather or reduce-scatter across Hopper or Blackwell nodes runs LL128 at Simple's speed (above).
+    protos = ll128_left_out && rule.proto == topologies::NcclPins::LL128 ? proto_bit(kSimple) : rule.proto;
+    if (rule.channels > 0) x.nch = rule.channels, x.fixed_channels = true;
+  }
 
   if (op == CollectiveOp::AllToAll) {  // point to point: NCCL_ALGO does not apply
     const Candidate cand = all_to_all(x, protos & proto_bit(kLL));
@@ -203,6 +253,7 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
   p.rails = n > 1 ? rails : 0;
   p.ll128_left_out = ll128_left_out;
   p.ll128_off = ll128_off;
+  p.tuner_rule = tuner_rule;
   return p;
 }
 

@@ -70,6 +70,7 @@ struct CollectivePlan {
   double fill_seconds = 0;        // pipeline fill, part of latency_seconds
   bool ll128_left_out = false;    // LL128 was allowed but left out: a multi-node all-gather or reduce-scatter
   bool ll128_off = false;         // NCCL does not enable LL128 here by default: socket NICs or PCIe between GPUs
+  int tuner_rule = -1;            // the cluster's tuner rule that chose (index in nccl.tuner_rules); -1: NCCL did
   // bytes/s a node's channels offer its NICs where that is less than the NICs take (the channels bind:
   // collectives.net_channel_rate); 0 where the NICs bind, or inside one node.
   double channel_bound_rate = 0;

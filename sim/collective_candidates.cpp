@@ -36,6 +36,7 @@ int channels_for(const Ctx& x, int p, int a) {
   // enqueue.cc: fewer channels until each has nt x threshold bytes (LL's threshold x ranks on rings).
   const double thr = kThreadThreshold[p] * (a == kRing && p == kLL ? x.R : 1);
   int nc = x.nch;
+  if (x.fixed_channels) return nc;
   while (nc > 1 && x.S < double(nc) * kThreads[p] * thr) --nc;
   return nc;
 }

@@ -26,6 +26,7 @@ struct Ctx {
   bool nvlink;
   int gen;             // NCCL's compute-capability index for its tables, as the release that runs has it
   int nch;             // channels of the communicator
+  bool fixed_channels; // a tuner plugin set them: NCCL lowers none at small sizes
   int nvls_ch;
   double scale;        // x NCCL's latency table
   double alpha_intra_extra, alpha_inter_extra;  // per-step latencies beyond NCCL's table

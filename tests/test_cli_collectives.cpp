@@ -246,3 +246,23 @@ TEST_CASE("cli: tagcsim collective prints the GPU and node count, also without -
   };
   CHECK(at("time_s") - at("tuner_s") == doctest::Approx(28 * 5.058e-6 + 14 * 0.09055e-6).epsilon(2e-3));  // to the printed digits
 }
+
+TEST_CASE("tagcsim collective follows a tuner config and says which sizes its rules chose") {
+  const auto rules = write_temp("tuner-rules.csv", "# small all-reduces on a tree\nallreduce,0,65536,tree,ll,4,-1,-1\n");
+  const auto cluster = write_temp("tuner-cluster.yaml", "cluster: {preset: dgx-h100-ib400, nodes: 2, nccl: {tuner_config: " +
+                                                            rules + "}}\n");
+  const auto o = run_tagcsim("collective --cluster " + cluster + " --op all_reduce --bytes 64KiB,8MiB");
+  CHECK(o.code == 0);
+  CHECK(o.output.find("# tuner config " + rules + ": its rules chose 65536 B (line 2)\n") != std::string::npos);
+  CHECK(o.output.find("     65536      tree     LL   4 ") != std::string::npos);
+  const auto json = run_tagcsim("collective --cluster " + cluster + " --op all_reduce --bytes 64KiB,8MiB --format json");
+  CHECK(json.output.find("\"tuner_rule_line\": 2}") != std::string::npos);
+  CHECK(json.output.find("\"tuner_rule_line\": null}") != std::string::npos);
+  // A bad line: one line naming the file and the line, exit 2.
+  const auto bad = write_temp("tuner-bad.csv", "allreduce,0,65536,tree,ll,4,-1\n");
+  const auto bad_cluster =
+      write_temp("tuner-bad.yaml", "cluster: {preset: dgx-h100-ib400, nodes: 2, nccl: {tuner_config: " + bad + "}}\n");
+  const auto e = run_tagcsim("collective --cluster " + bad_cluster + " --op all_reduce --bytes 64KiB");
+  CHECK(e.code == 2);
+  CHECK(e.output.find(bad + ":1: expected 8 to 10 comma-separated fields") != std::string::npos);
+}

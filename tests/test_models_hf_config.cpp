@@ -6,6 +6,7 @@
 #include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/step.hpp"
+#include "scratch_dir.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,16 +21,9 @@ using doctest::Contains;
 
 namespace {
 
-struct Dir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("tagcsim-hf-" + std::to_string(::getpid()));
-  Dir() { std::filesystem::create_directories(path); }
-  ~Dir() { std::filesystem::remove_all(path); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::filesystem::create_directories((path / name).parent_path());
-    std::ofstream(path / name) << text;
-    return (path / name).string();
-  }
+// Each case's config files, in a folder of its own.
+struct Dir : test::ScratchDir {
+  Dir() : ScratchDir("hf") {}
 };
 
 models::TransformerConfig from_json(const Dir& d, const std::string& json) {

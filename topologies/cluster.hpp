@@ -161,6 +161,22 @@ struct CollectiveParams {
   double net_channel_rate = 0;
 };
 
+// One rule of a tuner plugin's file in the format of NCCL's example tuner plugin
+// (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE): a collective of type `op` whose buffer (NCCL's
+// nBytes: an all-gather's output, a reduce-scatter's input) is within [min_bytes, max_bytes], on a
+// communicator of `nodes` nodes and `ranks` ranks (-1: any), runs `algo` x `proto` on `channels`
+// channels (-1: as NCCL picks). The first rule that matches and may run decides.
+struct NcclTunerRule {
+  std::string op;                    // allreduce, allgather, reducescatter, broadcast or reduce
+  double min_bytes = 0, max_bytes = 0;
+  unsigned algo = 0, proto = 0;      // one NcclPins::Algo bit, one NcclPins::Proto bit
+  int channels = -1, nodes = -1, ranks = -1;
+  bool never = false;                // matches no collective tagcsim runs (numPipeOps > 1, registered buffers)
+  int line = 0;                      // in the file
+};
+// The rules of such a file, in order; InputError "FILE:LINE: ..." for a line it cannot take.
+std::vector<NcclTunerRule> read_nccl_tuner_config(const std::string& path);
+
 // NCCL_ALGO / NCCL_PROTO / channel pins (`nccl:` in a cluster). Masks of allowed choices, 0 = any.
 struct NcclPins {
   enum Algo : unsigned { Ring = 1, Tree = 2, Nvls = 4, NvlsTree = 8, Pat = 16 };
@@ -174,6 +190,9 @@ struct NcclPins {
   // modelled with that release's constants (sim/collective.cpp).
   int version = 0;
   std::string source;                // why (e.g. "aws-ofi-nccl sets NCCL_PROTO=simple on p4d")
+  // A tuner plugin's rules (`tuner_config:`, NCCL_TUNER_CONFIG_FILE), applied before NCCL's own choice.
+  std::string tuner_config;          // the file, as resolved
+  std::vector<NcclTunerRule> tuner_rules;
 };
 // "2.18.5" -> 21805, "2.27" -> 22700; InputError naming the key otherwise.
 int parse_nccl_version_key(const Input& in);

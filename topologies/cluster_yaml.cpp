@@ -102,7 +102,7 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
   cl.put("net_channel_rate",
          cp.net_channel_rate > 0 ? yaml_quantity(cp.net_channel_rate, Quantity::Bandwidth, {"GB/s", "Gb/s"}) : "0",
          "one channel across the network (0: no ceiling)");
-  if (c.nccl.algos || c.nccl.protos || c.nccl.channels || c.nccl.version) {
+  if (c.nccl.algos || c.nccl.protos || c.nccl.channels || c.nccl.version || !c.nccl.tuner_config.empty()) {
     YamlMap pins = k.open("nccl", "pinned like NCCL_ALGO / NCCL_PROTO");
     auto list = [](const std::vector<std::string>& words) { return fmt::format("[{}]", fmt::join(words, ", ")); };
     if (c.nccl.algos) pins.put("algo", list(nccl_words(c.nccl.algos, kNcclAlgoWords)));
@@ -110,6 +110,7 @@ std::string cluster_yaml(const Cluster& c, const std::string& key) {
     if (c.nccl.channels) pins.put("channels", yaml_number(c.nccl.channels));
     if (c.nccl.version) pins.put("version", yaml_scalar(format_nccl_version(c.nccl.version)), "NCCL release");
     if (!c.nccl.source.empty()) pins.put("source", yaml_scalar(c.nccl.source));
+    if (!c.nccl.tuner_config.empty()) pins.put("tuner_config", yaml_scalar(c.nccl.tuner_config), "NCCL_TUNER_CONFIG_FILE");
   }
   if (c.stragglers.any()) {
     YamlMap st = k.open("stragglers", fmt::format("the slowest of {} GPUs at {:.4g} of nominal speed", c.gpus(),

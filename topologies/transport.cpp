@@ -290,7 +290,7 @@ std::string format_nccl_version(int code) {
 }
 
 NcclPins load_nccl_pins(const Input& in) {
-  in.expect_keys({"algo", "proto", "channels", "version", "source"});
+  in.expect_keys({"algo", "proto", "channels", "version", "source", "tuner_config"});
   NcclPins p;
   if (auto a = in.find("algo"))
     p.algos = read_mask(*a, NcclPins::kAllAlgos, parse_nccl_algo, "NCCL algorithm", nccl_words(~0u, kNcclAlgoWords));
@@ -300,6 +300,11 @@ NcclPins load_nccl_pins(const Input& in) {
   if (auto ch = in.find("channels")) p.channels = ch->as_int_between(1, 64);
   if (auto v = in.find("version")) p.version = parse_nccl_version_key(*v);
   if (auto src = in.find("source")) p.source = src->as_string();
+  if (auto t = in.find("tuner_config")) {
+    p.tuner_config = t->beside(t->as_string());
+    p.tuner_rules = read_nccl_tuner_config(p.tuner_config);
+    if (p.tuner_rules.empty()) t->fail("'" + p.tuner_config + "' has no rule (only comments and blank lines)");
+  }
   if (in.has("algo") && p.algos == 0) in["algo"].fail("excludes every algorithm");
   if (in.has("proto") && p.protos == 0) in["proto"].fail("excludes every protocol");
   return p;
@@ -313,6 +318,8 @@ std::string describe(const NcclPins& pins) {
            fmt::format("{}", fmt::join(nccl_words(pins.protos, kNcclProtoWords), ","));
   if (pins.channels) out += fmt::format("{}channels {}", out.empty() ? "" : "; ", pins.channels);
   if (pins.version) out += fmt::format("{}NCCL {}", out.empty() ? "" : "; ", format_nccl_version(pins.version));
+  if (!pins.tuner_rules.empty())
+    out += fmt::format("{}tuner config {} ({} rules)", out.empty() ? "" : "; ", pins.tuner_config, pins.tuner_rules.size());
   return out;
 }
 
