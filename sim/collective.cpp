@@ -50,10 +50,6 @@ int algo_of_pin(unsigned bit) {
   using P = topologies::NcclPins;
   return bit == P::Ring ? kRing : bit == P::Tree ? kTree : bit == P::Nvls ? kNvls : bit == P::NvlsTree ? kNvlsTree : kPat;
 }
-int proto_of_pin(unsigned bit) {
-  using P = topologies::NcclPins;
-  return bit == P::LL ? kLL : bit == P::LL128 ? kLL128 : kSimple;
-}
 
 // The first of a tuner plugin's rules that matches the collective (its type, NCCL's nBytes: the full
 // buffer, the communicator's nodes and ranks) and that `allowed` lets run; -1 when none does. All-to-all
@@ -198,13 +194,14 @@ CollectivePlan plan_collective(const topologies::Cluster& c, CollectiveOp op, do
   int tuner_rule = -1;
   if (options.algorithm == Algorithm::Auto && options.protocol == Protocol::Auto)
     tuner_rule = matching_tuner_rule(c.nccl.tuner_rules, op, bytes, n, R, [&](unsigned algo_pin, unsigned proto_pin) {
-      const int a = algo_of_pin(algo_pin), pr = proto_of_pin(proto_pin);
+      const int a = algo_of_pin(algo_pin);
       const bool simple_only = a == kNvls || a == kNvlsTree || a == kPat;
-      return (algos & algo_bit(a)) && (nccl_protos & proto_bit(pr)) && runs(a) && (!simple_only || pr == kSimple);
+      return (algos & algo_pin) && (nccl_protos & proto_pin) && runs(a) &&
+             (!simple_only || proto_pin == topologies::NcclPins::Simple);
     });
   if (tuner_rule >= 0) {
     const auto& rule = c.nccl.tuner_rules[tuner_rule];
-    algos = algo_bit(algo_of_pin(rule.algo));
+    algos = rule.algo;
     // An all-gather or reduce-scatter across Hopper or Blackwell nodes runs LL128 at Simple's speed (above).
     protos = ll128_left_out && rule.proto == topologies::NcclPins::LL128 ? proto_bit(kSimple) : rule.proto;
     if (rule.channels > 0) x.nch = rule.channels, x.fixed_channels = true;
