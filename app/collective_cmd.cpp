@@ -80,15 +80,15 @@ int run(const CollectiveOptions& o) {
                                    : "");
     if (const auto pins = topologies::describe(c.nccl); !pins.empty())
       out += fmt::format("# pinned: {}{}\n", pins, c.nccl.source.empty() ? "" : " (" + c.nccl.source + ")");
-    // Which sizes the tuner plugin's rules chose, by the line of each rule.
-    std::string chosen;
-    for (const auto& p : plans)
-      if (p.tuner_rule >= 0)
-        chosen += fmt::format("{}{:.0f} B (line {})", chosen.empty() ? "" : ", ", p.bytes,
-                              c.nccl.tuner_rules[p.tuner_rule].line);
-    if (!c.nccl.tuner_rules.empty())
+    if (!c.nccl.tuner_rules.empty()) {  // which sizes the tuner plugin's rules chose, by each rule's line
+      std::string chosen;
+      for (const auto& p : plans)
+        if (p.tuner_rule >= 0)
+          chosen += fmt::format("{}{:.0f} B (line {})", chosen.empty() ? "" : ", ", p.bytes,
+                                c.nccl.tuner_rules[p.tuner_rule].line);
       out += fmt::format("# tuner config {}: {}\n", c.nccl.tuner_config,
                          chosen.empty() ? "no rule matched; NCCL's own choice" : "its rules chose " + chosen);
+    }
     if (std::any_of(plans.begin(), plans.end(), [](const auto& p) { return p.ll128_left_out; }))
       out += "# LL128 left out: all-gathers and reduce-scatters across nodes run Simple where NCCL's tuner rates "
              "LL128 faster, as measured on Hopper and Blackwell (docs/calibration.md)\n";

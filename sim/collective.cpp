@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 namespace tagcsim::sim {
 namespace {
@@ -57,13 +58,9 @@ int algo_of_pin(unsigned bit) {
 template <class Allowed>
 int matching_tuner_rule(const std::vector<topologies::NcclTunerRule>& rules, CollectiveOp op, double bytes, int nodes,
                         int ranks, Allowed allowed) {
-  const char* word = op == CollectiveOp::AllReduce       ? "allreduce"
-                     : op == CollectiveOp::AllGather     ? "allgather"
-                     : op == CollectiveOp::ReduceScatter ? "reducescatter"
-                     : op == CollectiveOp::Broadcast     ? "broadcast"
-                     : op == CollectiveOp::Reduce        ? "reduce"
-                                                         : nullptr;
-  if (!word) return -1;
+  if (rules.empty() || op == CollectiveOp::AllToAll) return -1;
+  std::string word = to_string(op);  // NCCL's plugin spells them without the underscore: allgather
+  std::erase(word, '_');
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const auto& r = rules[i];
     if (r.never || r.op != word || bytes < r.min_bytes || bytes > r.max_bytes) continue;

@@ -59,12 +59,16 @@ std::vector<NcclTunerRule> read_nccl_tuner_config(const std::string& path) {
       fail(fmt::format("expected 8 to 10 comma-separated fields (collective_type,min_bytes,max_bytes,algorithm,"
                        "protocol,channels,nNodes,nRanks[,numPipeOps[,regBuff]]), got {}",
                        f.size()));
-    auto number_at = [&](std::size_t i, const char* name, long long min) {
+    // A size (0 and up), or a count that -1 leaves to NCCL or to any communicator (1 and up).
+    auto bytes_at = [&](std::size_t i, const char* name) {
       const auto v = integer(f[i]);
-      if (!v || *v < min || (*v < 1 && *v != -1 && min < 0))
-        fail(fmt::format("{}: expected {}, got '{}'", name,
-                         min >= 0 ? "a whole number of at least " + std::to_string(min) : std::string("-1 (any) or a positive whole number"),
-                         f[i]));
+      if (!v || *v < 0) fail(fmt::format("{}: expected a whole number of at least 0, got '{}'", name, f[i]));
+      return *v;
+    };
+    auto count_at = [&](std::size_t i, const char* name) {
+      const auto v = integer(f[i]);
+      if (!v || (*v < 1 && *v != -1))
+        fail(fmt::format("{}: expected -1 (any) or a positive whole number, got '{}'", name, f[i]));
       return *v;
     };
     NcclTunerRule r;
@@ -72,8 +76,8 @@ std::vector<NcclTunerRule> read_nccl_tuner_config(const std::string& path) {
     static const std::vector<std::string> kOps = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce"};
     r.op = f[0];
     if (std::find(kOps.begin(), kOps.end(), r.op) == kOps.end()) fail(unknown_name("collective_type", f[0], kOps));
-    r.min_bytes = double(number_at(1, "min_bytes", 0));
-    r.max_bytes = double(number_at(2, "max_bytes", 0));
+    r.min_bytes = double(bytes_at(1, "min_bytes"));
+    r.max_bytes = double(bytes_at(2, "max_bytes"));
     if (r.min_bytes > r.max_bytes) fail(fmt::format("min_bytes {} is above max_bytes {}", f[1], f[2]));
     if (f[3] == "collnet_direct" || f[3] == "collnet_chain")
       fail(fmt::format("algorithm: {} needs a SHARP-capable fabric, which tagcsim does not model", f[3]));
@@ -81,12 +85,12 @@ std::vector<NcclTunerRule> read_nccl_tuner_config(const std::string& path) {
     if (!r.algo) fail(unknown_name("algorithm", f[3], nccl_words(~0u, kNcclAlgoWords)));
     r.proto = parse_nccl_proto(f[4]);
     if (!r.proto) fail(unknown_name("protocol", f[4], nccl_words(~0u, kNcclProtoWords)));
-    r.channels = int(number_at(5, "channels", -1));
+    r.channels = int(count_at(5, "channels"));
     if (r.channels > 64) fail(fmt::format("channels: expected -1 (NCCL's own) or 1 to 64, got {}", f[5]));
-    r.nodes = int(number_at(6, "nNodes", -1));
-    r.ranks = int(number_at(7, "nRanks", -1));
+    r.nodes = int(count_at(6, "nNodes"));
+    r.ranks = int(count_at(7, "nRanks"));
     // tagcsim issues each collective on its own (numPipeOps 1) from buffers PyTorch does not register.
-    if (f.size() > 8 && number_at(8, "numPipeOps", -1) > 1) r.never = true;
+    if (f.size() > 8 && count_at(8, "numPipeOps") > 1) r.never = true;
     if (f.size() > 9) {
       const auto reg = integer(f[9]);
       if (!reg || *reg < -1 || *reg > 1) fail(fmt::format("regBuff: expected -1, 0 or 1, got '{}'", f[9]));
