@@ -34,8 +34,9 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   // two DGX A100 nodes' all-gather and all-reduce over InfiniBand (S106), two p5s' all-reduce over EFA (S108)
   // two Perlmutter nodes' over Slingshot-11 (S109), CSCS's all-reduce on 2 to 512 Alps nodes (S110, nine), and
   // one H100 cluster's all-reduce, all-gather, reduce-scatter and all-to-all on one node (8 GPUs and 4) and
-  // across ten nodes with 1, 2, 4 and 8 GPUs a node (S111, 24).
-  REQUIRE(groups.size() == 97);
+  // across ten nodes with 1, 2, 4 and 8 GPUs a node (S111, 24), and Google's example all-gathers on two A3
+  // Ultra VMs over RoCE (S116) and two A3 Mega VMs over TCPXO (S117).
+  REQUIRE(groups.size() == 99);
   auto named = [&](const std::string& name) -> const PublishedGroup& {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.name == name; });
     REQUIRE(it != groups.end());
@@ -128,6 +129,17 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
   CHECK(gke.points[0].nccl_version == 22807);
   CHECK(gke.points[0].time_s == doctest::Approx(110.0e-6));
   CHECK(groups[15].name == "nccl-h100-1n-gcp-a3mega-mgcafe-allreduce");
+  // Google's own runs (S116, S117): the machine type names the preset; the A3 Mega one states Google's pins and
+  // the NCCL its plugin release ships, the A3 Ultra one no NCCL release (the newest table applies).
+  const auto& ultra = named("nccl-h200-2n-gcp-a3ultra-gib-allgather");
+  CHECK(published_base_cluster(ultra) == "{preset: gcp-a3-ultra, nodes: 2}");
+  CHECK(ultra.points.size() == 24);
+  CHECK(ultra.points[0].time_s == doctest::Approx(54.07e-6));
+  const auto& mega = named("nccl-h100-2n-gcp-a3mega-tcpxo-google-allgather");
+  CHECK(published_base_cluster(mega) == "{preset: gcp-a3-mega, nodes: 2}");
+  CHECK(mega.points.size() == 26);
+  CHECK(mega.points[0].nccl_version == 22807);
+  CHECK(mega.points[0].protos == (topologies::NcclPins::Simple | topologies::NcclPins::LL128));
   CHECK(published_base_cluster(groups[15]) == "{preset: gcp-a3-mega, nodes: 1}");
   // CoreWeave's and OCI's GB200 NVL72 tables: validated on the NVL72 preset (a rack is a node), never fitted.
   int racks = 0;
@@ -139,6 +151,7 @@ TEST_CASE("the published nccl tables load, grouped per benchmark run") {
                                      g.source_key != "S97" && g.source_key != "S100" &&
                                      g.source_key != "S101" && g.source_key != "S106" && g.source_key != "S108" &&
                                      g.source_key != "S109" && g.source_key != "S110" &&
+                                     g.source_key != "S116" && g.source_key != "S117" &&
                                      (g.source_key != "S111" || g.name.rfind("nccl-h100-1n-xxrjun-", 0) == 0)));
       continue;
     }

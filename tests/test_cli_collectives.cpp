@@ -113,8 +113,9 @@ TEST_CASE("calibrate validate runs on the shipped tables without --data, its hel
   // With the 5 of Azure's GB200 VM, 5 of CSCS's Alps, 15 of the shared 4-GPU H100 host's three tables (S97) and
   // 5 of OCI's two GB200 racks (S99), 5 of the H200 node's NCCL 2.26.2 rerun (S100) and 20 of the quiet 8-GPU
   // H100 node's four tables (S101), 10 of the DGX A100 pair's two (S106), 5 of the p5 pair's (S108), 5 of the
-  // Perlmutter pair's (S109) and 45 of CSCS's nine Alps tables (S110).
-  CHECK(o.output.find("  32 KiB-1 MiB    preset n=208") != std::string::npos);
+  // Perlmutter pair's (S109), 45 of CSCS's nine Alps tables (S110) and 5 each of Google's A3 Ultra and A3 Mega
+  // all-gathers (S116, S117).
+  CHECK(o.output.find("  32 KiB-1 MiB    preset n=218") != std::string::npos);
   // Per table and size band, with each source left out in turn (three sources: S02, S12, S43).
   const std::string subset = published_subset({"S02", "S12", "S43"});
   const std::string held_file = temp_path("held_out.yaml");
